@@ -1,0 +1,70 @@
+"""Small step types used only by the engine and profile tests (registered by a fixture)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from workload.commands import cmd
+from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+
+
+class EchoParameters(StepParameters):
+    Message: str = "hello"
+    Count: int = Field(default=1, ge=1, le=10)
+    Marker: str | None = None
+
+
+class EchoStep(Step):
+    """Writes Message to a marker file unless the file already holds it (idempotent)."""
+
+    type_name: ClassVar[str] = "EchoStep"
+    Parameters: ClassVar[type[StepParameters]] = EchoParameters
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        params = self.params
+        assert isinstance(params, EchoParameters)
+        if params.Marker and ctx.host.exists(params.Marker) and ctx.host.read_text(params.Marker) == params.Message:
+            return StepPlan.noop(f"{params.Marker} already says {params.Message!r}")
+        commands = [cmd("echo", params.Message) for _ in range(params.Count)]
+        if params.Marker:
+            commands.append(cmd("sh", "-c", 'printf %s "$1" > "$2"', "sh", params.Message, params.Marker))
+        return StepPlan(changes=(Change(f"say {params.Message!r}", tuple(commands)),))
+
+    def verify(self, ctx: StepContext) -> None:
+        params = self.params
+        assert isinstance(params, EchoParameters)
+        if params.Marker and ctx.host.read_text(params.Marker) != params.Message:
+            raise self.fail(f"{params.Marker} does not hold {params.Message!r}", ctx)
+
+    @classmethod
+    def check_parameters(cls, params: StepParameters) -> None:
+        assert isinstance(params, EchoParameters)
+        if params.Message == "forbidden":
+            raise ValueError(f"Message: unknown message {params.Message!r}")
+
+
+class FailStep(Step):
+    """Always fails at apply (a command that exits 3)."""
+
+    type_name: ClassVar[str] = "FailStep"
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        return StepPlan(changes=(Change("fail on purpose", (cmd("sh", "-c", "echo boom >&2; exit 3"),)),))
+
+
+class RebootStep(Step):
+    """Wants a reboot until a marker exists (simulates a driver install)."""
+
+    type_name: ClassVar[str] = "RebootStep"
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        return StepPlan(changes=(Change("install something that needs a reboot", (cmd("true"),)),), reboot_required=True)
+
+
+TEST_TYPES = {
+    "EchoStep": "tests.steptypes:EchoStep",
+    "FailStep": "tests.steptypes:FailStep",
+    "RebootStep": "tests.steptypes:RebootStep",
+}

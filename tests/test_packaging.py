@@ -1,0 +1,62 @@
+"""The wheel ships profiles/ and gpuconfigs/ and works from an install outside the checkout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        check=True,
+        cwd=out,
+    )
+    (path,) = out.glob("workload-*.whl")
+    return path
+
+
+def test_wheel_contains_profiles_gpuconfigs_and_installers(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "workload/profiles/PERF-GPU-MLPERF.json" in names
+    assert "workload/profiles/PERF-CPU-MLPERF.json" in names
+    assert any(n.startswith("workload/gpuconfigs/") and n.endswith(".json") for n in names), sorted(names)
+    assert "installers/__init__.py" in names
+    assert "workload/py.typed" in names
+    assert not any(n.startswith("tests/") for n in names)
+
+
+def test_installed_wheel_lists_and_resolves_shipped_profiles(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)], check=True
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    # Run from an empty folder so the checkout cannot be imported by accident.
+    listing = subprocess.run(
+        [sys.executable, "-m", "workload", "profiles"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert listing.returncode == 0, listing.stderr
+    assert "PERF-GPU-MLPERF" in listing.stdout and "PERF-CPU-MLPERF" in listing.stdout
+    where = subprocess.run(
+        [sys.executable, "-c", "import workload.resources as r; print(r.profile_dir())"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert where.stdout.strip().startswith(str(target)), where.stdout
+    show = subprocess.run(
+        [sys.executable, "-m", "workload", "show", "PERF-GPU-MLPERF"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert show.returncode == 0, show.stderr
+    assert "NvidiaCudaInstallation" in show.stdout

@@ -1,0 +1,109 @@
+"""The ``workload`` command line: the only code that prints and decides exit codes.
+
+Subcommands live in their own modules and are imported only when used, so ``workload --help``
+starts fast (no docker, paramiko, pydantic or rich at start-up).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from workload import __version__
+
+#: Subcommand name -> "module:attribute" (a click.Command), imported on first use.
+COMMANDS: dict[str, str] = {
+    "run": "workload.cli.run_cmd:run_command",
+    "plan": "workload.cli.run_cmd:plan_command",
+    "profiles": "workload.cli.profile_cmd:profiles_command",
+    "show": "workload.cli.profile_cmd:show_command",
+    "results": "workload.cli.results_cmd:results_command",
+    "compare": "workload.cli.results_cmd:compare_command",
+    "doctor": "workload.cli.doctor_cmd:doctor_command",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported when first needed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, _, attr = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        return command
+
+
+HELP = """Set up GPU machines and run MLPerf Inference on them, from a JSON profile.
+
+\b
+A profile (VirtualClient's format) lists dependency steps (disks, results repository, NVIDIA
+driver + CUDA + fabric manager, Docker, NVIDIA container toolkit) and action steps (the
+benchmark). `workload` runs them in order on this machine or on remote hosts over SSH, then
+parses the results into metrics files that CI can judge.
+
+\b
+Start here:
+  workload profiles                            list the shipped profiles
+  workload run --profile PERF-CPU-MLPERF       real MLPerf LoadGen on this CPU, in about a minute
+  workload plan --profile PERF-GPU-MLPERF      what the GPU profile would do here, changing nothing
+  workload run --profile PERF-GPU-MLPERF --host ssh://azureuser@10.0.0.4
+  workload results RUN_FOLDER                  re-read and judge results from anywhere
+
+Exit codes: 0 ok, 2 bad input, 3 cannot connect, 4 a step failed, 5 reboot needed (re-run to
+resume), 6 results INVALID or accuracy failed, 7 regression (compare), 130 interrupted.
+"""
+
+
+@click.group(cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="workload")
+def cli() -> None:
+    pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the CLI, turn errors into one message and an exit code."""
+    sys.exit(invoke(argv))
+
+
+def invoke(argv: list[str] | None = None) -> int:
+    """Run the CLI and return the exit code (tests call this)."""
+    from workload.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, WorkloadError
+
+    try:
+        result: Any = cli.main(args=argv, prog_name="workload", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return int(getattr(exc, "exit_code", EXIT_USAGE))
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        click.echo("interrupted: what finished so far is kept in the run folder", err=True)
+        return EXIT_INTERRUPTED
+    except WorkloadError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return exc.exit_code
+    except Exception as exc:  # a bug: say so, keep the traceback in a file, not on the screen
+        path = _write_debug_log()
+        click.echo(f"internal error: {type(exc).__name__}: {exc}\n  details: {path}", err=True)
+        return EXIT_INTERNAL
+    return int(result or 0)
+
+
+def _write_debug_log() -> str:
+    import tempfile
+    import traceback
+
+    with tempfile.NamedTemporaryFile("w", prefix="workload-debug-", suffix=".log", delete=False) as fh:
+        traceback.print_exc(file=fh)
+        return fh.name

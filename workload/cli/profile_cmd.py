@@ -1,0 +1,55 @@
+"""``workload profiles`` and ``workload show``: what profiles exist and what one resolves to."""
+
+from __future__ import annotations
+
+import click
+
+from workload.cli.options import parameter_options, resolve_from_options
+
+
+@click.command("profiles")
+def profiles_command() -> int:
+    """List the profiles shipped with workload (use the name with --profile)."""
+    import json
+
+    from workload.resources import profile_dir, shipped_profiles
+
+    for name in shipped_profiles():
+        try:
+            description = json.loads((profile_dir() / f"{name}.json").read_text()).get("Description", "")
+        except (OSError, ValueError):
+            description = "(unreadable)"
+        click.echo(f"{name:<22} {description}")
+    return 0
+
+
+@click.command("show")
+@click.argument("profile")
+@parameter_options
+@click.option("--json", "as_json", is_flag=True, help="Print the resolved profile as JSON.")
+def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | None, as_json: bool) -> int:
+    """Show PROFILE resolved: parameters (after --parameters) and every step with its parameters.
+
+    PROFILE is a shipped name (PERF-GPU-MLPERF, with or without .json) or a path to a JSON file.
+    Nothing connects to any host.
+    """
+    import json
+
+    resolved = resolve_from_options(profile, parameters, scenarios)
+    if as_json:
+        click.echo(json.dumps(resolved.to_json(), indent=2))
+        return 0
+    click.echo(f"{resolved.name}: {resolved.description}")
+    click.echo(f"  file: {resolved.path}")
+    click.echo("Parameters:")
+    for key, value in resolved.parameters.items():
+        click.echo(f"  {key} = {json.dumps(value)}")
+    for title, steps in (("Dependencies", resolved.dependencies), ("Actions", resolved.actions)):
+        click.echo(f"{title}:")
+        if not steps:
+            click.echo("  (none)")
+        for step in steps:
+            click.echo(f"  {step.label}")
+            for key, value in step.params.model_dump(exclude_none=True).items():
+                click.echo(f"      {key} = {json.dumps(value, default=str)}")
+    return 0

@@ -1,0 +1,268 @@
+"""``workload run`` and ``workload plan``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from workload.cli.options import build_targets, host_options, parameter_options, resolve_from_options
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from workload.engine import HostOutcome
+
+
+def _profile_option(func: Any) -> Any:
+    return click.option(
+        "--profile",
+        required=True,
+        metavar="NAME|PATH",
+        help="A shipped profile name (see `workload profiles`) or a path to a profile JSON file.",
+    )(func)
+
+
+def _output_option(func: Any) -> Any:
+    return click.option(
+        "--output-dir",
+        type=click.Path(path_type=Path),
+        default=Path("workload-runs"),
+        show_default=True,
+        help="Where run folders are created (one per run).",
+    )(func)
+
+
+@click.command("run")
+@_profile_option
+@parameter_options
+@host_options
+@click.option("--dependencies", "-d", "dependencies_only", is_flag=True, help="Run only the dependency steps.")
+@click.option("--iterations", type=click.IntRange(1), default=None, help="Rounds of all actions (default 1).")
+@click.option(
+    "--timeout",
+    "timeout_min",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Repeat action rounds until this many minutes have passed (the running action finishes).",
+)
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failed action (and stop the other hosts).")
+@click.option("--allow-invalid", is_flag=True, help="Report INVALID results or failed accuracy without exit code 6.")
+@_output_option
+@click.option("-v", "--verbose", count=True, help="Show command output on the console (always in the step logs).")
+def run_command(
+    profile: str,
+    parameters: tuple[str, ...],
+    scenarios: str | None,
+    hosts: tuple[str, ...],
+    inventory: Path | None,
+    parallel: int,
+    identity: str | None,
+    known_hosts: str | None,
+    accept_new_host_key: bool,
+    sudo_password_env: str | None,
+    ask_sudo_password: bool,
+    dependencies_only: bool,
+    iterations: int | None,
+    timeout_min: float | None,
+    fail_fast: bool,
+    allow_invalid: bool,
+    output_dir: Path,
+    verbose: int,
+) -> int:
+    """Run PROFILE's steps on the hosts, then parse the results into metrics.
+
+    \b
+    Every run gets a folder under --output-dir with the resolved profile, a log per step and
+    host, the result files, and metrics.jsonl / metrics.csv (VirtualClient's columns) /
+    summary.json. The exit code is the verdict: 0 only when every step succeeded, every result
+    is VALID and every accuracy check passed.
+
+    \b
+    Examples:
+      workload run --profile PERF-CPU-MLPERF
+      workload run --profile PERF-GPU-MLPERF --host ssh://azureuser@10.0.0.4 -i ~/.ssh/id_ed25519
+      workload run --profile PERF-GPU-MLPERF --inventory fleet.txt --parallel 16 \\
+          --parameters "LinuxDriverVersion=550,,,DiskFilter=SizeGreaterThan:500gb"
+    """
+    from rich.console import Console
+
+    from workload.cli.console import ConsoleReporter, hosts_table
+    from workload.engine import Engine, RunOptions
+    from workload.errors import UsageError
+    from workload.rundir import RunFolder
+
+    if iterations is not None and timeout_min is not None:
+        raise UsageError("--iterations and --timeout cannot be used together (as in VirtualClient)")
+    resolved = resolve_from_options(profile, parameters, scenarios)
+    specs, factory = build_targets(
+        hosts, inventory, identity, known_hosts, accept_new_host_key, sudo_password_env, ask_sudo_password
+    )
+    console = Console(stderr=False, highlight=False)
+    folder = RunFolder.create(output_dir, resolved.name)
+    folder.write_json("profile.json", resolved.to_json())
+    options = RunOptions(
+        dependencies_only=dependencies_only,
+        iterations=iterations or 1,
+        timeout_s=timeout_min * 60 if timeout_min else None,
+        fail_fast=fail_fast,
+        parallel=parallel,
+    )
+    console.print(f"[bold]{resolved.name}[/] on {len(specs)} host(s); run folder [cyan]{folder.root}[/]")
+    engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose)
+    engine = Engine(resolved, folder, factory, options, engine_reporter)
+    interrupted = False
+    with engine_reporter:
+        try:
+            outcomes = engine.run(specs)
+        except KeyboardInterrupt:
+            interrupted = True
+            outcomes = []
+    metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
+    _write_run_json(folder, resolved.name, specs, options, outcomes)
+    if len(specs) > 1:
+        console.print(hosts_table(outcomes, main_metric))
+    for outcome in outcomes:
+        if outcome.error is not None:
+            console.print(f"[red]error:[/] {outcome.error}", highlight=False, markup=False)
+    console.print(f"run folder: {folder.root}")
+    if interrupted:
+        from workload.errors import EXIT_INTERRUPTED
+
+        console.print("interrupted: finished steps and results are kept; run again to resume")
+        return EXIT_INTERRUPTED
+    return _exit_code(outcomes, metrics_code)
+
+
+def _exit_code(outcomes: list[HostOutcome], metrics_code: int) -> int:
+    from workload import errors
+
+    failed = [o for o in outcomes if o.status == "failed"]
+    if failed:
+        if all(isinstance(o.error, errors.ConnectError) for o in failed):
+            return errors.EXIT_CONNECT
+        return errors.EXIT_STEP_FAILED
+    if any(o.status == "interrupted" for o in outcomes):
+        return errors.EXIT_INTERRUPTED
+    if any(o.status == "reboot-required" for o in outcomes):
+        return errors.EXIT_REBOOT_REQUIRED
+    return metrics_code
+
+
+def _report_results(
+    console: Console, folder: Any, profile_name: str, outcomes: list[HostOutcome], allow_invalid: bool
+) -> tuple[int, dict[str, str]]:
+    """Parse every host's result folders, write the merged metrics files, print the table.
+
+    Returns the verdict exit code (0 or 6) and each host's main metric for the hosts table.
+    """
+    from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK
+    from workload.metrics import Collection, OutputContext, Verdict, collect, render_table, write_outputs
+
+    merged = Collection()
+    main_metric: dict[str, str] = {}
+    for outcome in outcomes:
+        for path in outcome.results:
+            part = collect(path, host=outcome.name)
+            merged.extend(part)
+        headline = merged.headline_for_host(outcome.name)
+        if headline:
+            main_metric[outcome.name] = headline
+    if not merged.results and not merged.issues:
+        return EXIT_OK, main_metric
+    context = OutputContext(experiment_id=folder.run_id, profile_name=profile_name)
+    write_outputs(folder.root, merged.results, context, issues=merged.issues)
+    console.print(render_table(merged))
+    verdict = Verdict.from_results(merged.results)
+    for line in verdict.lines():
+        console.print(line, highlight=False, markup=False)
+    for issue in merged.issues:
+        console.print(f"[yellow]warning:[/] {issue}", highlight=False)
+    if verdict.ok or allow_invalid:
+        return EXIT_OK, main_metric
+    return EXIT_INVALID_RESULTS, main_metric
+
+
+def _write_run_json(folder: Any, profile_name: str, specs: list[Any], options: Any, outcomes: list[HostOutcome]) -> None:
+    from dataclasses import asdict
+
+    folder.write_json(
+        "run.json",
+        {
+            "run_id": folder.run_id,
+            "profile": profile_name,
+            "hosts": [{"name": s.name, "labels": s.labels} for s in specs],
+            "options": {k: v for k, v in asdict(options).items() if k != "step_options"},
+            "outcomes": [o.to_json() for o in outcomes],
+        },
+    )
+
+
+@click.command("plan")
+@_profile_option
+@parameter_options
+@host_options
+@click.option("--dependencies", "-d", "dependencies_only", is_flag=True, help="Plan only the dependency steps.")
+@click.option("--strict", is_flag=True, help="Exit 4 when a step cannot be planned (it would fail if run).")
+@_output_option
+def plan_command(
+    profile: str,
+    parameters: tuple[str, ...],
+    scenarios: str | None,
+    hosts: tuple[str, ...],
+    inventory: Path | None,
+    parallel: int,
+    identity: str | None,
+    known_hosts: str | None,
+    accept_new_host_key: bool,
+    sudo_password_env: str | None,
+    ask_sudo_password: bool,
+    dependencies_only: bool,
+    strict: bool,
+    output_dir: Path,
+) -> int:
+    """Show what `run` would do on each host, changing nothing (a dry run).
+
+    \b
+    Each step reads facts from the host (read-only commands) and prints the exact commands it
+    would run, or "no change" with the reason. On a fresh machine the plans of later steps are
+    previews: they depend on what earlier steps install, and `run` re-plans each step right
+    before applying it.
+    """
+    import tempfile
+
+    from rich.console import Console
+
+    from workload.cli.console import ConsoleReporter
+    from workload.engine import Engine, RunOptions
+    from workload.errors import EXIT_STEP_FAILED
+    from workload.rundir import RunFolder
+
+    del output_dir  # plan writes nothing worth keeping; its logs go to a temporary folder
+    resolved = resolve_from_options(profile, parameters, scenarios)
+    specs, factory = build_targets(
+        hosts, inventory, identity, known_hosts, accept_new_host_key, sudo_password_env, ask_sudo_password
+    )
+    console = Console(highlight=False)
+    console.print(f"[bold]{resolved.name}[/]: {resolved.description}")
+    with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
+        folder = RunFolder.create(Path(tmp), resolved.name)
+        options = RunOptions(dependencies_only=dependencies_only, parallel=parallel)
+        outcomes: list[HostOutcome] = []
+        for spec in specs:  # one host at a time so the plans print in order
+            console.print(f"\n[bold]== host {spec.name} ==[/]")
+            reporter = ConsoleReporter(console, hosts=[spec.name], show_parameters=True)
+            engine = Engine(resolved, folder, factory, options, reporter)
+            outcomes += engine.run([spec], plan_only=True)
+    problems = [s for o in outcomes for s in o.steps if s.status == "failed"]
+    errors = [o for o in outcomes if o.error is not None]
+    for outcome in errors:
+        console.print(f"[red]error:[/] {outcome.error}", highlight=False, markup=False)
+    console.print(
+        f"\n{sum(len(o.steps) for o in outcomes)} step plan(s) on {len(specs)} host(s); "
+        f"{len(problems)} would fail if run now."
+    )
+    if errors:
+        return _exit_code(outcomes, 0)
+    return EXIT_STEP_FAILED if strict and problems else 0

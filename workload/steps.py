@@ -1,0 +1,251 @@
+"""The step framework: every profile element (dependency or action) is a :class:`Step`.
+
+A step's life on one host, driven by :mod:`workload.engine`:
+
+1. ``plan(ctx)`` reads facts from the host (read-only queries, re-read each time) and returns a
+   :class:`StepPlan`: the changes it would make, each with the exact commands, or a no-op with a
+   reason. ``workload plan`` stops here; nothing on the host changes.
+2. ``apply(ctx, plan)`` makes the changes (the default runs each planned command with ``check``).
+3. ``verify(ctx)`` re-reads facts and raises :class:`~workload.errors.StepError` unless the step's
+   promise holds. A step succeeds when verify passes, not when its commands exit 0.
+
+Installers keep the decision pure: ``plan`` gathers facts, then calls a function of
+(parameters, facts) that returns the plan, so planners are tested without any host.
+
+Parameters are pydantic models whose field names are the profile's PascalCase names
+(``LinuxDriverVersion``); they are matched case-insensitively, like VirtualClient.
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from workload.commands import Command
+from workload.errors import StepError
+from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
+
+StepKind = Literal["dependency", "action", "monitor"]
+
+
+class StepParameters(BaseModel):
+    """Base of every step's parameter model.
+
+    Unknown parameters are kept (VirtualClient components accept many generic ones); the
+    VirtualClient common parameters used by the engine are declared here.
+    """
+
+    # Numbers given for text parameters ("LinuxDriverVersion": 550) are accepted as text, like VC.
+    model_config = ConfigDict(extra="allow", validate_default=True, frozen=True, coerce_numbers_to_str=True)
+
+    Scenario: str | None = None
+    MetricScenario: str | None = None
+    Tags: str | None = None
+    FailFast: bool = False
+    SupportedPlatforms: str | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing a step will change, in words, with the exact commands that change it."""
+
+    summary: str
+    commands: tuple[Command, ...] = ()
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """What a step would do on a host: changes, or nothing with the reason why."""
+
+    changes: tuple[Change, ...] = ()
+    noop_reason: str | None = None
+    #: The host must reboot after apply for the change to take effect (e.g. a new kernel driver).
+    reboot_required: bool = False
+    #: Remarks shown with the plan (assumptions, previews of what depends on earlier steps).
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def noop(cls, reason: str, *, notes: tuple[str, ...] = ()) -> StepPlan:
+        return cls(noop_reason=reason, notes=notes)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def commands(self) -> tuple[Command, ...]:
+        return tuple(c for change in self.changes for c in change.commands)
+
+
+class HostState:
+    """Small persistent key/value state kept ON the target host (it survives reboots).
+
+    Stored as JSON at ``/var/lib/workload/state.json`` (root) or
+    ``~/.local/state/workload/state.json``. Read at the start of a run, written after each change.
+    """
+
+    def __init__(self, host: Host) -> None:
+        import json
+
+        self._host = host
+        self.path = self._default_path(host)
+        self._lock = threading.Lock()
+        try:
+            loaded = json.loads(host.read_text(self.path))
+            self._data: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
+        except FileNotFoundError:
+            self._data = {}
+        except ValueError:
+            # A corrupt state file must not block a run: facts decide what is installed anyway.
+            self._data = {}
+
+    @staticmethod
+    def _default_path(host: Host) -> str:
+        if host.is_root:
+            return "/var/lib/workload/state.json"
+        return f"{host.identity.home}/.local/state/workload/state.json"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        """Set one key and write the state file at once."""
+        import json
+        import posixpath
+
+        with self._lock:
+            if value is None:
+                self._data.pop(key, None)
+            else:
+                self._data[key] = value
+            text = json.dumps(self._data, indent=2, sort_keys=True)
+        directory = posixpath.dirname(self.path)
+        if not self._host.exists(directory):
+            from workload.commands import cmd
+
+            self._host.check(cmd("mkdir", "-p", directory))
+        self._host.write_text(self.path, text + "\n")
+
+    def snapshot(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+@dataclass
+class StepContext:
+    """Everything a step may use on one host during one run."""
+
+    host: Host
+    #: This host's folder in the local run folder (results, copies of remote logs).
+    host_dir: Path
+    #: This step's log file (every command line and output line goes there).
+    log_path: Path
+    state: HostState
+    #: Values exported by earlier steps for later ones (e.g. ``MLPERF_SCRATCH_PATH``).
+    exports: dict[str, str] = field(default_factory=dict)
+    dry_run: bool = False
+    #: Result folders (local paths) produced by an action; the engine parses them into metrics.
+    results: list[Path] = field(default_factory=list)
+    #: Console sink for progress lines (``[host]`` prefixed by the reporter); may be None.
+    console: Callable[[str], None] | None = None
+    #: Iteration number (1-based) when actions repeat with ``--iterations``.
+    iteration: int = 1
+    #: Extra values for steps from the CLI (e.g. ``allow_no_gpu`` in tests).
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def log(self, message: str) -> None:
+        """A line for the step log and the console."""
+        self._write_log(message)
+        if self.console is not None:
+            self.console(message)
+
+    def _write_log(self, line: str) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(line.rstrip("\n") + "\n")
+
+    def line_sink(self, *, echo: bool = True) -> LineSink:
+        """A sink for command output: every line to the step log, and to the console if ``echo``."""
+
+        def sink(stream: str, line: str) -> None:
+            self._write_log(line if stream == "stdout" else f"[stderr] {line}")
+            if echo and self.console is not None:
+                self.console(line)
+
+        return sink
+
+    def run(self, command: Command, *, echo: bool = False) -> CommandResult:
+        """Run a command on the host, logging it and its output to the step log."""
+        self._write_log(f"$ {command.display()}")
+        result = self.host.run(command, on_line=self.line_sink(echo=echo))
+        self._write_log(f"# exit {result.returncode} after {result.duration_s:.1f}s")
+        return result
+
+    def check(self, command: Command, *, echo: bool = False, hint: str | None = None) -> CommandResult:
+        """Like :meth:`run` but raises :class:`~workload.errors.CommandFailed` on failure."""
+        result = self.run(command, echo=echo)
+        raise_for_result(result, hint=hint, sudo_used=command.sudo or command.user is not None)
+        return result
+
+
+class Step(abc.ABC):
+    """Base class of every profile element type (registered by name in :mod:`workload.registry`)."""
+
+    #: The profile ``Type`` this class implements, e.g. ``"NvidiaCudaInstallation"``.
+    type_name: ClassVar[str]
+    #: The pydantic model of this step's parameters.
+    Parameters: ClassVar[type[StepParameters]] = StepParameters
+    #: Whether re-applying after a partial failure is safe (shown in ``plan``).
+    idempotent: ClassVar[bool] = True
+
+    def __init__(self, params: StepParameters, *, location: str, kind: StepKind) -> None:
+        self.params = params
+        self.location = location
+        self.kind = kind
+
+    @property
+    def scenario(self) -> str:
+        return self.params.Scenario or self.type_name
+
+    @property
+    def label(self) -> str:
+        """How the step is named in messages: ``Dependencies[3] NvidiaCudaInstallation (InstallNvidiaCuda)``."""
+        suffix = f" ({self.params.Scenario})" if self.params.Scenario else ""
+        return f"{self.location} {self.type_name}{suffix}"
+
+    @abc.abstractmethod
+    def plan(self, ctx: StepContext) -> StepPlan:
+        """Read facts (read-only) and return what :meth:`apply` would do."""
+
+    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
+        """Make the planned changes. The default runs every planned command with ``check``."""
+        for change in plan.changes:
+            ctx.log(f"-> {change.summary}")
+            for command in change.commands:
+                ctx.check(command)
+
+    def verify(self, ctx: StepContext) -> None:
+        """Raise :class:`StepError` unless what this step promises now holds on the host."""
+
+    def fail(self, problem: str, ctx: StepContext | None = None, *, hint: str | None = None) -> StepError:
+        """Build a StepError naming this step (and the host when known)."""
+        return StepError(self.label, problem, host=ctx.host.name if ctx else None, hint=hint)
+
+    @classmethod
+    def check_parameters(cls, params: StepParameters) -> None:
+        """Cross-field checks at profile load; raise ``ValueError("Param: problem")`` on bad input."""
+
+
+def split_list(value: str | None) -> list[str]:
+    """Split a VirtualClient list parameter (``"a,b"`` or ``"a;b"``) into stripped items."""
+    if not value:
+        return []
+    for sep in (";", ","):
+        if sep in value:
+            return [v.strip() for v in value.split(sep) if v.strip()]
+    return [value.strip()]
