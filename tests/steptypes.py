@@ -60,7 +60,9 @@ class RebootStep(Step):
     type_name: ClassVar[str] = "RebootStep"
 
     def plan(self, ctx: StepContext) -> StepPlan:
-        return StepPlan(changes=(Change("install something that needs a reboot", (cmd("true"),)),), reboot_required=True)
+        return StepPlan(
+            changes=(Change("install something that needs a reboot", (cmd("true"),)),), reboot_required=True
+        )
 
 
 TEST_TYPES = {

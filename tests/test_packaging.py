@@ -56,7 +56,11 @@ def test_installed_wheel_lists_and_resolves_shipped_profiles(wheel: Path, tmp_pa
     )
     assert where.stdout.strip().startswith(str(target)), where.stdout
     show = subprocess.run(
-        [sys.executable, "-m", "workload", "show", "PERF-GPU-MLPERF"], cwd=tmp_path, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "workload", "show", "PERF-GPU-MLPERF"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert show.returncode == 0, show.stderr
     assert "NvidiaCudaInstallation" in show.stdout

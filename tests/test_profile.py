@@ -102,7 +102,11 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("actions not a list", {"Description": "x", "Actions": {}}, "Actions: Input should be a valid list"),
     ("missing type", {"Description": "x", "Actions": [{"Parameters": {}}]}, "Actions[0].Type: required field"),
     ("empty type", {"Description": "x", "Actions": [{"Type": ""}]}, "Actions[0].Type: String should have at least"),
-    ("type not string", {"Description": "x", "Actions": [{"Type": 5}]}, "Actions[0].Type: Input should be a valid string"),
+    (
+        "type not string",
+        {"Description": "x", "Actions": [{"Type": 5}]},
+        "Actions[0].Type: Input should be a valid string",
+    ),
     ("unknown type", {"Description": "x", "Actions": [{"Type": "Nope"}]}, "Actions[0].Type: unknown step type 'Nope'"),
     (
         "unknown type in dependencies",

@@ -47,6 +47,8 @@ class RunOptions:
     fail_fast: bool = False
     parallel: int = 8
     reboot_timeout_s: float = 1800.0
+    #: Where host state lives on each host (default: /var/lib/workload/state.json as root).
+    state_path: str | None = None
     #: Values handed to every step as ``ctx.options``.
     step_options: dict[str, Any] = field(default_factory=dict)
 
@@ -183,13 +185,20 @@ class Engine:
             log_path=self.folder.step_log(name, index, step.type_name, step.params.Scenario),
             state=state,
             exports=exports,
-            console=lambda text: self.reporter.line(name, text),
+            console=lambda text: self._host_line(name, text),
             options=self.options.step_options,
         )
 
+    def _host_line(self, host: str, text: str) -> None:
+        """Every progress line of a host goes to ``<host>/host.log`` and to the reporter."""
+        stamp = time.strftime("%H:%M:%S")
+        with (self.folder.host_dir(host) / "host.log").open("a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} [{host}] {text}\n")
+        self.reporter.line(host, text)
+
     def _plan_host(self, host: Host, outcome: HostOutcome) -> None:
         """Plan every step without changing anything; a step that cannot be planned is reported."""
-        state = HostState(host)
+        state = HostState(host, self.options.state_path)
         exports: dict[str, str] = dict(state.get("exports", {}) or {})
         for index, step in enumerate(self._steps(), start=1):
             ctx = self._context(host, state, index, step, exports)
@@ -210,7 +219,7 @@ class Engine:
         return self.profile.steps
 
     def _run_on_host(self, host: Host, outcome: HostOutcome) -> None:
-        state = HostState(host)
+        state = HostState(host, self.options.state_path)
         exports: dict[str, str] = dict(state.get("exports", {}) or {})
         steps = list(enumerate(self._steps(), start=1))
         for index, step in steps:
@@ -256,6 +265,7 @@ class Engine:
             raise Interrupted(f"[{host.name}] stopped before {step.label}")
         ctx = self._context(host, state, index, step, exports)
         ctx.iteration = iteration
+        self._host_line(host.name, f"== {step.label} (iteration {iteration})")
         self.reporter.step_started(host.name, step)
         started = time.monotonic()
         result = StepOutcome(step.label, "failed")
@@ -274,7 +284,9 @@ class Engine:
                     step.apply(ctx, plan)
             step.verify(ctx)
             result.status = "changed" if result.plan and result.plan.changed else "unchanged"
-            result.message = "" if result.status == "changed" else (result.plan.noop_reason or "") if result.plan else ""
+            result.message = (
+                "" if result.status == "changed" else (result.plan.noop_reason or "") if result.plan else ""
+            )
             if ctx.exports:
                 state.set("exports", dict(ctx.exports))
             outcome.results.extend(ctx.results)
@@ -289,6 +301,7 @@ class Engine:
             raise
         finally:
             result.duration_s = time.monotonic() - started
+            self._host_line(host.name, f"== {step.label}: {result.status} ({result.duration_s:.1f}s) {result.message}")
             outcome.steps.append(result)
             self.reporter.step_finished(host.name, step, result)
 

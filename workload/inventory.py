@@ -93,12 +93,12 @@ def _from_json(path: Path, text: str) -> list[HostSpec]:
         raise UsageError(f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
     hosts = data.get("hosts") if isinstance(data, dict) else None
     if not isinstance(hosts, list):
-        raise UsageError(f"{path}: expected an object with a \"hosts\" array")
+        raise UsageError(f'{path}: expected an object with a "hosts" array')
     specs: list[HostSpec] = []
     for index, item in enumerate(hosts):
         where = f"{path}: hosts[{index}]"
         if not isinstance(item, dict) or not isinstance(item.get("host"), str):
-            raise UsageError(f"{where}: each host needs a \"host\" string")
+            raise UsageError(f'{where}: each host needs a "host" string')
         labels = item.get("labels") or {}
         if not isinstance(labels, dict):
             raise UsageError(f"{where}.labels: must be an object")

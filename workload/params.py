@@ -7,6 +7,7 @@ from typing import Any
 
 from workload.errors import UsageError
 
+
 class CaseInsensitiveDict(Mapping[str, Any]):
     """A read-mostly mapping whose keys match case-insensitively and keep their first spelling."""
 
@@ -59,7 +60,7 @@ def parse_parameters(texts: Iterable[str]) -> dict[str, str]:
             if not sep or not key.strip():
                 raise UsageError(
                     f"--parameters: {pair.strip()!r} is not key=value",
-                    hint="example: --parameters \"Username=azureuser,,,DiskFilter=SizeGreaterThan:500gb\"",
+                    hint='example: --parameters "Username=azureuser,,,DiskFilter=SizeGreaterThan:500gb"',
                 )
             merged[key.strip()] = value.strip()
     return {str(k): str(v) for k, v in merged.to_dict().items()}

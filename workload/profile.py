@@ -235,9 +235,7 @@ def kind_count(steps: Sequence[Step], kind: StepKind) -> int:
     return sum(1 for s in steps if s.kind == kind)
 
 
-def _build_step(
-    label: str, location: str, kind: StepKind, element: ProfileElement, lookup: dict[str, Any]
-) -> Step:
+def _build_step(label: str, location: str, kind: StepKind, element: ProfileElement, lookup: dict[str, Any]) -> Step:
     from workload.registry import canonical_name, step_class
 
     type_name = canonical_name(element.Type, location=f"{label}: {location}.Type")
@@ -278,12 +276,11 @@ def _resolve_value(value: Any, lookup: dict[str, Any], location: str) -> Any:
     name = value[len(REFERENCE_PREFIX) :]
     if not name or not all(part.replace("_", "").replace("-", "").isalnum() for part in name.split(".")):
         raise ProfileError(location, f"malformed parameter reference {value!r}", hint="write $.Parameters.Name")
-    from jsonpath_ng import parse as jsonpath_parse
-    from jsonpath_ng.exceptions import JsonPathParserError
+    from jsonpath_ng.parser import parse as jsonpath_parse
 
     try:
         expression = jsonpath_parse(f"$.parameters.{_quote_path(name.lower())}")
-    except (JsonPathParserError, Exception) as exc:  # jsonpath-ng raises plain Exceptions for some inputs
+    except Exception as exc:  # jsonpath-ng raises JsonPathParserError, or plain Exceptions for some inputs
         raise ProfileError(location, f"malformed parameter reference {value!r}: {exc}") from None
     matches = expression.find(lookup)
     if not matches:

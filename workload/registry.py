@@ -29,6 +29,7 @@ STEP_TYPES: dict[str, str] = {
     "LoadGenExecutor": "workload.actions.loadgen_executor:LoadGenExecutor",
 }
 
+
 def known_types() -> list[str]:
     return sorted(STEP_TYPES)
 

@@ -90,11 +90,11 @@ class HostState:
     ``~/.local/state/workload/state.json``. Read at the start of a run, written after each change.
     """
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, path: str | None = None) -> None:
         import json
 
         self._host = host
-        self.path = self._default_path(host)
+        self.path = path or self._default_path(host)
         self._lock = threading.Lock()
         try:
             loaded = json.loads(host.read_text(self.path))

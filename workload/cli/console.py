@@ -115,7 +115,9 @@ def render_plan(console: Console, plan: StepPlan, *, indent: str = "") -> None:
         for command in change.commands:
             console.print(f"{indent}    $ {escape(command.display())}", highlight=False, soft_wrap=True)
     if plan.reboot_required:
-        console.print(f"{indent}[yellow]then reboot[/] (remote hosts are rebooted and resumed; local runs stop, exit 5)")
+        console.print(
+            f"{indent}[yellow]then reboot[/] (remote hosts are rebooted and resumed; local runs stop, exit 5)"
+        )
     for note in plan.notes:
         console.print(f"{indent}[dim]note: {escape(note)}[/]")
 

@@ -184,7 +184,9 @@ def _report_results(
     return EXIT_INVALID_RESULTS, main_metric
 
 
-def _write_run_json(folder: Any, profile_name: str, specs: list[Any], options: Any, outcomes: list[HostOutcome]) -> None:
+def _write_run_json(
+    folder: Any, profile_name: str, specs: list[Any], options: Any, outcomes: list[HostOutcome]
+) -> None:
     from dataclasses import asdict
 
     folder.write_json(

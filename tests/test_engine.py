@@ -1,0 +1,174 @@
+"""The engine on real local hosts: order, idempotency, failures, reboots, many hosts, run folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.steptypes import TEST_TYPES
+from workload import registry
+from workload.engine import Engine, HostOutcome, RunOptions, StepOutcome
+from workload.errors import ConnectError, RebootRequired
+from workload.hosts.base import Host, HostSpec, parse_host_spec
+from workload.hosts.local import LocalHost
+from workload.profile import load_profile, resolve_profile
+from workload.rundir import RunFolder
+from workload.steps import Step
+
+
+@pytest.fixture(autouse=True)
+def test_step_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "STEP_TYPES", {**registry.STEP_TYPES, **TEST_TYPES})
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def step_started(self, host: str, step: Step) -> None:
+        self.events.append((host, "start", step.label))
+
+    def step_finished(self, host: str, step: Step, outcome: StepOutcome) -> None:
+        self.events.append((host, outcome.status, step.label))
+
+    def line(self, host: str, text: str) -> None:
+        pass
+
+    def host_finished(self, host: str, outcome: HostOutcome) -> None:
+        self.events.append((host, "host", outcome.status))
+
+
+def make_profile(tmp_path: Path, document: dict[str, Any]) -> Any:
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(document))
+    return resolve_profile(load_profile(str(path)))
+
+
+def local_factory(spec: HostSpec) -> Host:
+    if spec.name == "unreachable":
+        raise ConnectError(spec.name, "connection refused")
+    return LocalHost(spec.name)
+
+
+def engine_for(tmp_path: Path, profile: Any, **options: Any) -> tuple[Engine, Recorder]:
+    recorder = Recorder()
+    opts = RunOptions(state_path=str(tmp_path / "state.json"), **options)
+    folder = RunFolder.create(tmp_path / "runs", profile.name)
+    return Engine(profile, folder, local_factory, opts, recorder), recorder
+
+
+def test_steps_run_in_order_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    profile = make_profile(
+        tmp_path,
+        {
+            "Description": "t",
+            "Dependencies": [{"Type": "EchoStep", "Parameters": {"Scenario": "Dep", "Marker": str(marker)}}],
+            "Actions": [{"Type": "EchoStep", "Parameters": {"Scenario": "Act", "Message": "bench", "Count": 2}}],
+        },
+    )
+    engine, recorder = engine_for(tmp_path, profile)
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "ok", outcome.error
+    assert [s.status for s in outcome.steps] == ["changed", "changed"]
+    assert marker.read_text() == "hello"
+    assert [e[2] for e in recorder.events if e[1] == "start"] == [
+        "Dependencies[0] EchoStep (Dep)",
+        "Actions[0] EchoStep (Act)",
+    ]
+    log = engine.folder.root / "local" / "02-EchoStep-Act.log"
+    assert log.read_text().count("\nbench\n") == 2  # both commands' output is in the step log
+
+    engine2, _ = engine_for(tmp_path, profile)
+    (again,) = engine2.run([parse_host_spec("local://")])
+    assert [s.status for s in again.steps] == ["unchanged", "changed"]
+    assert "already says 'hello'" in again.steps[0].message
+
+
+def test_plan_only_changes_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    profile = make_profile(
+        tmp_path, {"Description": "t", "Dependencies": [{"Type": "EchoStep", "Parameters": {"Marker": str(marker)}}]}
+    )
+    engine, _ = engine_for(tmp_path, profile)
+    (outcome,) = engine.run([parse_host_spec("local://")], plan_only=True)
+    assert [s.status for s in outcome.steps] == ["planned"]
+    plan = outcome.steps[0].plan
+    assert plan is not None and plan.changed
+    assert "printf %s" in plan.commands[-1].display()
+    assert not marker.exists()
+
+
+def test_failed_dependency_stops_the_host_with_a_located_error(tmp_path: Path) -> None:
+    profile = make_profile(
+        tmp_path,
+        {
+            "Description": "t",
+            "Dependencies": [{"Type": "FailStep", "Parameters": {"Scenario": "Broken"}}],
+            "Actions": [{"Type": "EchoStep"}],
+        },
+    )
+    engine, _ = engine_for(tmp_path, profile)
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "failed"
+    assert [s.status for s in outcome.steps] == ["failed"]  # the action never ran
+    message = str(outcome.error)
+    assert "[local]" in message and "exited with code 3" in message and "boom" in message
+
+
+def test_failed_action_does_not_stop_the_next_unless_fail_fast(tmp_path: Path) -> None:
+    document = {
+        "Description": "t",
+        "Actions": [{"Type": "FailStep"}, {"Type": "EchoStep", "Parameters": {"Scenario": "After"}}],
+    }
+    engine, _ = engine_for(tmp_path, make_profile(tmp_path, document))
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert [s.status for s in outcome.steps] == ["failed", "changed"]
+    assert outcome.status == "failed"
+
+    engine, _ = engine_for(tmp_path, make_profile(tmp_path, document), fail_fast=True)
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert [s.status for s in outcome.steps] == ["failed"]
+
+
+def test_iterations_repeat_the_actions(tmp_path: Path) -> None:
+    profile = make_profile(tmp_path, {"Description": "t", "Actions": [{"Type": "EchoStep"}]})
+    engine, _ = engine_for(tmp_path, profile, iterations=3)
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert [s.status for s in outcome.steps] == ["changed"] * 3
+
+
+def test_local_reboot_stops_with_exit_5_and_stays_pending_until_a_reboot(tmp_path: Path) -> None:
+    profile = make_profile(tmp_path, {"Description": "t", "Dependencies": [{"Type": "RebootStep"}]})
+    engine, _ = engine_for(tmp_path, profile)
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "reboot-required"
+    assert isinstance(outcome.error, RebootRequired) and outcome.error.exit_code == 5
+    assert "run the same command again" in str(outcome.error)
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["pending_reboot"]["step"] == "Dependencies[0] RebootStep"
+    assert state["pending_reboot"]["boot_id"]
+
+
+def test_one_failing_host_does_not_stop_the_others(tmp_path: Path) -> None:
+    profile = make_profile(tmp_path, {"Description": "t", "Actions": [{"Type": "EchoStep"}]})
+    engine, _ = engine_for(tmp_path, profile, parallel=3)
+    specs = [HostSpec("local", alias=name) for name in ("a", "unreachable", "c")]
+    outcomes = engine.run(specs)
+    assert [o.status for o in outcomes] == ["ok", "failed", "ok"]
+    assert "connection refused" in str(outcomes[1].error)
+    assert (engine.folder.root / "a" / "01-EchoStep.log").exists()
+    assert (engine.folder.root / "c" / "01-EchoStep.log").exists()
+
+
+def test_dependencies_only(tmp_path: Path) -> None:
+    profile = make_profile(
+        tmp_path,
+        {"Description": "t", "Dependencies": [{"Type": "EchoStep"}], "Actions": [{"Type": "FailStep"}]},
+    )
+    engine, _ = engine_for(tmp_path, profile, dependencies_only=True)
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "ok" and len(outcome.steps) == 1
