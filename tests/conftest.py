@@ -14,3 +14,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+# The fresh-VM test bed (private Docker Engine, Debian VMs with sshd, stand-in apt repository,
+# CUDA run-file server): fixtures docker_engine, fresh_vm, fresh_vms, standin_repo, ...
+from tests.testbed.fixtures import *  # noqa: E402, F403
