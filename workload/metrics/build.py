@@ -1,0 +1,464 @@
+"""Turn one directory's :class:`RawResult` into a named, typed :class:`BenchmarkResult`.
+
+Identity (model, benchmark, scenario, mode, system) comes from file contents first, then from the
+NVIDIA layout ``<system>/<benchmark_full>/<Scenario>/`` (also under ``performance/run_1`` or
+``accuracy`` as in the results repositories). Each detail-log key becomes at most one metric, so
+values present in both metadata.json and the LoadGen logs are not duplicated.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from datetime import datetime
+from typing import Any
+
+from workload.metrics import names, thresholds, verdict
+from workload.metrics.model import (
+    AccuracyCheck,
+    BenchmarkResult,
+    Categorization,
+    Metadata,
+    Metric,
+    Relativity,
+)
+from workload.metrics.raw import RawResult, Scalar
+
+SCENARIOS = {
+    "offline": "Offline",
+    "server": "Server",
+    "singlestream": "SingleStream",
+    "single-stream": "SingleStream",
+    "single_stream": "SingleStream",
+    "multistream": "MultiStream",
+    "multi-stream": "MultiStream",
+    "multi_stream": "MultiStream",
+}
+_SKIP_DIRS = re.compile(r"^(run_\d+|performance|accuracy|TEST0\d)$", re.IGNORECASE)
+_ACCURACY_LEVEL = re.compile(r"-99(\.9)?$")
+_PERF_KEYS = (
+    "result_validity",
+    "result_samples_per_second",
+    "result_completed_samples_per_sec",
+    "result_90.00_percentile_latency_ns",
+    "result_99.00_percentile_per_query_latency_ns",
+    "result_tokens_per_second",
+    "result_scheduled_samples_per_sec",
+)
+
+
+def layout_identity(directory: str) -> dict[str, str]:
+    """Identity from the NVIDIA path layout, e.g. ``.../H200x8_TRT/bert-99/Server`` -> system, benchmark, scenario."""
+    parts = [p for p in directory.replace("\\", "/").split("/") if p]
+    while parts and _SKIP_DIRS.match(parts[-1]):
+        parts.pop()
+    if not parts or parts[-1].lower() not in SCENARIOS:
+        return {}
+    found = {"scenario": SCENARIOS[parts[-1].lower()]}
+    if len(parts) >= 2 and parts[-2] not in ("/", ""):
+        found["benchmark_full"] = parts[-2]
+    if len(parts) >= 3 and parts[-3] not in ("/", ""):
+        found["system"] = parts[-3]
+    return found
+
+
+def _scenario_name(value: str | None) -> str | None:
+    if value is None:
+        return None
+    return SCENARIOS.get(value.lower(), value)
+
+
+def _power_time(text: str) -> datetime | None:
+    """LoadGen's ``power_begin`` format ``07-24-2024 22:03:41.678`` (sliced: strptime is slow)."""
+    try:
+        if len(text) < 19 or text[2] != "-" or text[5] != "-" or text[10] != " ":
+            return None
+        frac = text[20:26] if len(text) > 20 else ""
+        micro = int(frac.ljust(6, "0")) if frac.isdigit() else 0
+        return datetime(int(text[6:10]), int(text[0:2]), int(text[3:5]), int(text[11:13]), int(text[14:16]),
+                        int(text[17:19]), micro)  # fmt: skip
+    except ValueError:
+        return None
+
+
+def _parse_times(values: dict[str, Scalar]) -> tuple[datetime | None, datetime | None]:
+    start: datetime | None = None
+    text = values.get("test_datetime")
+    if isinstance(text, str):
+        try:
+            start = datetime.fromisoformat(text)
+        except ValueError:
+            start = None
+    begin, end = values.get("power_begin"), values.get("power_end")
+    if start is not None and isinstance(begin, str) and isinstance(end, str):
+        t0, t1 = _power_time(begin), _power_time(end)
+        if t0 is not None and t1 is not None and t1 >= t0:
+            return start, start + (t1 - t0)
+    return start, None
+
+
+def _headline_key(values: dict[str, Scalar], scenario: str | None, scheduled_headline: bool) -> str | None:
+    """The detail-log key of the official metric for this scenario (and LoadGen version)."""
+
+    def has(key: str) -> bool:
+        return isinstance(values.get(key), int | float) and not isinstance(values.get(key), bool)
+
+    if scenario == "Offline":
+        return next((k for k in ("result_tokens_per_second", "result_samples_per_second") if has(k)), None)
+    if scenario == "Server":
+        version = values.get("loadgen_version")
+        old = scheduled_headline or values.get("scenario_key") == "result_scheduled_samples_per_sec"
+        if isinstance(version, str) and re.match(r"^(?:[0-3]\.|4\.0\b)", version):
+            old = True
+        order = ["result_completed_tokens_per_second"]
+        order += (
+            ["result_scheduled_samples_per_sec", "result_completed_samples_per_sec"]
+            if old
+            else ["result_completed_samples_per_sec", "result_scheduled_samples_per_sec"]
+        )
+        return next((k for k in order if has(k)), None)
+    if scenario == "SingleStream":
+        pct = values.get("effective_target_latency_percentile")
+        pct_f = float(pct) if isinstance(pct, int | float) and not isinstance(pct, bool) and 0 < pct < 1 else 0.9
+        key = f"result_{pct_f * 100:.2f}_percentile_latency_ns"
+        return key if has(key) else None
+    if scenario == "MultiStream":
+        key = "result_99.00_percentile_per_query_latency_ns"
+        return key if has(key) else None
+    scenario_key = values.get("scenario_key")
+    return scenario_key if isinstance(scenario_key, str) and has(scenario_key) else None
+
+
+def _resolve_accuracy(raw: RawResult, benchmark_full: str | None) -> tuple[list[AccuracyCheck], bool | None]:
+    checks: list[AccuracyCheck] = []
+    for check in raw.accuracy:
+        if check.passed is None and check.threshold is None and check.value is not None:
+            known = thresholds.target(benchmark_full, check.name)
+            if known is not None:
+                low, high = known
+                ok = check.value >= low and (high is None or check.value <= high)
+                check = AccuracyCheck(name=check.name, value=check.value, threshold=low, upper_limit=high, passed=ok)
+        elif check.passed is None and check.threshold is not None and check.value is not None:
+            ok = check.value >= check.threshold and (check.upper_limit is None or check.value <= check.upper_limit)
+            check = check.model_copy(update={"passed": ok})
+        checks.append(check)
+    known_checks = [c.passed for c in checks if c.passed is not None]
+    overall = raw.accuracy_pass
+    if overall is None:
+        overall = all(known_checks) if known_checks else None
+    elif False in known_checks:
+        overall = False  # a failed entry fails the result even where the file's overall flag says pass
+    return checks, overall
+
+
+def build(raw: RawResult, *, host: str | None = None) -> BenchmarkResult | None:
+    """The result of one directory, or None when nothing usable was parsed there."""
+    if not raw.has_data:
+        return None
+    values = raw.values
+    ident = dict(layout_identity(raw.directory))
+    ident.update(raw.ident)
+    benchmark_full = ident.get("benchmark_full")
+    model = ident.get("model") or (_ACCURACY_LEVEL.sub("", benchmark_full) if benchmark_full else None)
+    scenario = _scenario_name(ident.get("scenario"))
+    has_perf = any(k in values for k in _PERF_KEYS)
+    test_mode = ident.get("test_mode") or ("PerformanceOnly" if has_perf else "AccuracyOnly" if raw.accuracy else None)
+    config_name = ident.get("config_name")
+    system = ident.get("system")
+    loadgen_version = values.get("loadgen_version") if isinstance(values.get("loadgen_version"), str) else None
+    validity_raw = values.get("result_validity")
+    validity = validity_raw if validity_raw in ("VALID", "INVALID") else None
+    if test_mode == "AccuracyOnly":
+        validity = None  # LoadGen does not judge accuracy runs
+    checks, accuracy_pass = _resolve_accuracy(raw, benchmark_full)
+    sut = values.get("sut_name")
+    scenario_name = (
+        model
+        or benchmark_full
+        or (sut if isinstance(sut, str) else None)
+        or os.path.basename(raw.directory.rstrip("/"))
+    )
+    start, end = _parse_times(values)
+    suffix = names.accuracy_suffix(benchmark_full, config_name)
+
+    meta: Metadata = {
+        "model": model,
+        "benchmark_full": benchmark_full,
+        "scenario": scenario,
+        "test_mode": test_mode,
+        "config_name": config_name,
+        "system": system,
+        "validity": validity,
+        "host": host,
+        "source": raw.directory,
+        "loadgen_version": loadgen_version,
+    }
+    for extra in ("tensorrt_version", "sut_name"):
+        if isinstance(values.get(extra), str):
+            meta[extra] = values[extra]
+    meta = {k: v for k, v in meta.items() if v is not None}
+    common: dict[str, Any] = {
+        "tool_version": loadgen_version,
+        "scenario_name": scenario_name,
+        "start_time": start,
+        "end_time": end,
+        "host": host,
+        "metadata": meta,
+    }
+
+    def metric(
+        name: str, value: float, unit: str, rel: Relativity, cat: Categorization, verbosity: int, description: str
+    ) -> Metric:
+        # trusted(): every field is produced here with the right type; skipping validation matters
+        # when a fleet folder holds thousands of results (see bench/bench_results.py)
+        return Metric.trusted(
+            {
+                "name": name,
+                "value": value,
+                "unit": unit,
+                "relativity": rel,
+                "categorization": cat,
+                "description": description,
+                "verbosity": verbosity,
+                "tool_name": "MLPerf",
+                **common,
+            }
+        )
+
+    perf_metrics: list[Metric] = []
+    headline: Metric | None = None
+    seen: set[str] = set()
+    if test_mode != "AccuracyOnly":
+        headline_key = _headline_key(values, scenario, raw.scheduled_headline)
+        if validity is not None:
+            perf_metrics.append(
+                metric(
+                    "valid",
+                    1.0 if validity == "VALID" else 0.0,
+                    "VALID/INVALID",
+                    names.HIGHER,
+                    Categorization.PERFORMANCE,
+                    1,
+                    "LoadGen result_validity",
+                )
+            )
+            perf_metrics.append(
+                metric(
+                    f"PerformanceMode{suffix}",
+                    1.0 if validity == "VALID" else 0.0,
+                    "VALID/INVALID",
+                    names.HIGHER,
+                    Categorization.PERFORMANCE,
+                    1,
+                    "VirtualClient name: 1 if VALID",
+                )
+            )
+        seen.update(("valid",))
+        if headline_key is not None:
+            spec = names.spec_for(headline_key)
+            raw_value = values[headline_key]
+            if spec is not None and isinstance(raw_value, int | float):
+                headline = metric(
+                    spec.name,
+                    float(raw_value),
+                    spec.unit,
+                    spec.relativity,
+                    Categorization.PERFORMANCE,
+                    1,
+                    f"Headline: {spec.description or headline_key}",
+                )
+                perf_metrics.insert(0, headline)
+                seen.add(spec.name)
+                vc_name = {"ns": "latency_ns", "tokens/s": "tokens_per_second"}.get(spec.unit, "samples_per_second")
+                perf_metrics.append(
+                    metric(
+                        f"{vc_name}{suffix}",
+                        float(raw_value),
+                        spec.unit,
+                        spec.relativity,
+                        Categorization.PERFORMANCE,
+                        1,
+                        f"VirtualClient name for {spec.name}",
+                    )
+                )
+        for key, value in values.items():
+            if key == "result_validity" or isinstance(value, str) or not math.isfinite(value):
+                continue
+            spec = names.spec_for(key)
+            if spec is None or spec.name in seen:
+                continue
+            if key == "early_stopping_latency_ss" or key == "early_stopping_latency_ms":
+                continue
+            seen.add(spec.name)
+            perf_metrics.append(
+                metric(
+                    spec.name,
+                    float(value),
+                    spec.unit,
+                    spec.relativity,
+                    Categorization.PERFORMANCE,
+                    spec.verbosity,
+                    spec.description,
+                )
+            )
+        es_key = {"SingleStream": "early_stopping_latency_ss", "MultiStream": "early_stopping_latency_ms"}.get(
+            scenario or ""
+        )
+        es_value = values.get(es_key) if es_key else None
+        if isinstance(es_value, int | float) and not isinstance(es_value, bool) and es_value > 0:
+            perf_metrics.append(
+                metric(
+                    "early_stopping_latency_ns",
+                    float(es_value),
+                    "ns",
+                    names.LOWER,
+                    Categorization.PERFORMANCE,
+                    1,
+                    "Early-stopping latency estimate (official)",
+                )
+            )
+
+    acc_metrics: list[Metric] = []
+    acc = Categorization.ACCURACY
+    for check in checks:
+        base = f"accuracy_{names.slug(check.name)}"
+        if base in seen:
+            continue
+        seen.add(base)
+        rel = names.UNDEFINED if check.upper_limit is not None else names.HIGHER
+        if check.value is not None:
+            acc_metrics.append(metric(base, check.value, "", rel, acc, 1, f"Accuracy {check.name}"))
+        if check.threshold is not None:
+            acc_metrics.append(
+                metric(
+                    f"{base}_threshold",
+                    check.threshold,
+                    "",
+                    names.UNDEFINED,
+                    acc,
+                    3,
+                    f"Accuracy target of {check.name}",
+                )
+            )
+        if check.upper_limit is not None:
+            acc_metrics.append(
+                metric(
+                    f"{base}_upper_limit",
+                    check.upper_limit,
+                    "",
+                    names.UNDEFINED,
+                    acc,
+                    3,
+                    f"Upper limit of {check.name}",
+                )
+            )
+        if check.passed is not None:
+            acc_metrics.append(
+                metric(
+                    f"{base}_pass",
+                    1.0 if check.passed else 0.0,
+                    "PASS/FAIL",
+                    names.HIGHER,
+                    acc,
+                    3,
+                    f"{check.name} within its target",
+                )
+            )
+    if accuracy_pass is not None:
+        acc_metrics.append(
+            metric(
+                "accuracy_pass",
+                1.0 if accuracy_pass else 0.0,
+                "PASS/FAIL",
+                names.HIGHER,
+                acc,
+                1,
+                "All accuracy checks passed",
+            )
+        )
+        acc_metrics.append(
+            metric(
+                f"AccuracyMode{suffix}",
+                1.0 if accuracy_pass else 0.0,
+                "PASS/FAIL",
+                names.HIGHER,
+                acc,
+                1,
+                "VirtualClient name: 1 if accuracy passed",
+            )
+        )
+    primary = next((c for c in checks if c.value is not None and c.threshold is not None), None)
+    if primary is not None and primary.value is not None and primary.threshold is not None:
+        acc_metrics.append(
+            metric(
+                f"AccuracyValue{suffix}", primary.value, "", names.HIGHER, acc, 1, f"VirtualClient name: {primary.name}"
+            )
+        )
+        acc_metrics.append(
+            metric(
+                f"ThresholdValue{suffix}",
+                primary.threshold,
+                "",
+                names.UNDEFINED,
+                acc,
+                1,
+                f"VirtualClient name: {primary.name} target",
+            )
+        )
+        if primary.threshold:
+            acc_metrics.append(
+                metric(
+                    f"AccuracyThresholdRatio{suffix}",
+                    primary.value / primary.threshold,
+                    "",
+                    names.HIGHER,
+                    acc,
+                    1,
+                    f"VirtualClient name: {primary.name} / target",
+                )
+            )
+
+    reasons: list[str] = []
+    fixes: list[str] = []
+    notes: list[str] = []
+    if test_mode != "AccuracyOnly" and validity == "INVALID":
+        reasons, fixes = verdict.explain_invalid(values, scenario=scenario, model=model, errors=raw.errors)
+    elif test_mode != "AccuracyOnly" and validity is None:
+        reasons = ["no validity found (no result_validity / 'Result is' line): the run may have been cut short"]
+    acc_reasons, acc_fixes = verdict.explain_accuracy(checks, benchmark_full)
+    reasons += acc_reasons
+    fixes += acc_fixes
+    min_dur = values.get("effective_min_duration_ms")
+    if (
+        test_mode != "AccuracyOnly"
+        and isinstance(min_dur, int | float)
+        and not isinstance(min_dur, bool)
+        and (0 < min_dur < 600000)
+    ):
+        notes.append(f"min_duration was {min_dur:g} ms (< 600000): a test run, not valid for submission")
+    if validity == "VALID" and raw.errors:
+        notes.append(f"LoadGen logged {len(raw.errors)} error(s); the submission checker rejects such logs")
+    if values.get("satisfies_query_constraint") is False:
+        notes.append("satisfies_query_constraint is false (NVIDIA heuristic; not a validity signal)")
+
+    return BenchmarkResult.model_construct(
+        model=model,
+        benchmark_full=benchmark_full,
+        scenario=scenario,
+        test_mode=test_mode,
+        system=system,
+        config_name=config_name,
+        validity=validity,
+        accuracy_pass=accuracy_pass,
+        accuracy_checks=checks,
+        headline=headline,
+        invalid_reasons=reasons,
+        fixes=fixes,
+        notes=notes,
+        metrics=perf_metrics + acc_metrics,
+        source=raw.directory,
+        files=[os.path.basename(f) for f in raw.files],
+        host=host,
+        loadgen_version=loadgen_version,
+    )

@@ -1,0 +1,151 @@
+"""The metric data model: :class:`Metric`, :class:`AccuracyCheck`, :class:`BenchmarkResult`, :class:`ParseIssue`.
+
+A ``Metric`` is one number with everything VirtualClient puts on a metric record (name, value, unit,
+relativity, categorization, tool, scenario name, times, host) plus ``metadata`` carrying what VC loses:
+the MLPerf scenario, the test mode, the config name, the source file. Models are frozen: once parsed,
+a result is a value.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from pathlib import PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MetadataValue = str | int | float | bool | None
+Metadata = dict[str, MetadataValue]
+
+
+class Relativity(StrEnum):
+    """Which direction is better (VirtualClient's ``MetricRelativity``)."""
+
+    HIGHER_IS_BETTER = "HigherIsBetter"
+    LOWER_IS_BETTER = "LowerIsBetter"
+    UNDEFINED = "Undefined"
+
+
+class Categorization(StrEnum):
+    """VirtualClient's ``metricCategorization`` for MLPerf: which test mode produced the metric."""
+
+    PERFORMANCE = "PerformanceMode"
+    ACCURACY = "AccuracyMode"
+
+
+class Metric(BaseModel):
+    """One measured or derived value.
+
+    ``value`` is always a float: booleans are 1.0/0.0 with unit ``VALID/INVALID`` or ``PASS/FAIL``.
+    ``verbosity`` follows VC (1 = headline, 3 = detail, 5 = diagnostic/settings).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    value: float
+    unit: str = ""
+    relativity: Relativity = Relativity.UNDEFINED
+    categorization: Categorization = Categorization.PERFORMANCE
+    description: str = ""
+    verbosity: int = 5
+    tool_name: str = "MLPerf"
+    tool_version: str | None = None
+    scenario_name: str = ""
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    host: str | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+    @classmethod
+    def trusted(cls, values: dict[str, Any]) -> Metric:
+        """Build from ``values`` holding every field, already of the right type, without validation.
+
+        For the parsers' hot loop only (pydantic's ``model_construct`` costs ~10x more); anything
+        read from outside goes through normal validation (``model_validate_json`` in ``load_run``).
+        """
+        metric = cls.__new__(cls)
+        object.__setattr__(metric, "__dict__", values)
+        object.__setattr__(metric, "__pydantic_fields_set__", _ALL_METRIC_FIELDS)
+        object.__setattr__(metric, "__pydantic_extra__", None)
+        object.__setattr__(metric, "__pydantic_private__", None)
+        return metric
+
+
+_ALL_METRIC_FIELDS = set(Metric.model_fields)
+
+
+class AccuracyCheck(BaseModel):
+    """One accuracy figure with its target: pass means ``threshold <= value (<= upper_limit)``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    value: float | None
+    threshold: float | None = None
+    upper_limit: float | None = None
+    passed: bool | None = None
+
+
+class BenchmarkResult(BaseModel):
+    """One result: the files of one directory (metadata.json, LoadGen logs, accuracy files) merged.
+
+    ``validity`` is ``VALID``/``INVALID`` for performance runs and None where LoadGen reports none
+    (AccuracyOnly). ``accuracy_pass`` is None when no accuracy was measured or no target is known.
+    ``headline`` is the official metric of the scenario (it is also in ``metrics``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str | None = None
+    benchmark_full: str | None = None
+    scenario: str | None = None
+    test_mode: str | None = None
+    system: str | None = None
+    config_name: str | None = None
+    validity: str | None = None
+    accuracy_pass: bool | None = None
+    accuracy_checks: list[AccuracyCheck] = Field(default_factory=list)
+    headline: Metric | None = None
+    invalid_reasons: list[str] = Field(default_factory=list)
+    fixes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    metrics: list[Metric] = Field(default_factory=list)
+    source: str = ""
+    files: list[str] = Field(default_factory=list)
+    host: str | None = None
+    loadgen_version: str | None = None
+
+    @property
+    def label(self) -> str:
+        """Short human name: ``[host] bert-99 Server PerformanceOnly``."""
+        name = self.benchmark_full or self.model or PurePosixPath(self.source.replace("\\", "/")).name or "?"
+        parts = [name, self.scenario or "?", self.test_mode or "?"]
+        text = " ".join(parts)
+        return f"[{self.host}] {text}" if self.host else text
+
+    @property
+    def is_performance(self) -> bool:
+        """True for runs that measure performance (everything except AccuracyOnly)."""
+        return self.test_mode != "AccuracyOnly"
+
+    @property
+    def failed(self) -> bool:
+        """INVALID, unknown validity on a performance run, or a failed accuracy check."""
+        if self.accuracy_pass is False:
+            return True
+        # a performance run whose validity could not be read is not a pass
+        return self.is_performance and self.validity != "VALID"
+
+
+class ParseIssue(BaseModel):
+    """A file that could not be (fully) parsed: ``path`` and the problem in words."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
