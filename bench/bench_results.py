@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workload.metrics.collect import collect  # noqa: E402
+from workload.metrics.collection import collect  # noqa: E402
 from workload.metrics.outputs import OutputContext, write_outputs  # noqa: E402
 
 FIX = ROOT / "tests" / "fixtures" / "results"

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from workload.cli.results_cmd import compare_command, results_command
-from workload.metrics.collect import collect
+from workload.metrics.collection import collect
 from workload.metrics.outputs import OutputContext, write_outputs
 
 FIX = Path(__file__).parent / "fixtures" / "results"

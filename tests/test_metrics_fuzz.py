@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workload.metrics.collect import collect
+from workload.metrics.collection import collect
 from workload.metrics.outputs import OutputContext, write_outputs
 
 FIX = Path(__file__).parent / "fixtures" / "results"

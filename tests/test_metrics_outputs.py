@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from workload.metrics.collect import collect
+from workload.metrics.collection import collect
 from workload.metrics.model import Metric
 from workload.metrics.outputs import CSV_COLUMNS, OutputContext, csv_row, load_run, write_outputs
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workload.metrics.collect import collect
+from workload.metrics.collection import collect
 from workload.metrics.model import BenchmarkResult, Categorization, Relativity
 
 FIX = Path(__file__).parent / "fixtures" / "results"

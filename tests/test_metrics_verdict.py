@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workload.metrics.collect import collect
+from workload.metrics.collection import collect
 from workload.metrics.model import BenchmarkResult
 from workload.metrics.verdict import Verdict, explain_invalid
 

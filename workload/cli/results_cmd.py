@@ -15,7 +15,7 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from workload.metrics.collect import Collection
+    from workload.metrics.collection import Collection
 
 _RESULT_FILES = "metadata.json, mlperf_log_detail.txt, mlperf_log_summary.txt, accuracy.txt, accuracy.json"
 
@@ -28,7 +28,7 @@ def _fail(ctx: click.Context, code: int, message: str) -> None:
 def _load(ctx: click.Context, path: Path, host: str | None = None) -> Collection:
     """Results under ``path`` (a run folder's metrics.jsonl, or raw result files); exit 2 if none."""
     from workload.errors import EXIT_USAGE
-    from workload.metrics.collect import collect
+    from workload.metrics.collection import collect
     from workload.metrics.outputs import load_run
 
     if not path.exists():

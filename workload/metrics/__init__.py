@@ -19,8 +19,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names below, for type checkers; at runtime __getattr__ imports on first use
-    from workload.metrics.collect import Collection as Collection
-    from workload.metrics.collect import collect as collect
+    from workload.metrics.collection import Collection as Collection
+    from workload.metrics.collection import collect as collect
     from workload.metrics.compare import Comparison as Comparison
     from workload.metrics.compare import HostComparison as HostComparison
     from workload.metrics.compare import compare as compare
@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # the names below, for type checkers; at runtime __getattr__ 
     from workload.metrics.verdict import Verdict as Verdict
 
 _EXPORTS = {
-    "collect": "collect",
-    "Collection": "collect",
+    "collect": "collection",
+    "Collection": "collection",
     "Metric": "model",
     "BenchmarkResult": "model",
     "ParseIssue": "model",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from workload.metrics.collect import Collection
+from workload.metrics.collection import Collection
 from workload.metrics.model import BenchmarkResult, Metric, Relativity
 
 MetricKey = tuple[str, str, str, str, str]  # host, benchmark, scenario, test mode, metric name

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from workload import __version__
-from workload.metrics.collect import Collection, collect
+from workload.metrics.collection import Collection, collect
 from workload.metrics.model import BenchmarkResult, Metric, ParseIssue
 from workload.metrics.verdict import Verdict
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from workload.metrics.collect import Collection
+from workload.metrics.collection import Collection
 from workload.metrics.compare import headline_of
 
 if TYPE_CHECKING:
