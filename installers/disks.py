@@ -1,0 +1,569 @@
+"""``FormatDisks`` and ``MountDisks``: scratch space for the benchmark data, safe by construction.
+
+FormatDisks (VirtualClient-compatible parameters plus ``Raid0``)
+  Partitions (gpt, one partition over the whole disk) and formats (ext4, labelled ``Label``) only
+  disks that are BLANK: no partitions or holders, no signature seen by ``blkid -p`` or ``wipefs``,
+  not mounted, not swap, not read-only, probed successfully, and not the OS disk. Every other disk
+  the filter matches is left alone and named in the plan notes WITH THE REASON. The filter can
+  only narrow this; ``OSDisk:true`` is refused at profile load. Apply re-reads the facts and runs
+  nothing unless the fresh plan is the same (no formatting on facts older than the command).
+  ``Raid0: true`` stripes the blank NVMe disks matched (``Raid0Devices`` of them, default all,
+  at least 2) into ``/dev/md/<RaidName>`` with mdadm and formats the array instead.
+
+MountDisks
+  Mounts every ext4/xfs/btrfs volume on the disks the filter picks at
+  ``<MountLocation>/<MountPointPrefix>_<device name>`` (``/mnt/mnt_nvme1n1p1``) unless the
+  fstab already names a mount point for it (then that one: the fstab is the authority once
+  written, so a renamed device after a reboot keeps its mount point). Each mount gets ONE fstab
+  line by filesystem UUID with ``defaults,nofail,x-systemd.device-timeout=10s`` so it survives
+  the driver-install reboot and a missing disk cannot hang the boot. The mount itself is made
+  with ``mount --fstab <FstabPath> <mount point>``, which also proves the line works. The mount
+  root and the scratch folder belong to the real user (``Username``, else ``SUDO_USER``, else the
+  connecting user). A volume already mounted elsewhere by someone else is used where it is.
+
+  The scratch volume is the biggest selected volume; ``MLPERF_SCRATCH_PATH`` =
+  ``<its mount point>/scratch`` is exported to later steps (``ctx.exports``) and recorded in the
+  host state under ``MountDisks``. ``MinFreeSpace`` (e.g. ``900gb``) fails the step, naming the
+  volume, when the scratch volume has less free space.
+
+Both planners are pure functions of (parameters, facts): :func:`plan_format`, :func:`plan_mount`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from installers.diskfilter import DiskFilter as Filter
+from installers.diskfilter import parse_size
+from installers.facts.disks import (
+    Disk,
+    DiskFacts,
+    FstabEntry,
+    Volume,
+    format_size,
+    parse_fstab,
+    read_disk_facts,
+)
+from workload.commands import Command, cmd
+from workload.errors import EXIT_STEP_FAILED, WorkloadError
+from workload.hosts.base import Host
+from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+
+SCRATCH_EXPORT = "MLPERF_SCRATCH_PATH"
+STATE_KEY = "MountDisks"
+FSTAB_OPTIONS = "defaults,nofail,x-systemd.device-timeout=10s"
+_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+class PlanRefused(WorkloadError):
+    """A planner cannot produce a safe plan; the step turns it into a StepError naming itself."""
+
+    exit_code = EXIT_STEP_FAILED
+
+    def __init__(self, problem: str, *, hint: str | None = None) -> None:
+        super().__init__(problem, hint=hint)
+        self.problem = problem
+
+
+# == FormatDisks ===================================================================================
+class FormatDisksParameters(StepParameters):
+    DiskFilter: str = "OSDisk:false"
+    Raid0: bool = False
+    #: How many blank NVMe disks to stripe (default: every one matched; at least 2).
+    Raid0Devices: int | None = None
+    RaidName: str = "scratch"
+    FileSystem: str = "ext4"
+    #: ext4 labels hold at most 16 bytes.
+    Label: str = "workload-scratch"
+
+
+def partition_path(disk_path: str) -> str:
+    """The first partition's device path: ``/dev/sdc`` -> ``/dev/sdc1``, ``/dev/nvme0n1`` -> ``/dev/nvme0n1p1``."""
+    return f"{disk_path}p1" if disk_path[-1:].isdigit() else f"{disk_path}1"
+
+
+def refusal(disk: Disk, facts: DiskFacts) -> str | None:
+    """Why ``disk`` must not be formatted (every reason, joined), or None when it is blank and safe."""
+    if disk.is_os_disk:
+        return "is the OS disk (" + "; ".join(disk.os_reasons) + ")"
+    reasons: list[str] = []
+    if not facts.os_disk_known:
+        reasons.append("the disk holding / could not be identified on this host, so no disk is formatted")
+    if disk.probe_error:
+        reasons.append(f"could not be probed for signatures ({disk.probe_error}); an unchecked disk is not formatted")
+    if disk.device.read_only:
+        reasons.append("is read-only")
+    if disk.device.children:
+        reasons.append("has partitions or holders: " + ", ".join(c.describe() for c in disk.device.children))
+    if disk.device.mountpoints:
+        reasons.append("is mounted at " + ", ".join(disk.device.mountpoints))
+    if disk.swap:
+        reasons.append("is active swap")
+    if disk.signatures or disk.device.fstype:
+        found = list(disk.signatures) or [disk.device.fstype or ""]
+        reasons.append("holds data signatures (" + ", ".join(found) + "); wipe it yourself if it really is free")
+    return "; ".join(reasons) or None
+
+
+def _formatted_by_us(disk: Disk, params: FormatDisksParameters) -> str | None:
+    for node in disk.device.walk():
+        if node.label == params.Label and node.fstype == params.FileSystem:
+            return f"{node.path} ({node.fstype}, label {node.label})"
+    return None
+
+
+def _single_disk_change(disk: Disk, params: FormatDisksParameters) -> Change:
+    part = partition_path(disk.path)
+    commands = (
+        cmd(
+            "parted",
+            "-s",
+            "-a",
+            "optimal",
+            disk.path,
+            "mklabel",
+            "gpt",
+            "mkpart",
+            params.Label,
+            "ext4",
+            "1MiB",
+            "100%",
+            sudo=True,
+            timeout=300,
+        ),
+        cmd("partprobe", disk.path, sudo=True, timeout=120),
+        cmd("udevadm", "settle", "--timeout=60", sudo=True, timeout=120),
+        # -F: the partition is brand new on a disk proven blank; without it mkfs may stop to ask
+        # about stale bytes. -m 0: no root reserve on a data disk (5 % of 4 TB is 200 GB).
+        cmd("mkfs.ext4", "-q", "-F", "-m", "0", "-L", params.Label, part, sudo=True, timeout=3600),
+    )
+    summary = f"partition {disk.path} ({format_size(disk.size)}; gpt, one partition) and format {part} as ext4"
+    return Change(f"{summary} labelled {params.Label}", commands)
+
+
+def _raid_change(members: Sequence[Disk], params: FormatDisksParameters) -> Change:
+    array = f"/dev/md/{params.RaidName}"
+    commands = (
+        cmd(
+            "mdadm",
+            "--create",
+            array,
+            "--run",
+            "--level=0",
+            f"--raid-devices={len(members)}",
+            f"--name={params.RaidName}",
+            *(d.path for d in members),
+            sudo=True,
+            timeout=300,
+        ),
+        cmd("udevadm", "settle", "--timeout=60", sudo=True, timeout=120),
+        cmd("mkfs.ext4", "-q", "-F", "-m", "0", "-L", params.Label, array, sudo=True, timeout=3600),
+    )
+    size = format_size(sum(d.size for d in members))
+    names = ", ".join(d.path for d in members)
+    return Change(f"stripe {names} into RAID0 {array} ({size}) and format it as ext4 labelled {params.Label}", commands)
+
+
+def plan_format(params: FormatDisksParameters, facts: DiskFacts, *, has_mdadm: bool = True) -> StepPlan:
+    """What FormatDisks would do (pure). Raises :class:`PlanRefused` for an impossible RAID0."""
+    flt = Filter.parse(params.DiskFilter)
+    matched = flt.select(facts.disks, purpose="format")
+    notes: list[str] = list(facts.notes)
+    skipped = len(facts.disks) - len(matched)
+    if skipped:
+        notes.append(f"{skipped} disk(s) not matched by DiskFilter {flt} (the OS disk never is)")
+    eligible: list[Disk] = []
+    done: list[str] = []
+    for disk in matched:
+        ours = _formatted_by_us(disk, params)
+        if ours is not None:
+            done.append(ours)
+            continue
+        reason = refusal(disk, facts)
+        if reason is None:
+            eligible.append(disk)
+        else:
+            notes.append(f"left alone: {disk.path} ({format_size(disk.size)}) {reason}")
+    if done:
+        notes.append("already formatted: " + ", ".join(done))
+    if params.Raid0:
+        members = [d for d in eligible if d.is_nvme]
+        notes.extend(
+            f"left alone: {d.path} is blank but not NVMe (Raid0 stripes NVMe disks)" for d in eligible if not d.is_nvme
+        )
+        if params.Raid0Devices is not None:
+            members = members[: params.Raid0Devices]
+        need = params.Raid0Devices or 2
+        if done and len(members) < need:
+            return StepPlan.noop("RAID0 already formatted: " + ", ".join(done), notes=tuple(notes))
+        if len(members) < need:
+            found = ", ".join(d.path for d in members) or "none"
+            raise PlanRefused(
+                f"Raid0 needs at least {need} blank NVMe disks matching DiskFilter {flt}; "
+                f"found {len(members)} ({found})",
+                hint="; ".join(notes) or "check the DiskFilter, or set Raid0: false",
+            )
+        if not has_mdadm:
+            raise PlanRefused("Raid0 needs mdadm, which is not installed", hint="install mdadm (apt-get install mdadm)")
+        return StepPlan(changes=(_raid_change(members, params),), notes=tuple(notes))
+    if not eligible:
+        if done:
+            return StepPlan.noop("already formatted: " + ", ".join(done), notes=tuple(notes))
+        return StepPlan.noop(f"no blank disk matches DiskFilter {flt}", notes=tuple(notes))
+    return StepPlan(changes=tuple(_single_disk_change(d, params) for d in eligible), notes=tuple(notes))
+
+
+class FormatDisks(Step):
+    """Partition and format blank data disks (never the OS disk, never a disk holding anything)."""
+
+    type_name: ClassVar[str] = "FormatDisks"
+    Parameters: ClassVar[type[StepParameters]] = FormatDisksParameters
+
+    @property
+    def p(self) -> FormatDisksParameters:
+        assert isinstance(self.params, FormatDisksParameters)
+        return self.params
+
+    @classmethod
+    def check_parameters(cls, params: StepParameters) -> None:
+        assert isinstance(params, FormatDisksParameters)
+        flt = Filter.parse(params.DiskFilter)
+        if flt.os_disk is True:
+            raise ValueError("DiskFilter: OSDisk:true cannot be used with FormatDisks: the OS disk is never formatted")
+        if params.FileSystem.lower() != "ext4":
+            raise ValueError(f"FileSystem: {params.FileSystem!r} is not supported (only ext4)")
+        if not params.Label or len(params.Label.encode()) > 16 or not _NAME.match(params.Label):
+            raise ValueError(f"Label: {params.Label!r} must be 1-16 characters of letters, digits, '.', '_' or '-'")
+        if not _NAME.match(params.RaidName) or len(params.RaidName) > 32:
+            raise ValueError(f"RaidName: {params.RaidName!r} must be 1-32 letters, digits, '.', '_' or '-'")
+        if params.Raid0Devices is not None and params.Raid0Devices < 2:
+            raise ValueError(f"Raid0Devices: RAID0 needs at least 2 disks, got {params.Raid0Devices}")
+
+    def _plan(self, host: Host) -> StepPlan:
+        facts = read_disk_facts(host)
+        has_mdadm = True
+        if self.p.Raid0:
+            has_mdadm = host.run(cmd("sh", "-c", "command -v mdadm", timeout=30)).ok
+        return plan_format(self.p, facts, has_mdadm=has_mdadm)
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        try:
+            return self._plan(ctx.host)
+        except (PlanRefused, ValueError) as exc:
+            raise self.fail(str(exc), ctx) from None
+
+    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
+        # Destructive commands run only on facts read now, not at plan time: a disk that got a
+        # filesystem or a mount in between makes the fresh plan differ, and nothing runs.
+        fresh = self.plan(ctx)
+        if fresh.changes != plan.changes:
+            raise self.fail(
+                "the disks changed since the plan was made; nothing was formatted",
+                ctx,
+                hint="run again to plan on the current state",
+            )
+        super().apply(ctx, plan)
+
+    def verify(self, ctx: StepContext) -> None:
+        left = self.plan(ctx)
+        if left.changed:
+            raise self.fail("still blank after formatting: " + "; ".join(c.summary for c in left.changes), ctx)
+
+
+# == MountDisks ====================================================================================
+class MountDisksParameters(StepParameters):
+    DiskFilter: str = "OSDisk:false"
+    MountLocation: str = "/mnt"
+    MountPointPrefix: str = "mnt"
+    Username: str | None = None
+    #: The fstab to edit; tests point it at a temporary file.
+    FstabPath: str = "/etc/fstab"
+    #: Free space the scratch volume must have, e.g. "900gb" (1024-based); none by default.
+    MinFreeSpace: str | None = None
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The user who owns the mount points: name and numeric ids on the host."""
+
+    name: str
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True)
+class MountFacts:
+    disks: DiskFacts
+    fstab_text: str
+    owner: Owner
+    #: ``path -> (uid, gid)`` for the mount points and scratch folders that exist.
+    stats: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    #: Whether systemd runs (then it must re-read an edited /etc/fstab).
+    systemd: bool = False
+
+
+@dataclass(frozen=True)
+class MountPlan:
+    plan: StepPlan
+    #: Mount point per volume path (planned or existing).
+    mountpoints: Mapping[str, str]
+    scratch_volume: Volume
+    scratch_path: str
+
+
+def fstab_escape(path: str) -> str:
+    return path.replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011")
+
+
+def fstab_line(volume: Volume, mountpoint: str) -> str:
+    """The line MountDisks writes: by UUID, ``nofail`` and a short device timeout."""
+    return f"UUID={volume.uuid} {fstab_escape(mountpoint)} {volume.fstype} {FSTAB_OPTIONS} 0 2"
+
+
+def _entry_for(volume: Volume, entries: Sequence[FstabEntry]) -> FstabEntry | None:
+    # LABEL= is not matched on purpose: FormatDisks gives every disk the same label.
+    specs = {volume.path}
+    if volume.uuid:
+        specs |= {f"UUID={volume.uuid}", f"/dev/disk/by-uuid/{volume.uuid}", f'UUID="{volume.uuid}"'}
+    for entry in entries:
+        if entry.spec in specs:
+            return entry
+    return None
+
+
+def planned_mountpoint(params: MountDisksParameters, volume: Volume) -> str:
+    """``<MountLocation>/<MountPointPrefix>_<device name>``, e.g. ``/mnt/mnt_loop3p1``."""
+    return posixpath.join(posixpath.normpath(params.MountLocation), f"{params.MountPointPrefix}_{volume.name}")
+
+
+def plan_mount(params: MountDisksParameters, facts: MountFacts) -> MountPlan:
+    """What MountDisks would do (pure). Raises :class:`PlanRefused` when nothing can be mounted."""
+    flt = Filter.parse(params.DiskFilter)
+    disks = flt.select(facts.disks.disks, purpose="mount")
+    if not disks:
+        seen = (
+            ", ".join(
+                f"{d.path} {format_size(d.size)}{' (OS disk)' if d.is_os_disk else ''}" for d in facts.disks.disks
+            )
+            or "none"
+        )
+        raise PlanRefused(
+            f"no disk matches DiskFilter {flt} (disks seen: {seen})", hint="change the DiskFilter parameter"
+        )
+    volumes = facts.disks.volumes(disks)
+    if not volumes:
+        names = ", ".join(d.path for d in disks)
+        raise PlanRefused(
+            f"DiskFilter {flt} matches {names}, but none holds a filesystem to mount",
+            hint="run FormatDisks first (it formats blank disks)",
+        )
+    entries = parse_fstab(facts.fstab_text)
+    scratch = max(volumes, key=lambda v: v.size)  # max() keeps the first of equals: lsblk order
+    changes: list[Change] = []
+    notes: list[str] = list(facts.disks.notes)
+    mountpoints: dict[str, str] = {}
+    fstab_ends_clean = not facts.fstab_text or facts.fstab_text.endswith("\n")
+    new_lines = 0
+    for volume in volumes:
+        entry = _entry_for(volume, entries)
+        if entry is None and volume.mountpoints:
+            # Mounted by someone else, outside our fstab management: use it where it is.
+            mp = volume.mountpoints[0]
+            mountpoints[volume.path] = mp
+            notes.append(f"{volume.path} is already mounted at {mp} (not by MountDisks); used as is")
+            if volume is scratch:
+                changes.extend(_scratch_changes(mp, facts, mounted=True))
+            continue
+        mp = entry.target if entry is not None else planned_mountpoint(params, volume)
+        mountpoints[volume.path] = mp
+        for other in entries:
+            if other.target == mp and other is not entry:
+                raise PlanRefused(
+                    f"{params.FstabPath} line {other.line_no} already mounts {other.spec} at {mp}, "
+                    f"where {volume.path} would go",
+                    hint="remove that line or choose another MountLocation/MountPointPrefix",
+                )
+        current = facts.disks.mount_at(mp)
+        mounted = mp in volume.mountpoints
+        if current is not None and not mounted and current.source != volume.path:
+            raise PlanRefused(
+                f"{mp} is already a mount point of {current.source}; {volume.path} cannot go there",
+                hint="unmount it or choose another MountLocation/MountPointPrefix",
+            )
+        commands: list[Command] = []
+        if entry is None:
+            if volume.uuid is None:
+                raise PlanRefused(f"{volume.path} ({volume.fstype}) has no filesystem UUID to write to the fstab")
+            line = fstab_line(volume, mp) + "\n"
+            if new_lines == 0 and not fstab_ends_clean:
+                line = "\n" + line
+            new_lines += 1
+            commands += [
+                cmd("mkdir", "-p", mp, sudo=True, timeout=60),
+                cmd("tee", "-a", params.FstabPath, input=line, sudo=True, timeout=60),
+            ]
+            if facts.systemd and params.FstabPath == "/etc/fstab":
+                commands.append(cmd("systemctl", "daemon-reload", sudo=True, timeout=120))
+        if not mounted:
+            if entry is not None:
+                commands.append(cmd("mkdir", "-p", mp, sudo=True, timeout=60))
+            commands.append(cmd("mount", "--fstab", params.FstabPath, mp, sudo=True, timeout=300))
+        if commands:
+            what = "add an fstab line and mount" if entry is None else "mount (from the fstab)"
+            changes.append(Change(f"{what} {volume.path} ({format_size(volume.size)}) at {mp}", tuple(commands)))
+        changes.extend(_owner_changes(mp, facts, mounted=mounted))
+        if volume is scratch:
+            changes.extend(_scratch_changes(mp, facts, mounted=mounted))
+    scratch_path = posixpath.join(mountpoints[scratch.path], "scratch")
+    _check_space(params, facts, scratch, mountpoints[scratch.path])
+    notes.append(f"{SCRATCH_EXPORT}={scratch_path} (on {scratch.path}, {format_size(scratch.size)})")
+    if changes:
+        plan = StepPlan(changes=tuple(changes), notes=tuple(notes))
+    else:
+        where = ", ".join(f"{path} at {mp}" for path, mp in mountpoints.items())
+        plan = StepPlan.noop(f"already mounted: {where}", notes=tuple(notes))
+    return MountPlan(plan=plan, mountpoints=mountpoints, scratch_volume=scratch, scratch_path=scratch_path)
+
+
+def _owner_changes(mp: str, facts: MountFacts, *, mounted: bool) -> list[Change]:
+    owner = facts.owner
+    if mounted and facts.stats.get(mp) == (owner.uid, owner.gid):
+        return []
+    return [Change(f"give {mp} to {owner.name}", (cmd("chown", f"{owner.name}:", mp, sudo=True, timeout=60),))]
+
+
+def _scratch_changes(mp: str, facts: MountFacts, *, mounted: bool) -> list[Change]:
+    owner = facts.owner
+    scratch = posixpath.join(mp, "scratch")
+    current = facts.stats.get(scratch) if mounted else None
+    if current == (owner.uid, owner.gid):
+        return []
+    commands: list[Command] = []
+    if current is None:
+        commands.append(cmd("mkdir", "-p", scratch, sudo=True, timeout=60))
+    commands.append(cmd("chown", f"{owner.name}:", scratch, sudo=True, timeout=60))
+    return [Change(f"create the scratch folder {scratch} for {owner.name}", tuple(commands))]
+
+
+def _check_space(params: MountDisksParameters, facts: MountFacts, volume: Volume, mp: str) -> None:
+    if not params.MinFreeSpace:
+        return
+    need = parse_size(params.MinFreeSpace, where="MinFreeSpace")
+    mount = facts.disks.mount_at(mp)
+    if mount is not None and mount.source == volume.path and mount.avail is not None:
+        if mount.avail < need:
+            raise PlanRefused(
+                f"the scratch volume {volume.path} mounted at {mp} has {format_size(mount.avail)} free; "
+                f"MinFreeSpace requires {format_size(need)} ({params.MinFreeSpace})",
+                hint="free space on it, choose a bigger disk with DiskFilter, or lower MinFreeSpace",
+            )
+    elif volume.size < need:
+        raise PlanRefused(
+            f"the scratch volume {volume.path} is only {format_size(volume.size)}; "
+            f"MinFreeSpace requires {format_size(need)} ({params.MinFreeSpace})",
+            hint="choose a bigger disk with DiskFilter (e.g. SizeGreaterThan:1000gb) or lower MinFreeSpace",
+        )
+
+
+def resolve_owner(host: Host, username: str | None) -> Owner:
+    """``Username``, else ``SUDO_USER`` (when not root), else the connecting user; with ids."""
+    name = (username or "").strip()
+    if not name:
+        sudo_user = host.run(cmd("printenv", "SUDO_USER", timeout=30)).stdout.strip()
+        name = sudo_user if sudo_user and sudo_user != "root" else host.identity.user
+    uid = host.run(cmd("id", "-u", name, timeout=30))
+    gid = host.run(cmd("id", "-g", name, timeout=30))
+    if not (uid.ok and gid.ok):
+        raise PlanRefused(f"Username: no user {name!r} on this host", hint="set Username to an existing user")
+    return Owner(name=name, uid=int(uid.stdout.strip()), gid=int(gid.stdout.strip()))
+
+
+def read_stats(host: Host, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Owner ids of the paths that exist (missing ones are simply absent)."""
+    if not paths:
+        return {}
+    result = host.run(cmd("stat", "-c", "%u:%g:%n", *paths, timeout=60))
+    stats: dict[str, tuple[int, int]] = {}
+    for line in result.stdout.splitlines():
+        uid, _, rest = line.partition(":")
+        gid, _, path = rest.partition(":")
+        if uid.isdigit() and gid.isdigit():
+            stats[path] = (int(uid), int(gid))
+    return stats
+
+
+class MountDisks(Step):
+    """Mount the chosen volumes persistently and export MLPERF_SCRATCH_PATH."""
+
+    type_name: ClassVar[str] = "MountDisks"
+    Parameters: ClassVar[type[StepParameters]] = MountDisksParameters
+
+    @property
+    def p(self) -> MountDisksParameters:
+        assert isinstance(self.params, MountDisksParameters)
+        return self.params
+
+    @classmethod
+    def check_parameters(cls, params: StepParameters) -> None:
+        assert isinstance(params, MountDisksParameters)
+        Filter.parse(params.DiskFilter)
+        for name, value in (("MountLocation", params.MountLocation), ("FstabPath", params.FstabPath)):
+            if not value.startswith("/") or any(c.isspace() for c in value):
+                raise ValueError(f"{name}: {value!r} must be an absolute path without spaces")
+        if not _NAME.match(params.MountPointPrefix):
+            raise ValueError(f"MountPointPrefix: {params.MountPointPrefix!r} must be letters, digits, '.', '_' or '-'")
+        if params.MinFreeSpace:
+            parse_size(params.MinFreeSpace, where="MinFreeSpace")
+        if params.Username is not None and params.Username.strip() and not _NAME.match(params.Username.strip()):
+            raise ValueError(f"Username: {params.Username!r} is not a user name")
+
+    def _facts(self, host: Host) -> MountFacts:
+        disks = read_disk_facts(host)
+        try:
+            fstab_text = host.read_text(self.p.FstabPath)
+        except FileNotFoundError:
+            fstab_text = ""
+        owner = resolve_owner(host, self.p.Username)
+        candidates: list[str] = []
+        for entry in parse_fstab(fstab_text):
+            candidates += [entry.target, posixpath.join(entry.target, "scratch")]
+        for volume in disks.volumes():
+            mp = planned_mountpoint(self.p, volume)
+            candidates += [mp, posixpath.join(mp, "scratch")]
+            for point in volume.mountpoints:
+                candidates.append(posixpath.join(point, "scratch"))
+        stats = read_stats(host, list(dict.fromkeys(candidates)))
+        return MountFacts(
+            disks=disks, fstab_text=fstab_text, owner=owner, stats=stats, systemd=host.exists("/run/systemd/system")
+        )
+
+    def _mount_plan(self, ctx: StepContext) -> MountPlan:
+        try:
+            return plan_mount(self.p, self._facts(ctx.host))
+        except (PlanRefused, ValueError) as exc:
+            raise self.fail(str(exc), ctx) from None
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        result = self._mount_plan(ctx)
+        # In memory only (plan changes nothing on the host): later steps' plans see the path.
+        ctx.exports[SCRATCH_EXPORT] = result.scratch_path
+        return result.plan
+
+    def verify(self, ctx: StepContext) -> None:
+        result = self._mount_plan(ctx)
+        if result.plan.changed:
+            raise self.fail("not done after apply: " + "; ".join(c.summary for c in result.plan.changes), ctx)
+        ctx.exports[SCRATCH_EXPORT] = result.scratch_path
+        ctx.state.set(
+            STATE_KEY,
+            {
+                "scratch_path": result.scratch_path,
+                "scratch_volume": result.scratch_volume.path,
+                "scratch_uuid": result.scratch_volume.uuid,
+                "mountpoints": dict(result.mountpoints),
+            },
+        )
