@@ -1,0 +1,317 @@
+"""Pure tests: RUN_ARGS, make argv, user.conf, parameters, the gpuconfigs table, result mapping, plan text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workload.actions.mlperf_executor import (
+    MLPerfExecutor,
+    MLPerfFacts,
+    MLPerfParameters,
+    UserFacts,
+    build_key,
+    plan_mlperf,
+    settings_of,
+    setup_key,
+)
+from workload.errors import ProfileError
+from workload.mlperf import results
+from workload.mlperf.container import ContainerSpec, container_name, run_options
+from workload.mlperf.gpuconfigs import load_table
+from workload.mlperf.harness import (
+    HarnessVersion,
+    log_dir,
+    make_argv,
+    parse_override,
+    parse_override_list,
+    render_user_conf,
+    run_args,
+)
+
+
+def params(**kw: object) -> MLPerfParameters:
+    data = {"Model": "bert", **kw}
+    p = MLPerfParameters.model_validate(data)
+    MLPerfExecutor.check_parameters(p)
+    return p
+
+
+# -- RUN_ARGS ----------------------------------------------------------------------------------
+def test_run_args_v41_quick_uses_test_run() -> None:
+    args = run_args(
+        model="bert",
+        scenarios=["Offline", "Server"],
+        config_version="default",
+        test_mode="PerformanceOnly",
+        quick=True,
+        version=HarnessVersion.parse("v4.1\n"),
+    )
+    assert (
+        args
+        == "--benchmarks=bert --scenarios=Offline,Server --config_ver=default --test_mode=PerformanceOnly --test_run"
+    )
+
+
+def test_run_args_v40_quick_uses_fast_and_full_runs_use_neither() -> None:
+    v40 = HarnessVersion.parse("v4.0")
+    assert run_args(
+        model="3d-unet",
+        scenarios=["Offline"],
+        config_version="default",
+        test_mode="AccuracyOnly",
+        quick=True,
+        version=v40,
+    ).endswith("--test_mode=AccuracyOnly --fast")
+    full = run_args(
+        model="bert",
+        scenarios=["Offline"],
+        config_version="high_accuracy",
+        test_mode="PerformanceOnly",
+        quick=False,
+        version=HarnessVersion(5, 0),
+    )
+    assert "--test_run" not in full and "--fast" not in full and "--config_ver=high_accuracy" in full
+
+
+@pytest.mark.parametrize("text", ["", "4", "version 4.1", "v4.x"])
+def test_bad_version_file_is_rejected(text: str) -> None:
+    with pytest.raises(ValueError, match="not a harness version"):
+        HarnessVersion.parse(text)
+
+
+def test_make_argv_keeps_run_args_one_argument() -> None:
+    argv = make_argv(
+        "run", {"RUN_ARGS": "--benchmarks=bert --scenarios=Offline", "LOG_DIR": log_dir("r1", "bert", "AccuracyOnly")}
+    )
+    assert argv == [
+        "make",
+        "run",
+        "RUN_ARGS=--benchmarks=bert --scenarios=Offline",
+        "LOG_DIR=build/logs/workload-r1-bert-acc",
+    ]
+
+
+# -- user.conf ---------------------------------------------------------------------------------
+def test_user_conf_lines_have_spaces_around_equals() -> None:
+    overrides = parse_override_list(
+        "bert.Server.target_qps=1200;bert.Offline.min_duration=60000;*.*.min_query_count=0x10"
+    )
+    text = render_user_conf(overrides, header="test")
+    assert text.splitlines() == [
+        "# test",
+        "bert.Server.target_qps = 1200",
+        "bert.Offline.min_duration = 60000",
+        "*.*.min_query_count = 16",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("bert.Server.target_qsp", "1", "unknown LoadGen key 'target_qsp'"),
+        ("rnnt.Server.target_qps", "1", "unknown model 'rnnt'"),
+        ("bert.Batch.target_qps", "1", "unknown scenario 'Batch'"),
+        ("bert.SingleStream.target_qps", "1", "only for Server, Offline"),
+        ("bert.Server.target_qps", "fast", "not an integer or a decimal number"),
+        ("bert.target_qps", "1", "<model>.<Scenario>.<key>"),
+    ],
+)
+def test_bad_overrides_name_the_key(key: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as err:
+        parse_override(key, value)
+    assert str(err.value).startswith(key)
+
+
+def test_per_key_parameters_become_overrides() -> None:
+    p = params(**{"bert.Server.target_qps": 1500, "bert.Offline.min_duration": "60000"})
+    assert [o.line() for o in settings_of(p).overrides] == [
+        "bert.Server.target_qps = 1500",
+        "bert.Offline.min_duration = 60000",
+    ]
+
+
+# -- parameters --------------------------------------------------------------------------------
+def test_default_scenarios_per_model() -> None:
+    assert settings_of(params()).scenarios == ("Offline", "Server", "SingleStream")
+    assert settings_of(params(Model="3d-unet")).scenarios == ("Offline", "SingleStream")
+    assert settings_of(params(Model="llama2-70b")).scenarios == ("Offline", "Server")
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"Model": "rnnt"}, "unknown model 'rnnt' (known: bert, 3d-unet"),
+        ({"Scenarios": "Server", "Model": "3d-unet"}, "Scenarios: the harness has no Server config for 3d-unet"),
+        ({"ConfigVersion": "fastest"}, "ConfigVersion: unknown config version 'fastest'"),
+        ({"TestModes": "Perf"}, "TestModes: unknown test mode 'Perf'"),
+        ({"LoadGenOverrides": "bert.Server.target_qsp=1"}, "unknown LoadGen key"),
+        ({"SystemDescription": "{}"}, "SystemDescription: missing field gpu_name"),
+    ],
+)
+def test_bad_parameters_raise_one_clear_error(kw: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        params(**kw)
+
+
+def test_profile_loader_names_the_place_of_an_unknown_model(tmp_path: Path) -> None:
+    from workload.profile import load_profile, resolve_profile
+
+    path = tmp_path / "p.json"
+    path.write_text(
+        json.dumps({"Description": "d", "Actions": [{"Type": "MLPerfExecutor", "Parameters": {"Model": "rnnt"}}]})
+    )
+    with pytest.raises(ProfileError) as err:
+        resolve_profile(load_profile(str(path)))
+    assert "p.json: Actions[0].Parameters.Model" in str(err.value) and "unknown model 'rnnt'" in str(err.value)
+
+
+# -- gpuconfigs --------------------------------------------------------------------------------
+def test_table_scales_throughput_not_latency() -> None:
+    table = load_table()
+    assert table.resolve("NVIDIA H100 80GB HBM3", 8, "bert", "Offline").fields["offline_expected_qps"] == 9400 * 8
+    assert (
+        table.resolve("NVIDIA H100 80GB HBM3", 4, "bert", "SingleStream").fields["single_stream_expected_latency_ns"]
+        == 1700000
+    )
+    assert table.resolve("NVIDIA H200", 8, "llama2-70b", "Offline").fields["offline_expected_qps"] == 104
+
+
+def test_table_missing_entry_names_the_file() -> None:
+    with pytest.raises(ProfileError, match=r"gpuconfigs/A100_SXM_80GB.json: no config for 3d-unet SingleStream"):
+        load_table().resolve("NVIDIA A100-SXM4-80GB", 8, "3d-unet", "SingleStream")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda d: d["configs"]["bert"]["Offline"].update(gpu_batchsize=3),
+            "configs.bert.Offline.gpu_batchsize: unknown field",
+        ),
+        (lambda d: d["configs"].update(rnnt={}), "configs.rnnt: unknown model"),
+        (lambda d: d["configs"]["bert"]["Offline"].pop("offline_expected_qps"), "Offline needs offline_expected_qps"),
+        (lambda d: d.update(sku="Other"), "sku: is 'Other' but the file is named"),
+    ],
+)
+def test_table_validation_names_file_and_key(tmp_path: Path, edit, message: str) -> None:  # type: ignore[no-untyped-def]
+    data = json.loads((Path(__file__).parent.parent / "gpuconfigs" / "A100_SXM4_40GB.json").read_text())
+    edit(data)
+    (tmp_path / "A100_SXM4_40GB.json").write_text(json.dumps(data))
+    with pytest.raises(ProfileError) as err:
+        load_table(tmp_path)
+    assert "gpuconfigs/A100_SXM4_40GB.json" in str(err.value) and message in str(err.value)
+
+
+# -- container options -------------------------------------------------------------------------
+def test_container_name_and_run_options_follow_launch_docker() -> None:
+    assert container_name("alice", "arm64") == "mlperf-inference-alice-aarch64"
+    spec = ContainerSpec(
+        name="mlperf-inference-alice-x86_64",
+        image="img",
+        nvidia_dir="/r/closed/NVIDIA",
+        scratch_path="/mnt/scratch",
+        user="1000:1000",
+    )
+    opts = run_options(spec)
+    assert opts["volumes"]["/r/closed/NVIDIA"] == {"bind": "/work", "mode": "rw"}
+    assert opts["volumes"]["/mnt/scratch"]["bind"] == "/mnt/scratch"
+    assert opts["working_dir"] == "/work" and opts["network_mode"] == "host" and opts["shm_size"] == "32g"
+    assert opts["cap_add"] == ["SYS_ADMIN", "SYS_TIME"] and "seccomp=unconfined" in opts["security_opt"]
+    assert opts["ulimits"][0]["Name"] == "memlock" and opts["ulimits"][0]["Hard"] == -1
+    assert opts["environment"]["MLPERF_SCRATCH_PATH"] == "/mnt/scratch" and opts["user"] == "1000:1000"
+    gpus = opts["device_requests"][0]
+    assert gpus["Count"] == -1 and gpus["Capabilities"] == [["gpu"]]
+    assert "device_requests" not in run_options(ContainerSpec(**{**spec.__dict__, "use_gpus": False}))
+
+
+# -- results -----------------------------------------------------------------------------------
+def test_results_are_mapped_from_this_runs_log_dir_only() -> None:
+    log = "/r/build/logs/workload-1-bert-perf"
+    listing = "\n".join(
+        [
+            f"{log}/stdout.txt",
+            f"{log}/SYS_TRT/bert-99/Offline/metadata.json",
+            f"{log}/SYS_TRT/bert-99/Offline/mlperf_log_detail.txt",
+            f"{log}/SYS_TRT/bert-99.9/Server/mlperf_log_detail.txt",
+            "/r/build/logs/2024.01.01-00.00.00/SYS_TRT/bert-99/SingleStream/metadata.json",
+        ]
+    )
+    found = results.map_results(results.parse_listing(log, listing), "PerformanceOnly")
+    assert {(f.expected.scenario, f.system_name) for f in found} == {("Offline", "SYS_TRT"), ("Server", "SYS_TRT")}
+    assert all(f.expected.model == "bert" for f in found)
+
+
+def test_missing_results_are_explained() -> None:
+    exp = results.Expected("bert", "Server", "PerformanceOnly")
+    unknown = results.explain_missing(
+        exp,
+        "[I] Detected system did not match any known systems. Exiting.",
+        system_text="GPUs: 8x NVIDIA A100-SXM4-40GB",
+    )
+    assert "8x NVIDIA A100-SXM4-40GB" in unknown and "RequireCustomSystemSupport" in unknown
+    missing = results.explain_missing(
+        exp,
+        "[W] No registered config for bert.Server.DGX-A100_A100-SXM4-40GBx8 for WorkloadSetting(Custom, k_99, MaxP)",
+        system_text=None,
+    )
+    assert (
+        "no registered config for bert.Server.DGX-A100_A100-SXM4-40GBx8 WorkloadSetting(Custom, k_99, MaxP)" in missing
+    )
+    assert "crashed: RuntimeError: boom" in results.explain_missing(
+        exp, "Traceback (most recent call last):\nRuntimeError: boom", system_text=None
+    )
+
+
+# -- plan --------------------------------------------------------------------------------------
+def facts(**kw: object) -> MLPerfFacts:
+    base: dict[str, object] = dict(
+        nvidia_dir="/r/closed/NVIDIA",
+        nvidia_dir_exists=True,
+        version=HarnessVersion(4, 1),
+        commit="abcdef1234567890",
+        scratch_path="/s",
+        machine="x86_64",
+        user=UserFacts("alice", 1000, 1000, "alice", "/home/alice"),
+        build_exists=True,
+    )
+    base.update(kw)
+    return MLPerfFacts(**base)  # type: ignore[arg-type]
+
+
+def test_plan_lists_setup_build_and_runs_with_exact_commands() -> None:
+    plan = plan_mlperf(params(Scenarios="Offline,Server", Quick=True), facts(), run_id="R")
+    summaries = [c.summary for c in plan.changes]
+    assert any(
+        "set up bert: download_data, download_model, preprocess_data (BENCHMARKS=bert only)" in s for s in summaries
+    )
+    assert any(s.startswith("make build (harness commit abcdef123456)") for s in summaries)
+    assert "run bert Offline,Server PerformanceOnly (quick: --test_run)" in summaries
+    run = next(c for c in plan.changes if c.summary.startswith("run bert Offline,Server AccuracyOnly"))
+    assert run.commands[0].display() == (
+        "docker exec -u 1000:1000 -w /work mlperf-inference-alice-x86_64 make run "
+        "'RUN_ARGS=--benchmarks=bert --scenarios=Offline,Server --config_ver=default "
+        "--test_mode=AccuracyOnly --test_run' "
+        "LOG_DIR=build/logs/workload-R-bert-acc EXTERNAL_USER=1"
+    )
+
+
+def test_plan_skips_finished_setup_and_build() -> None:
+    done = {setup_key("/s", "bert", s): "t" for s in ("download_data", "download_model", "preprocess_data")}
+    done[build_key("/r/closed/NVIDIA", "abcdef1234567890")] = "t"
+    plan = plan_mlperf(params(), facts(done=done))
+    assert not any("set up" in c.summary or c.summary.startswith("make build") for c in plan.changes)
+    assert "setup of bert already done (download_data, download_model, preprocess_data)" in plan.notes
+    # Another model's stages are not done: only bert's were.
+    assert any("set up 3d-unet" in c.summary for c in plan_mlperf(params(Model="3d-unet"), facts(done=done)).changes)
+    # A new commit builds again.
+    assert any(
+        c.summary.startswith("make build") for c in plan_mlperf(params(), facts(done=done, commit="ffff")).changes
+    )
+
+
+def test_plan_before_clone_assumes_v41_and_says_so() -> None:
+    plan = plan_mlperf(params(Quick=True), facts(nvidia_dir=None, nvidia_dir_exists=False, version=None, commit=None))
+    assert any("assuming v4.1" in n for n in plan.notes)

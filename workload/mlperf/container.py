@@ -1,0 +1,304 @@
+"""The harness container, through the docker SDK: build the image, run it detached, exec make targets.
+
+The container is started the way NVIDIA's ``make launch_docker`` starts it (same mounts, limits and
+options; notes §1.3) but by us, with a fixed name and detached, so that every make target is a
+``docker exec`` whose output streams line by line and whose exit code is checked. Before every
+exec the container is checked and recreated when it is gone (a reboot removes it) or runs an old
+image. A launch that fails is an error with the container's last log lines, never ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tarfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workload.errors import BenchmarkFailed, ConnectError
+from workload.hosts.base import DEFAULT_CAPTURE_LIMIT, LineSink, OutputCollector
+from workload.mlperf.harness import CONTAINER_WORKDIR
+
+LABEL = "workload.mlperf"
+#: Digest of the ContainerSpec a container was started from: a different spec (repo moved) recreates it.
+SPEC_LABEL = "workload.mlperf.spec"
+#: How long a fresh container must stay up before we call the launch good.
+SETTLE_S = 1.0
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """Everything ``docker run`` needs; :func:`run_options` turns it into docker SDK arguments."""
+
+    name: str
+    image: str
+    #: Host path of closed/NVIDIA, mounted at /work (code is mounted, not copied; build/ stays on the host).
+    nvidia_dir: str
+    #: MLPERF_SCRATCH_PATH, mounted at the same path.
+    scratch_path: str
+    #: ``uid:gid`` of the real user the harness runs as.
+    user: str
+    use_gpus: bool = True
+    #: ``--ulimit memlock=-1`` (needs CAP_SYS_RESOURCE where dockerd runs; nested test daemons lack it).
+    unlimited_memlock: bool = True
+    visible_devices: str = "all"
+    #: Extra read-only or read-write mounts: (host path, container path, "ro"|"rw").
+    mounts: tuple[tuple[str, str, str], ...] = ()
+    devices: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def container_name(user: str, machine: str) -> str:
+    """``mlperf-inference-<user>-<uname -m>``; arm64 is spelled aarch64 like NVIDIA's Makefile (uname -p)."""
+    arch = "aarch64" if machine in ("arm64", "aarch64") else machine
+    return f"mlperf-inference-{user}-{arch}"
+
+
+def spec_digest(spec: ContainerSpec) -> str:
+    """A short stable digest of everything in the spec except the image (compared separately)."""
+    import hashlib
+
+    text = repr(
+        (
+            spec.name,
+            spec.nvidia_dir,
+            spec.scratch_path,
+            spec.user,
+            spec.use_gpus,
+            spec.visible_devices,
+            spec.mounts,
+            spec.devices,
+            sorted(spec.env.items()),
+        )
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run_options(spec: ContainerSpec) -> dict[str, Any]:
+    """The keyword arguments of ``client.containers.run`` for ``spec`` (pure; tests compare them)."""
+    import docker
+
+    volumes = {
+        spec.nvidia_dir: {"bind": CONTAINER_WORKDIR, "mode": "rw"},
+        spec.scratch_path: {"bind": spec.scratch_path, "mode": "rw"},
+    }
+    for host_path, container_path, mode in spec.mounts:
+        volumes[host_path] = {"bind": container_path, "mode": mode}
+    env = {"MLPERF_SCRATCH_PATH": spec.scratch_path, "NVIDIA_VISIBLE_DEVICES": spec.visible_devices, **spec.env}
+    options: dict[str, Any] = {
+        "name": spec.name,
+        "detach": True,
+        # launch_docker keeps an interactive shell alive with -it; detached, we keep a TTY open the same way.
+        "tty": True,
+        "stdin_open": True,
+        "working_dir": CONTAINER_WORKDIR,
+        "user": spec.user,
+        "network_mode": "host",
+        "shm_size": "32g",
+        "cap_add": ["SYS_ADMIN", "SYS_TIME"],
+        "security_opt": ["apparmor=unconfined", "seccomp=unconfined"],
+        "volumes": volumes,
+        "environment": env,
+        "devices": [f"{d}:{d}:rwm" for d in spec.devices],
+        "labels": {LABEL: spec.name, SPEC_LABEL: spec_digest(spec)},
+    }
+    if spec.unlimited_memlock:
+        options["ulimits"] = [docker.types.Ulimit(name="memlock", soft=-1, hard=-1)]
+    if spec.use_gpus:
+        options["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return options
+
+
+def connect(base_url: str | None, *, host_name: str, timeout: int = 600) -> Any:
+    """A docker client for ``base_url`` (``unix://``, ``ssh://user@host``, ``tcp://``) or the environment's."""
+    import docker
+
+    try:
+        if base_url:
+            client = docker.DockerClient(base_url=base_url, version="auto", timeout=timeout, use_ssh_client=False)
+        else:
+            client = docker.from_env(timeout=timeout)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise ConnectError(
+            host_name,
+            f"cannot reach the Docker daemon at {base_url or 'the default socket'}: {exc}",
+            hint="check DockerBaseUrl (e.g. unix:///var/run/docker.sock or ssh://user@host) and that dockerd runs",
+        ) from None
+    return client
+
+
+def tar_context(files: Mapping[str, bytes]) -> bytes:
+    """A build context tarball from {path: content}."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def image_label(client: Any, tag: str, key: str) -> str | None:
+    """The value of label ``key`` on image ``tag``, or None when the image is absent."""
+    import docker
+
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    return str((image.labels or {}).get(key, ""))
+
+
+def build_image(
+    client: Any,
+    *,
+    context: bytes,
+    dockerfile: str,
+    tag: str,
+    buildargs: Mapping[str, str],
+    labels: Mapping[str, str],
+    on_line: LineSink | None,
+) -> None:
+    """``docker build`` from a context tarball; streams the build log; BenchmarkFailed with its tail."""
+    import docker
+
+    tail = OutputCollector("stdout", on_line, [], 64 * 1024)
+    try:
+        for chunk in client.api.build(
+            fileobj=io.BytesIO(context),
+            custom_context=True,
+            dockerfile=dockerfile,
+            tag=tag,
+            buildargs=dict(buildargs),
+            labels=dict(labels),
+            rm=True,
+            forcerm=True,
+            network_mode="host",
+            decode=True,
+        ):
+            if "stream" in chunk:
+                tail.feed(str(chunk["stream"]).encode())
+            if "error" in chunk:
+                tail.close()
+                raise BenchmarkFailed(
+                    f"building the harness image {tag} from {dockerfile} failed: {chunk['error'].strip()}\n"
+                    + _indent(tail.text())
+                )
+    except docker.errors.APIError as exc:
+        raise BenchmarkFailed(f"building the harness image {tag} failed: {exc}") from None
+    tail.close()
+
+
+def _indent(text: str, lines: int = 15) -> str:
+    kept = [line for line in text.splitlines() if line.strip()][-lines:]
+    return "\n".join(f"    {line}" for line in kept)
+
+
+class HarnessContainer:
+    """The running harness container of one host (created on demand)."""
+
+    def __init__(self, client: Any, spec: ContainerSpec, log: Callable[[str], None]) -> None:
+        self.client = client
+        self.spec = spec
+        self.log = log
+
+    def status(self) -> str | None:
+        """``running``, ``exited``, ... or None when no container has our name."""
+        import docker
+
+        try:
+            return str(self.client.containers.get(self.spec.name).status)
+        except docker.errors.NotFound:
+            return None
+
+    def ensure_running(self) -> bool:
+        """Make sure the container runs our image; return True if it had to be (re)created."""
+        import docker
+
+        wanted = self.client.images.get(self.spec.image).id
+        try:
+            current = self.client.containers.get(self.spec.name)
+        except docker.errors.NotFound:
+            current = None
+        if current is not None:
+            same_spec = (current.labels or {}).get(SPEC_LABEL) == spec_digest(self.spec)
+            if current.status == "running" and current.image.id == wanted and same_spec:
+                return False
+            if current.status != "running":
+                why = f"is {current.status}"
+            else:
+                why = "runs an older image" if current.image.id != wanted else "has other mounts or options"
+            self.log(f"container {self.spec.name} {why}; recreating it")
+            current.remove(force=True)
+        else:
+            self.log(f"container {self.spec.name} is not there; starting it")
+        self._start()
+        return True
+
+    def _start(self) -> None:
+        import docker
+
+        try:
+            container = self.client.containers.run(self.spec.image, **run_options(self.spec))
+        except docker.errors.APIError as exc:
+            raise BenchmarkFailed(
+                f"cannot start the harness container {self.spec.name}: {exc.explanation or exc}"
+            ) from None
+        deadline = time.monotonic() + SETTLE_S
+        while True:
+            container.reload()
+            if container.status != "running":
+                logs = container.logs(tail=20).decode("utf-8", "replace")
+                code = container.attrs.get("State", {}).get("ExitCode")
+                raise BenchmarkFailed(
+                    f"the harness container {self.spec.name} stopped right after starting "
+                    f"(status {container.status}, exit code {code})"
+                    + (f"; last lines:\n{_indent(logs)}" if logs else "")
+                )
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.2)
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        on_line: LineSink | None,
+        env: Mapping[str, str] | None = None,
+    ) -> tuple[int, str]:
+        """Run ``argv`` in the container at /work as the spec's user; return (exit code, output tail).
+
+        The container is checked (and recreated if gone) first. Output goes to ``on_line`` line by line.
+        """
+        self.ensure_running()
+        api = self.client.api
+        created = api.exec_create(
+            self.spec.name,
+            cmd=list(argv),
+            user=self.spec.user,
+            workdir=CONTAINER_WORKDIR,
+            environment=dict(env or {}),
+            stdout=True,
+            stderr=True,
+        )
+        out = OutputCollector("stdout", on_line, [], DEFAULT_CAPTURE_LIMIT)
+        err = OutputCollector("stderr", on_line, [], 256 * 1024)
+        for stdout, stderr in api.exec_start(created["Id"], stream=True, demux=True):
+            if stdout:
+                out.feed(stdout)
+            if stderr:
+                err.feed(stderr)
+        out.close()
+        err.close()
+        code = api.exec_inspect(created["Id"]).get("ExitCode")
+        return (code if isinstance(code, int) else -1), out.text() + err.text()
+
+    def remove(self) -> None:
+        import docker
+
+        with contextlib.suppress(docker.errors.NotFound):
+            self.client.containers.get(self.spec.name).remove(force=True)
