@@ -35,6 +35,13 @@ def test_wheel_contains_profiles_gpuconfigs_and_installers(wheel: Path) -> None:
     assert not any(n.startswith("tests/") for n in names)
 
 
+def test_wheel_contains_every_module_of_the_source_tree(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    sources = [p.relative_to(ROOT).as_posix() for top in ("workload", "installers") for p in (ROOT / top).rglob("*.py")]
+    missing = sorted(s for s in sources if "__pycache__" not in s and s not in names)
+    assert not missing, f"not in the wheel (add the package to pyproject's packages list): {missing}"
+
+
 def test_installed_wheel_lists_and_resolves_shipped_profiles(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(
