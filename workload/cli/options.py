@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -100,7 +99,7 @@ def build_targets(
     """The host specs to work on and a factory that opens each with the connection options."""
     from workload.commands import Secret
     from workload.errors import UsageError
-    from workload.hosts import ConnectOptions, open_host
+    from workload.hosts import ConnectOptions, open_host, secret_from_env
     from workload.hosts.base import parse_host_spec
     from workload.inventory import load_inventory
 
@@ -114,10 +113,7 @@ def build_targets(
         raise UsageError("the same host is given twice: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
     password: Secret | None = None
     if sudo_password_env:
-        value = os.environ.get(sudo_password_env)
-        if value is None:
-            raise UsageError(f"--sudo-password-env {sudo_password_env}: the variable is not set")
-        password = Secret(value)
+        password = secret_from_env(sudo_password_env)
     elif ask_sudo_password:
         password = Secret(click.prompt("sudo password", hide_input=True))
     options = ConnectOptions(

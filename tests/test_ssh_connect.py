@@ -1,0 +1,331 @@
+"""SshHost connecting: host keys, authentication, retries, lost connections; against a real sshd.
+
+paramiko is mocked only for failures a real server cannot produce on demand here (name resolution,
+a reset during the handshake, a socket timeout); everything else meets a real OpenSSH server.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from tests.testbed.sshd import (  # noqa: F401  (fixtures)
+    SshServer,
+    free_port,
+    fresh_sshd,
+    local_user,
+    ssh_agent,
+    ssh_host,
+    ssh_options,
+    sshd,
+)
+from workload.commands import Secret, cmd
+from workload.errors import ConnectError, UsageError
+from workload.hosts import ConnectionLost, ConnectOptions, LocalHost, SshHost, open_host, parse_host_spec
+from workload.hosts.options import secret_from_env
+from workload.hosts.ssh_connect import TransientConnectError
+
+# -- host keys -----------------------------------------------------------------------------------
+
+
+def test_unknown_host_key_is_refused_with_a_hint(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    host = ssh_host(sshd, known_hosts=str(empty))
+    with pytest.raises(ConnectError) as info:
+        host.run(cmd("true"))
+    text = str(info.value)
+    assert "not known" in text and sshd.host_key_fingerprint() in text
+    assert "--accept-new-host-key" in text and str(empty) in text
+    assert host.connect_attempts == 1
+    assert empty.read_text() == ""
+
+
+def test_new_host_key_is_accepted_and_recorded_when_asked(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    known = tmp_path / "sub" / "known_hosts"  # the folder does not exist yet either
+    with ssh_host(sshd, known_hosts=str(known), accept_new_host_keys=True) as host:
+        assert host.check(cmd("echo", "hi")).stdout == "hi\n"
+    recorded = known.read_text()
+    assert recorded.startswith(f"[127.0.0.1]:{sshd.port} ssh-ed25519 ")
+    assert (known.stat().st_mode & 0o777) == 0o600
+    # Recorded means verified next time, without the option.
+    with ssh_host(sshd, known_hosts=str(known)) as host:
+        assert host.check(cmd("echo", "again")).stdout == "again\n"
+    assert known.read_text() == recorded
+
+
+def test_changed_host_key_is_refused_even_with_accept_new(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    other = paramiko.Ed25519Key.from_private_key_file(str(sshd.user_key))  # any other ed25519 key
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{sshd.port} ssh-ed25519 {other.get_base64()}\n")
+    host = ssh_host(sshd, known_hosts=str(known), accept_new_host_keys=True)
+    with pytest.raises(ConnectError) as info:
+        host.connect()
+    text = str(info.value)
+    assert "CHANGED" in text and "ssh-keygen -R" in text and sshd.host_key_fingerprint() in text
+    assert host.connect_attempts == 1
+
+
+def test_broken_known_hosts_file_names_the_file(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{sshd.port} ssh-ed25519 AAAA-not-base64!!\n")
+    with pytest.raises(ConnectError) as info:
+        ssh_host(sshd, known_hosts=str(known)).connect()
+    assert f"cannot read the known_hosts file {known}" in str(info.value) and "base64" in str(info.value)
+
+
+# -- authentication ------------------------------------------------------------------------------
+
+
+def test_wrong_key_fails_once_without_retry(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    stranger = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    host = ssh_host(sshd, key_filename=str(stranger), connect_attempts=5)
+    started = time.monotonic()
+    with pytest.raises(ConnectError) as info:
+        host.run(cmd("true"))
+    assert not isinstance(info.value, TransientConnectError)
+    assert "authentication failed for root@127.0.0.1" in str(info.value) and str(stranger) in str(info.value)
+    assert host.connect_attempts == 1 and time.monotonic() - started < 5
+
+
+def test_encrypted_key_without_passphrase_says_so(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    locked = tmp_path / "locked"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "passphrase", "-f", str(locked)], check=True)
+    host = ssh_host(sshd, key_filename=str(locked))
+    with pytest.raises(ConnectError) as info:
+        host.connect()
+    assert "passphrase" in str(info.value) and "ssh-add" in str(info.value)
+    assert host.connect_attempts == 1
+
+
+def test_password_authentication(sshd: SshServer) -> None:  # noqa: F811
+    with local_user() as user:
+        with ssh_host(sshd, user=user.name, key_filename=None, password=Secret(user.password)) as host:
+            assert host.check(cmd("id", "-un")).stdout == f"{user.name}\n"
+            assert not host.is_root and host.identity.home == user.home
+        bad = ssh_host(sshd, user=user.name, key_filename=None, password=Secret("wrong"))
+        with pytest.raises(ConnectError) as info:
+            bad.connect()
+        assert "authentication failed" in str(info.value) and "wrong" not in str(info.value)
+        assert bad.connect_attempts == 1
+
+
+def test_server_refusing_the_method_lists_what_it_allows(tmp_path: Path) -> None:
+    server = SshServer(tmp_path / "nopw", password_auth=False).start()
+    try:
+        host = ssh_host(server, key_filename=None, password=Secret("whatever"))
+        with pytest.raises(ConnectError) as info:
+            host.connect()
+        assert "publickey" in str(info.value) and host.connect_attempts == 1
+    finally:
+        server.stop()
+
+
+def test_agent_authentication(sshd: SshServer, ssh_agent: str) -> None:  # noqa: F811
+    with ssh_host(sshd, key_filename=None, use_agent=True) as host:
+        assert host.check(cmd("echo", "via agent")).stdout == "via agent\n"
+
+
+# -- transient errors and retries ----------------------------------------------------------------
+
+
+def test_refused_connection_is_retried_then_reported(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    options = ConnectOptions(
+        known_hosts=str(known),
+        use_system_known_hosts=False,
+        use_agent=False,
+        look_for_keys=False,
+        connect_attempts=3,
+        connect_budget_s=20,
+    )
+    host = SshHost("127.0.0.1", port=port, user="root", options=options)
+    started = time.monotonic()
+    with pytest.raises(ConnectError) as info:
+        host.connect()
+    assert "connection refused" in str(info.value) and "gave up after 3 attempts" in str(info.value)
+    assert host.connect_attempts == 3 and time.monotonic() - started < 15
+
+
+def test_connect_waits_for_sshd_that_comes_up_late(fresh_sshd: SshServer) -> None:  # noqa: F811
+    fresh_sshd.stop()
+    timer = threading.Timer(2.0, fresh_sshd.start)
+    timer.start()
+    try:
+        host = ssh_host(fresh_sshd, connect_attempts=10, connect_budget_s=30)
+        started = time.monotonic()
+        assert host.check(cmd("echo", "up")).stdout == "up\n"
+        assert host.connect_attempts >= 2 and time.monotonic() - started >= 1.5
+        host.close()
+    finally:
+        timer.join()
+
+
+@pytest.fixture
+def slammer() -> Iterator[int]:
+    """A port that accepts TCP connections and closes them at once (EOF before the SSH banner)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield int(listener.getsockname()[1])
+    stop.set()
+    thread.join()
+    listener.close()
+
+
+def test_eof_before_the_banner_is_transient(slammer: int, tmp_path: Path) -> None:
+    options = ConnectOptions(
+        use_system_known_hosts=False,
+        use_agent=False,
+        look_for_keys=False,
+        connect_attempts=2,
+        connect_budget_s=20,
+        connect_timeout_s=2,
+    )
+    host = SshHost("127.0.0.1", port=slammer, user="root", options=options)
+    with pytest.raises(ConnectError) as info:
+        host.connect()
+    assert "before the SSH handshake" in str(info.value) and host.connect_attempts == 2
+
+
+class _Failing(paramiko.SSHClient):
+    """An SSHClient whose connect fails with a given exception (failures sshd cannot make on demand)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+    def connect(self, *args: object, **kwargs: object) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "transient", "words"),
+    [
+        (socket.gaierror(-2, "Name or service not known"), False, "cannot resolve the host name"),
+        (ConnectionResetError(104, "Connection reset by peer"), True, "was reset"),
+        (TimeoutError("timed out"), True, "timed out connecting"),
+        (OSError(113, "No route to host"), True, "unreachable"),
+        (paramiko.SSHException("Incompatible ssh peer (no acceptable kex algorithm)"), False, "no acceptable kex"),
+        (EOFError(), True, "before the SSH handshake"),
+        (ValueError("odd"), False, "unexpected error connecting"),
+    ],
+)
+def test_exception_mapping(error: BaseException, transient: bool, words: str) -> None:
+    options = ConnectOptions(use_system_known_hosts=False, connect_attempts=2, connect_budget_s=10)
+    host = SshHost("vm.example", user="ubuntu", options=options, client_factory=lambda: _Failing(error))
+    with pytest.raises(ConnectError) as info:
+        host.connect()
+    assert words in str(info.value) and info.value.host == "vm.example"
+    assert host.connect_attempts == (2 if transient else 1)
+    assert "Traceback" not in str(info.value)
+
+
+# -- losing the connection -----------------------------------------------------------------------
+
+
+def test_sshd_killed_mid_command_then_next_command_reconnects(fresh_sshd: SshServer) -> None:  # noqa: F811
+    host = ssh_host(fresh_sshd, connect_attempts=10, connect_budget_s=30)
+    assert host.check(cmd("true")).ok
+    generation = host.connection_generation
+    killer = threading.Timer(0.5, fresh_sshd.kill)
+    killer.start()
+    started = time.monotonic()
+    with pytest.raises(ConnectError) as info:
+        host.run(cmd("sleep", "4"))
+    killer.join()
+    assert isinstance(info.value, ConnectionLost)
+    assert "connection was lost while running: sleep 4" in str(info.value)
+    assert time.monotonic() - started < 3
+    # sshd comes back a little later: the next command reconnects (with retries) and works.
+    restarter = threading.Timer(1.5, fresh_sshd.start)
+    restarter.start()
+    try:
+        assert host.check(cmd("echo", "back")).stdout == "back\n"
+    finally:
+        restarter.join()
+    assert host.connection_generation == generation + 1
+    host.close()
+
+
+def test_file_transfer_after_a_lost_connection_reconnects(fresh_sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    host = ssh_host(fresh_sshd)
+    host.write_text(str(tmp_path / "a"), "one")
+    fresh_sshd.kill()
+    fresh_sshd.start()
+    host.write_text(str(tmp_path / "a"), "two")  # the dead SFTP session is replaced
+    assert (tmp_path / "a").read_text() == "two"
+    host.close()
+
+
+def test_interrupt_stops_running_commands(sshd: SshServer) -> None:  # noqa: F811
+    host = ssh_host(sshd)
+    results: list[int] = []
+
+    def run() -> None:
+        results.append(host.run(cmd("sh", "-c", "trap '' TERM; sleep 30")).returncode)
+
+    worker = threading.Thread(target=run)
+    started = time.monotonic()
+    worker.start()
+    time.sleep(1.0)
+    host.interrupt(grace_s=0.5)  # TERM is ignored by the command: the KILL after the grace ends it
+    worker.join(10)
+    assert results and results[0] != 0 and time.monotonic() - started < 5
+    host.close()
+
+
+# -- open_host and options -----------------------------------------------------------------------
+
+
+def test_open_host_builds_the_right_transport(sshd: SshServer) -> None:  # noqa: F811
+    local = open_host(parse_host_spec("local://"))
+    assert isinstance(local, LocalHost) and local.name == "local"
+    spec = parse_host_spec(f"ssh://root@127.0.0.1:{sshd.port}")
+    with open_host(spec, ssh_options(sshd)) as remote:
+        assert isinstance(remote, SshHost) and remote.name == f"127.0.0.1:{sshd.port}"
+        assert remote.check(cmd("id", "-u")).stdout == "0\n"
+
+
+def test_open_host_with_a_missing_key_file_is_a_usage_error() -> None:
+    with pytest.raises(UsageError) as info:
+        open_host(parse_host_spec("ssh://root@10.0.0.1"), ConnectOptions(key_filename="/nonexistent/key"))
+    assert "/nonexistent/key" in str(info.value)
+
+
+def test_sudo_password_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WL_TEST_SUDO_PW", "hunter2")
+    secret = secret_from_env("WL_TEST_SUDO_PW")
+    assert secret.value == "hunter2" and str(secret) == "***"
+    monkeypatch.delenv("WL_TEST_SUDO_PW")
+    with pytest.raises(UsageError) as info:
+        secret_from_env("WL_TEST_SUDO_PW")
+    assert "WL_TEST_SUDO_PW" in str(info.value) and "--sudo-password-env" in str(info.value)
+
+
+def test_bad_options_are_usage_errors() -> None:
+    with pytest.raises(UsageError):
+        ConnectOptions(connect_attempts=0)

@@ -1,0 +1,141 @@
+"""reboot() and wait_for_reboot() against a real sshd whose "machine" goes down and comes back.
+
+A reboot here is simulated the way the container test bed sees one: sshd dies (connections drop),
+the marker in the tmpfs disappears, sshd starts again; the kernel boot id stays the same. The
+boot-id path (a real machine) is shown with a scripted host, since no test can reboot this kernel.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.testbed.sshd import SshServer, fresh_sshd, ssh_host  # noqa: F401  (fixture)
+from workload.commands import cmd
+from workload.errors import ConnectError, RebootRequired
+from workload.hosts import Host, LocalHost, OutputCollector, SshHost
+from workload.hosts.reboot import BOOT_ID_PATH, read_boot_id, reboot, wait_for_reboot
+
+
+def _simulated_reboot(server: SshServer, marker: Path, *, down_s: float, clear_marker: bool = True) -> None:
+    server.kill()
+    if clear_marker:
+        marker.unlink()
+    time.sleep(down_s)
+    server.start()
+
+
+def _host(server: SshServer) -> SshHost:
+    return ssh_host(server, connect_timeout_s=2.0)
+
+
+def test_local_host_is_never_rebooted_from_here() -> None:
+    with pytest.raises(RebootRequired) as info:
+        reboot(LocalHost())
+    assert "re-run" in str(info.value) or "run the same command again" in str(info.value)
+
+
+def test_reboot_then_wait_until_back(fresh_sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    host = _host(fresh_sshd)
+    marker = tmp_path / "run" / "reboot-pending"
+    ticket = reboot(host, command=cmd("true"), marker=str(marker))
+    assert ticket.boot_id == Path(BOOT_ID_PATH).read_text().strip()
+    assert marker.read_text().startswith(ticket.boot_id)
+    down = threading.Thread(target=_simulated_reboot, args=(fresh_sshd, marker), kwargs={"down_s": 1.5})
+    started = time.monotonic()
+    down.start()
+    try:
+        wait_for_reboot(host, boot_id_before=ticket.boot_id, marker=ticket.marker, timeout_s=30, first_poll_s=0.2)
+    finally:
+        down.join()
+    assert 1.5 <= time.monotonic() - started < 15
+    assert host.check(cmd("echo", "after")).stdout == "after\n"
+    host.close()
+
+
+def test_disconnect_during_the_reboot_command_is_expected(fresh_sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    host = _host(fresh_sshd)
+    marker = tmp_path / "marker"
+    assert host.is_root  # connected and identified before the clock starts
+    crash = threading.Timer(1.0, fresh_sshd.kill)
+    crash.start()
+    ticket = reboot(host, command=cmd("sleep", "5"), marker=str(marker))  # the "machine" drops us mid-command
+    crash.join()
+    assert ticket.marker == str(marker) and marker.exists()
+    host.close()
+
+
+def test_a_restarted_sshd_is_not_a_reboot(fresh_sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    host = _host(fresh_sshd)
+    marker = tmp_path / "marker"
+    ticket = reboot(host, command=cmd("true"), marker=str(marker))
+    _simulated_reboot(fresh_sshd, marker, down_s=0.2, clear_marker=False)
+    with pytest.raises(ConnectError) as info:
+        wait_for_reboot(host, boot_id_before=ticket.boot_id, marker=ticket.marker, timeout_s=2, first_poll_s=0.2)
+    assert "did not come back from the reboot within 2s" in str(info.value)
+    assert "has not rebooted yet" in str(info.value)
+    host.close()
+
+
+def test_a_host_that_stays_down_times_out_with_the_reason(fresh_sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    host = _host(fresh_sshd)
+    marker = tmp_path / "marker"
+    ticket = reboot(host, command=cmd("true"), marker=str(marker))
+    fresh_sshd.kill()
+    started = time.monotonic()
+    with pytest.raises(ConnectError) as info:
+        wait_for_reboot(host, boot_id_before=ticket.boot_id, marker=ticket.marker, timeout_s=2, first_poll_s=0.2)
+    assert time.monotonic() - started < 6  # bounded: the timeout plus at most one poll
+    assert "unreachable" in str(info.value) and "connection refused" in str(info.value)
+    assert "booting" in str(info.value)  # the hint for a host that went down and stayed down
+
+
+class _ScriptedBootIds(Host):
+    """A host whose boot id changes after a few polls: a real reboot, which no test can cause here."""
+
+    def __init__(self, boot_ids: list[str]) -> None:
+        self.name = "scripted"
+        self.boot_ids = boot_ids
+        self.polls = 0
+
+    def _execute(
+        self,
+        shell_line: str,
+        *,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        if BOOT_ID_PATH not in shell_line:
+            raise AssertionError(f"unexpected command: {shell_line}")  # nothing else may run
+        self.polls += 1
+        if self.polls == 2:
+            raise ConnectError(self.name, "connection refused")  # down for one poll
+        stdout.feed((self.boot_ids[min(self.polls, len(self.boot_ids)) - 1] + "\n").encode())
+        return 0, False
+
+    def put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+        raise AssertionError("not used")
+
+    def get(self, remote_path: str, local_path: str) -> None:
+        raise AssertionError("not used")
+
+    def read_bytes(self, path: str) -> bytes:
+        raise AssertionError("not used")
+
+    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        raise AssertionError("not used")
+
+    def exists(self, path: str) -> bool:
+        raise AssertionError("not used")
+
+
+def test_a_new_boot_id_proves_the_reboot_without_a_marker() -> None:
+    host = _ScriptedBootIds(["old", "old", "old", "new"])
+    wait_for_reboot(host, boot_id_before="old", timeout_s=10, first_poll_s=0.01)
+    assert host.polls == 4
+    assert read_boot_id(_ScriptedBootIds(["abc"])) == "abc"

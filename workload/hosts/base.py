@@ -1,0 +1,427 @@
+"""The ``Host`` interface: run commands and move files on one machine, local or remote.
+
+Transports (:class:`~workload.hosts.local.LocalHost`, :class:`~workload.hosts.ssh.SshHost`)
+implement the primitives ``_execute``, ``put``, ``get`` and friends. Everything that must behave
+the same on every transport (sudo wrapping, masking of secrets, the ``run``/``check`` split,
+line streaming with a ``[host]`` prefix, output limits) lives here, once.
+"""
+
+from __future__ import annotations
+
+import abc
+import collections
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from workload.commands import MASK, Command, Secret, cmd
+from workload.errors import EXIT_STEP_FAILED, CommandFailed, CommandTimeout, ConnectError, UsageError, WorkloadError
+
+#: Called for each output line: ``(stream, line)`` with stream ``"stdout"`` or ``"stderr"``.
+LineSink = Callable[[str, str], None]
+
+#: Exit code reported for a command killed at its timeout (the same as coreutils ``timeout``).
+TIMEOUT_EXIT = 124
+
+#: Bytes of each stream kept in a CommandResult. Output beyond this streams to the sink and the
+#: step log but is not held in memory (a 10 GB build log must not exhaust the controller).
+DEFAULT_CAPTURE_LIMIT = 8 * 1024 * 1024
+
+#: A "line" longer than this is cut and delivered in pieces, so output without newlines (a progress
+#: bar, ``head -c 1G /dev/zero``) cannot grow an unbounded buffer either.
+MAX_LINE_BYTES = 64 * 1024
+
+
+class ConnectionLost(ConnectError):
+    """The connection broke while a command or a file transfer was in progress.
+
+    Transports raise it with ``command=None``; :meth:`Host.run` re-raises it naming the (masked)
+    command, so the message says what was running. The host reconnects on its next use, so the
+    caller may re-run an idempotent step.
+    """
+
+    def __init__(self, host: str, problem: str, *, command: str | None = None, hint: str | None = None) -> None:
+        super().__init__(host, problem, hint=hint)
+        self.problem = problem
+        self.command = command
+
+
+class FileTransferError(WorkloadError):
+    """A file could not be read or written on a host (permission denied, no space, a directory...).
+
+    A missing file is reported as :class:`FileNotFoundError` instead, because callers test for it.
+    """
+
+    exit_code = EXIT_STEP_FAILED
+
+    def __init__(self, host: str, path: str, problem: str, *, hint: str | None = None) -> None:
+        super().__init__(f"[{host}] {path}: {problem}", hint=hint)
+        self.host = host
+        self.path = path
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a finished command gave: exit code, captured output (possibly truncated), timing."""
+
+    host: str
+    command: str  # masked display form
+    returncode: int
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+    truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+class OutputCollector:
+    """Splits a byte stream into lines, forwards each to a sink, keeps a bounded tail.
+
+    Transports feed raw chunks with :meth:`feed`; :meth:`text` returns what was kept. Memory use is
+    bounded by ``limit`` whatever the size of the output.
+    """
+
+    def __init__(self, stream: str, sink: LineSink | None, secrets: list[str], limit: int) -> None:
+        self.stream = stream
+        self.sink = sink
+        self.secrets = secrets
+        self.limit = limit
+        self._pending = b""
+        self._kept: collections.deque[str] = collections.deque()
+        self._kept_bytes = 0
+        self.truncated = False
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._pending + chunk
+        *lines, self._pending = data.split(b"\n")
+        for raw in lines:
+            self._line(raw.decode("utf-8", "replace") + "\n")
+        while len(self._pending) > MAX_LINE_BYTES:
+            # Cut at a UTF-8 character boundary so no character is split into two replacement marks.
+            cut = MAX_LINE_BYTES
+            while cut > 0 and (self._pending[cut] & 0xC0) == 0x80:
+                cut -= 1
+            piece, self._pending = self._pending[:cut], self._pending[cut:]
+            self._line(piece.decode("utf-8", "replace"))
+
+    def close(self) -> None:
+        if self._pending:
+            self._line(self._pending.decode("utf-8", "replace"))
+            self._pending = b""
+
+    def _line(self, line: str) -> None:
+        line = mask_secrets(line, self.secrets)
+        if self.sink is not None:
+            self.sink(self.stream, line.rstrip("\n"))
+        self._kept.append(line)
+        self._kept_bytes += len(line)
+        while self._kept_bytes > self.limit and len(self._kept) > 1:
+            self._kept_bytes -= len(self._kept.popleft())
+            self.truncated = True
+
+    def text(self) -> str:
+        return "".join(self._kept)
+
+
+def mask_secrets(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, MASK)
+    return text
+
+
+@dataclass
+class HostIdentity:
+    """Who we are on the host, read once per connection (cheap, and needed for sudo)."""
+
+    user: str
+    uid: int
+    home: str
+
+
+class Host(abc.ABC):
+    """One target machine.
+
+    ``run`` never raises for a non-zero exit (it raises only when the host cannot be reached:
+    :class:`~workload.errors.ConnectError`); ``check`` raises :class:`CommandFailed` naming host,
+    command, exit code and output tail (:class:`CommandTimeout` when the timeout killed it).
+
+    Commands run as ``sh -c LINE`` where LINE is :meth:`Command.shell_line`, wrapped by
+    :meth:`wrap` in ``sudo`` when the command asks for root (or another user) and the connecting
+    user is not already that user.
+    """
+
+    #: Short name used as the ``[name]`` prefix of every log line.
+    name: str
+    #: Password for ``sudo -S`` when the connecting user is not root and sudo needs one.
+    sudo_password: Secret | None = None
+    #: Optional line sink used when a call does not give one (e.g. the console reporter).
+    default_sink: LineSink | None = None
+    #: Incremented by transports each time a new connection is opened. Code that must notice that
+    #: a connection was replaced (``wait_for_reboot``) compares it before and after.
+    connection_generation: int = 0
+
+    _identity: HostIdentity | None = None
+    #: Whether ``sudo -n true`` works, probed once and only when a sudo password is configured
+    #: (see :meth:`wrap`).
+    _sudo_passwordless: bool | None = None
+
+    # -- primitives each transport implements ----------------------------------------------------
+    @abc.abstractmethod
+    def _execute(
+        self,
+        shell_line: str,
+        *,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        """Run ``shell_line`` with ``sh -c``; feed output to the collectors.
+
+        Returns ``(exit_code, timed_out)``. Kills the command (and its children) at ``timeout``.
+        Raises :class:`~workload.errors.ConnectError` when the transport fails
+        (:class:`ConnectionLost` when it broke while the command ran).
+        """
+
+    @abc.abstractmethod
+    def put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+        """Copy a local file to the host (atomically: temporary name, then rename)."""
+
+    @abc.abstractmethod
+    def get(self, remote_path: str, local_path: str) -> None:
+        """Copy a file from the host to the local machine (FileNotFoundError if missing)."""
+
+    @abc.abstractmethod
+    def read_bytes(self, path: str) -> bytes:
+        """Contents of a file on the host (FileNotFoundError if missing)."""
+
+    @abc.abstractmethod
+    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        """Write a file on the host atomically (write to a temporary name, then rename)."""
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether a path exists on the host (symbolic links are followed)."""
+
+    def connect(self, *, attempts: int | None = None) -> None:
+        """Open the connection now rather than on first use (no-op for local hosts).
+
+        ``attempts`` overrides the transport's retry count (1: a single try, for polling).
+        Raises :class:`~workload.errors.ConnectError` when the host cannot be reached.
+        """
+
+    def close(self) -> None:
+        """Release the connection; the object may reconnect on next use."""
+
+    def __enter__(self) -> Host:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- shared behaviour ------------------------------------------------------------------------
+    @property
+    def identity(self) -> HostIdentity:
+        if self._identity is None:
+            out = self._raw_check("id -u; id -un; printf '%s\\n' \"$HOME\"")
+            uid, user, home = ([*out.splitlines(), "", "", ""])[:3]
+            self._identity = HostIdentity(user=user.strip(), uid=int(uid.strip() or -1), home=home.strip() or "/")
+        return self._identity
+
+    @property
+    def is_root(self) -> bool:
+        return self.identity.uid == 0
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8", "replace")
+
+    def write_text(self, path: str, text: str, *, mode: int | None = None) -> None:
+        self.write_bytes(path, text.encode("utf-8"), mode=mode)
+
+    def wrap(self, command: Command) -> tuple[str, bytes | None]:
+        """The shell line and stdin for ``command`` on this host, with sudo applied.
+
+        No sudo when the connecting user already is the wanted user (root needs no sudo).
+        Otherwise ``sudo -n`` (never prompts: fails with "a password is required", which
+        :func:`raise_for_result` turns into a hint), or, when :attr:`sudo_password` is set and sudo
+        really asks for one, ``sudo -S -k`` with the password as the first line of stdin.
+        ``-k`` makes sudo ignore cached credentials, so the password line is always consumed and
+        never reaches the command's own stdin; for the same reason the password is only sent when
+        a probe showed that ``sudo -n`` is refused.
+        """
+        line = command.shell_line()
+        stdin = command.input.encode() if command.input is not None else None
+        wants_root = command.sudo and not self.is_root
+        wants_user = command.user is not None and command.user != self.identity.user
+        if wants_root or wants_user:
+            prefix = ["sudo"]
+            if self.sudo_password is not None and not self._sudo_is_passwordless():
+                # -S reads the password from stdin; -p '' keeps the prompt out of stderr.
+                prefix += ["-S", "-k", "-p", ""]
+                stdin = (self.sudo_password.value + "\n").encode() + (stdin or b"")
+            else:
+                prefix += ["-n"]
+            if wants_user:
+                prefix += ["-u", command.user or "root"]
+            prefix += ["-H", "--", "sh", "-c", line]
+            line = shlex.join(prefix)
+        return line, stdin
+
+    def _sudo_is_passwordless(self) -> bool:
+        if self._sudo_passwordless is None:
+            out = OutputCollector("stdout", None, [], 4096)
+            err = OutputCollector("stderr", None, [], 4096)
+            code, timed_out = self._execute("sudo -n true", stdin=None, timeout=60, stdout=out, stderr=err)
+            self._sudo_passwordless = code == 0 and not timed_out
+        return self._sudo_passwordless
+
+    def run(
+        self,
+        command: Command,
+        *,
+        on_line: LineSink | None = None,
+        capture_limit: int = DEFAULT_CAPTURE_LIMIT,
+    ) -> CommandResult:
+        """Run a command; return its result whatever the exit code.
+
+        Output is streamed line by line to ``on_line`` (or :attr:`default_sink`) as it arrives,
+        with secrets masked; at most ``capture_limit`` bytes of each stream are kept (the tail).
+        """
+        secrets = command.secrets() + ([self.sudo_password.value] if self.sudo_password else [])
+        sink = on_line if on_line is not None else self.default_sink
+        out = OutputCollector("stdout", sink, secrets, capture_limit)
+        err = OutputCollector("stderr", sink, secrets, capture_limit)
+        line, stdin = self.wrap(command)
+        started = time.monotonic()
+        try:
+            code, timed_out = self._execute(line, stdin=stdin, timeout=command.timeout, stdout=out, stderr=err)
+        except ConnectionLost as lost:
+            if lost.command is not None:
+                raise
+            raise ConnectionLost(
+                self.name,
+                f"{lost.problem} while running: {command.display()}",
+                command=command.display(),
+                hint=lost.hint,
+            ) from lost
+        out.close()
+        err.close()
+        return CommandResult(
+            host=self.name,
+            command=command.display(),
+            returncode=TIMEOUT_EXIT if timed_out else code,
+            stdout=out.text(),
+            stderr=err.text(),
+            duration_s=time.monotonic() - started,
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+        )
+
+    def check(self, command: Command, *, on_line: LineSink | None = None, hint: str | None = None) -> CommandResult:
+        """Run a command; raise :class:`CommandFailed` unless it exits 0."""
+        result = self.run(command, on_line=on_line)
+        raise_for_result(result, hint=hint, sudo_used=command.sudo or command.user is not None)
+        return result
+
+    def _raw_check(self, shell_line: str) -> str:
+        """Run a fixed shell line of our own (no sudo, no identity lookup); return stdout."""
+        out = OutputCollector("stdout", None, [], DEFAULT_CAPTURE_LIMIT)
+        err = OutputCollector("stderr", None, [], DEFAULT_CAPTURE_LIMIT)
+        code, timed_out = self._execute(shell_line, stdin=None, timeout=60, stdout=out, stderr=err)
+        out.close()
+        err.close()
+        if code != 0 or timed_out:
+            raise CommandFailed(self.name, shell_line, code, out.text(), err.text())
+        return out.text()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+def raise_for_result(result: CommandResult, *, hint: str | None = None, sudo_used: bool = False) -> None:
+    """Raise the right error for a failed result (shared by ``check`` and callers of ``run``)."""
+    if result.timed_out:
+        raise CommandTimeout(
+            result.host,
+            result.command,
+            None,
+            result.stdout,
+            result.stderr,
+            reason=f"was killed at its timeout after {result.duration_s:.1f}s",
+            hint=hint,
+        )
+    if result.returncode != 0:
+        if sudo_used and "a password is required" in result.stderr:
+            hint = hint or (
+                "sudo needs a password on this host: give it with --sudo-password-env VAR "
+                "(or --ask-sudo-password), or allow passwordless sudo for this user"
+            )
+        elif sudo_used and "incorrect password attempt" in result.stderr:
+            hint = hint or "the sudo password was refused: check --sudo-password-env / --ask-sudo-password"
+        elif sudo_used and "is not in the sudoers file" in result.stderr:
+            hint = hint or "this user may not use sudo here: connect as root or as a user listed in /etc/sudoers"
+        raise CommandFailed(result.host, result.command, result.returncode, result.stdout, result.stderr, hint=hint)
+
+
+def probe(host: Host, *argv: str) -> CommandResult:
+    """Run a read-only query command (facts); never sudo, short timeout."""
+    return host.run(cmd(*argv, timeout=120))
+
+
+@dataclass
+class HostSpec:
+    """A parsed ``--host`` value: ``local://`` or ``ssh://user@host:port`` plus options."""
+
+    scheme: str
+    hostname: str = "localhost"
+    user: str | None = None
+    port: int = 22
+    key_filename: str | None = None
+    password: Secret | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    alias: str | None = None
+
+    @property
+    def name(self) -> str:
+        if self.alias:
+            return self.alias
+        if self.scheme == "local":
+            return "local"
+        suffix = "" if self.port == 22 else f":{self.port}"
+        return f"{self.hostname}{suffix}"
+
+
+def parse_host_spec(text: str) -> HostSpec:
+    """Parse ``local://``, ``local``, ``ssh://user@host:22`` or ``user@host`` into a HostSpec."""
+    from urllib.parse import urlsplit
+
+    raw = text.strip()
+    if raw in ("", "local", "local://", "localhost://"):
+        return HostSpec(scheme="local")
+    if "://" not in raw:
+        raw = "ssh://" + raw
+    parts = urlsplit(raw)
+    if parts.scheme == "local":
+        return HostSpec(scheme="local")
+    if parts.scheme != "ssh":
+        raise UsageError(
+            f"--host {text!r}: unknown scheme {parts.scheme!r}", hint="use local:// or ssh://user@host:port"
+        )
+    if not parts.hostname:
+        raise UsageError(f"--host {text!r}: no host name", hint="use ssh://user@host:port")
+    try:
+        port = parts.port or 22
+    except ValueError:
+        raise UsageError(f"--host {text!r}: the port is not a number between 0 and 65535") from None
+    if parts.password:
+        raise UsageError(
+            f"--host {text!r}: passwords on the command line end up in shell history",
+            hint="use key or agent authentication, or set the password in an inventory file's password_env",
+        )
+    return HostSpec(scheme="ssh", hostname=parts.hostname, user=parts.username, port=port)

@@ -1,0 +1,473 @@
+"""``SshHost``: run commands and move files on a remote machine over SSH (paramiko).
+
+Connection
+    Opened lazily on first use (or by :meth:`SshHost.connect`) and re-opened on the next use after
+    it was lost, so a step can be re-run after a network blip or a reboot. Every paramiko/socket
+    exception becomes one :class:`~workload.errors.ConnectError` with a readable message and a
+    hint; transient network errors (refused, reset, timeout, EOF before the banner) are retried
+    with tenacity, authentication and host-key errors never are.
+
+Host keys
+    Verified against known_hosts by default. An unknown key is refused with a message that says
+    how to accept it (``--accept-new-host-key``, which records it); a changed key is always refused.
+
+Commands
+    Each command is one ``exec`` channel without a pty (so output is not mangled and stdin can carry
+    a sudo password). The remote line is::
+
+        exec /bin/sh -c 'printf "workload-pgid:%s\\n" "$$" >&2; /bin/sh -c LINE'
+
+    OpenSSH calls ``setsid()`` for every non-pty session, so that shell is a session and process
+    group leader, and ``$$`` is the process group of everything the command starts. The first
+    stderr line hands that id to us (it is stripped before the output reaches the collectors).
+    At the timeout we kill the whole group with ``kill -KILL -PGID`` over a second channel:
+    closing the channel alone would leave the command running, and coreutils ``timeout`` would
+    tie the deadline to the remote clock and to a tool minimal images may lack.
+    The wrapper does not ``exec`` the inner shell: when the command dies of a signal, the wrapper
+    reports ``128+N`` as a normal exit status (paramiko ignores ``exit-signal`` messages), the same
+    number :class:`~workload.hosts.local.LocalHost` reports.
+    The login shell must be POSIX-like (sh, bash, dash, zsh, ksh), as with Fabric.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import getpass
+import logging
+import os
+import posixpath
+import select
+import shlex
+import stat
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+import paramiko
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential,
+    wait_random,
+)
+
+from workload.errors import ConnectError
+from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
+from workload.hosts.options import ConnectOptions
+from workload.hosts.ssh_connect import SshTarget, TransientConnectError, open_client
+
+log = logging.getLogger(__name__)
+
+#: After the exit status arrived, how long to wait for the rest of the output (a background child
+#: may hold the pipes open; see LocalHost's DRAIN_GRACE_S).
+DRAIN_GRACE_S = 2.0
+_CHUNK = 32 * 1024
+_TICK_S = 0.2
+_PGID_MARK = b"workload-pgid:"
+
+
+class SshHost(Host):
+    """A machine reached over SSH.
+
+    ``connect_attempts`` counts every TCP/SSH connect attempt made by this object (diagnostics and
+    tests: an authentication failure must show exactly one).
+    """
+
+    def __init__(
+        self,
+        hostname: str,
+        *,
+        port: int = 22,
+        user: str | None = None,
+        options: ConnectOptions | None = None,
+        name: str | None = None,
+        client_factory: Callable[[], paramiko.SSHClient] = paramiko.SSHClient,
+    ) -> None:
+        self.hostname = hostname
+        self.port = port
+        self.user = user or getpass.getuser()
+        self.options = options or ConnectOptions()
+        self.name = name or (hostname if port == 22 else f"{hostname}:{port}")
+        self.sudo_password = self.options.sudo_password
+        self.connect_attempts = 0
+        self._client_factory = client_factory
+        self._client: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        # One connect at a time when threads share the host; channels themselves are thread-safe.
+        self._lock = threading.RLock()
+        #: Process groups of the commands running now (for interrupt()).
+        self._running: set[int] = set()
+
+    # -- connection ------------------------------------------------------------------------------
+    @property
+    def is_connected(self) -> bool:
+        transport = self._client.get_transport() if self._client is not None else None
+        return transport is not None and transport.is_active()
+
+    def connect(self, *, attempts: int | None = None) -> None:
+        """Connect now unless connected; ``attempts`` overrides the retry count (1: no retry)."""
+        self._ensure(attempts=attempts)
+
+    def close(self) -> None:
+        if self._sftp is not None:
+            with contextlib.suppress(Exception):
+                self._sftp.close()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+        self._sftp = None
+        self._client = None
+
+    def _transport(self) -> paramiko.Transport:
+        transport = self._ensure().get_transport()
+        assert transport is not None  # _ensure returns only connected clients
+        return transport
+
+    def _ensure(self, *, attempts: int | None = None) -> paramiko.SSHClient:
+        with self._lock:
+            return self._ensure_locked(attempts)
+
+    def _ensure_locked(self, attempts: int | None) -> paramiko.SSHClient:
+        if self._client is not None and self.is_connected:
+            return self._client
+        self.close()
+        retrying = Retrying(
+            stop=stop_after_attempt(attempts or self.options.connect_attempts)
+            | stop_after_delay(self.options.connect_budget_s),
+            # Exponential backoff plus jitter, so a fleet of runners does not reconnect in lockstep.
+            wait=wait_exponential(multiplier=0.5, max=8.0) + wait_random(0, 1.0),
+            retry=retry_if_exception(lambda e: isinstance(e, TransientConnectError)),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        started = time.monotonic()
+        before = self.connect_attempts
+        try:
+            self._client = retrying(self._connect_once)
+        except TransientConnectError as e:
+            tries = self.connect_attempts - before
+            if tries == 1:
+                raise
+            raise TransientConnectError(
+                self.name,
+                f"{e.problem} (gave up after {tries} attempts in {time.monotonic() - started:.0f}s)",
+                hint=e.hint,
+            ) from e
+        self.connection_generation += 1
+        return self._client
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        delay = state.next_action.sleep if state.next_action is not None else 0.0
+        log.warning("[%s] %s; retrying in %.1fs (attempt %d)", self.name, error, delay, state.attempt_number + 1)
+
+    def _connect_once(self) -> paramiko.SSHClient:
+        self.connect_attempts += 1
+        target = SshTarget(self.name, self.hostname, self.port, self.user)
+        return open_client(target, self.options, self._client_factory)
+
+    def _lost(self, problem: str, *, command: str | None = None) -> ConnectionLost:
+        self.close()  # the next use reconnects
+        return ConnectionLost(
+            self.name,
+            problem,
+            command=command,
+            hint="the host went away (reboot, crash, network); the next command reconnects, so the step can be re-run",
+        )
+
+    # -- commands --------------------------------------------------------------------------------
+    def _execute(
+        self,
+        shell_line: str,
+        *,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        transport = self._transport()
+        try:
+            chan = transport.open_session(timeout=self.options.connect_timeout_s)
+            chan.exec_command(_remote_line(shell_line))
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            if transport.is_active():
+                raise ConnectError(
+                    self.name,
+                    f"the server refused to start a command: {e or type(e).__name__}",
+                    hint="sshd limits concurrent commands per connection (MaxSessions, default 10)",
+                ) from e
+            raise self._lost(f"the connection was lost ({e or type(e).__name__})") from e
+        head = _StderrHead(stderr, self._running)
+        try:
+            return self._pump(chan, transport, stdin, timeout, stdout, head)
+        finally:
+            head.forget()
+            chan.close()
+
+    def _pump(
+        self,
+        chan: paramiko.Channel,
+        transport: paramiko.Transport,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        head: _StderrHead,
+    ) -> tuple[int, bool]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pending = stdin or b""
+        if not pending:
+            chan.shutdown_write()
+        timed_out = False
+        status_at: float | None = None
+        while True:
+            try:
+                while chan.recv_ready():
+                    stdout.feed(chan.recv(_CHUNK))
+                while chan.recv_stderr_ready():
+                    head.feed(chan.recv_stderr(_CHUNK))
+                if pending and chan.send_ready():
+                    sent = chan.send(pending[:_CHUNK])
+                    pending = pending[sent:]
+                    if not pending:
+                        chan.shutdown_write()
+            except (OSError, EOFError, paramiko.SSHException) as e:
+                # The command may still be running out there, so do not report an exit status.
+                if not transport.is_active():
+                    raise self._lost("the connection was lost") from e
+                pending = b""  # the remote side closed stdin early; that is the command's business
+            now = time.monotonic()
+            got_status = chan.exit_status_ready()
+            if got_status and chan.exit_status == -1 and not transport.is_active() and not timed_out:
+                raise self._lost("the connection was lost")
+            if got_status:
+                status_at = now if status_at is None else status_at
+                # Done when all output is in, or the drain grace is over (a background child holds the pipes).
+                if (chan.eof_received and not _buffered(chan)) or now - status_at > DRAIN_GRACE_S:
+                    break
+            if not transport.is_active() and not timed_out:
+                raise self._lost("the connection was lost")
+            if deadline is not None and not timed_out and now >= deadline:
+                timed_out = True
+                self._signal_groups(transport, [head.pgid] if head.pgid is not None else [])
+                # The killed wrapper sends no exit status; wait a little for the channel to close.
+                deadline = now + 5.0
+                continue
+            if timed_out and deadline is not None and now >= deadline:
+                break
+            wait = 0.01 if pending else _TICK_S
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - now))
+            if chan.eof_received and not got_status and not _buffered(chan):
+                # All output is in; the exit status follows at once but does not wake select().
+                chan.status_event.wait(wait)
+            else:
+                select.select([chan], [], [], wait)
+        head.close()
+        if timed_out:
+            return -1, True
+        return chan.exit_status, False
+
+    def interrupt(self, *, grace_s: float = 2.0) -> None:
+        """Stop every command this host object is running now: SIGTERM, then SIGKILL after ``grace_s``.
+
+        Their ``run`` calls then return (killed by a signal). Used when the user presses Ctrl-C:
+        closing a channel alone would leave its command running, since without a pty sshd sends
+        no SIGHUP.
+        """
+        groups = sorted(self._running)
+        if groups and self.is_connected:
+            self._signal_groups(self._transport(), groups, grace_s=grace_s)
+
+    def _signal_groups(self, transport: paramiko.Transport, pgids: list[int], *, grace_s: float | None = None) -> None:
+        """Kill process groups over a new channel: SIGKILL now, or SIGTERM and SIGKILL after ``grace_s``.
+
+        A non-root user cannot signal the root-owned processes of a ``sudo`` command, so for
+        non-root connections the kill is repeated through sudo (quietly; it fails harmlessly when
+        the command did not use sudo or sudo is not allowed).
+        """
+        if not pgids:
+            log.warning("[%s] no process group id from the command to stop; closing its channel only", self.name)
+            return
+        targets = " ".join(f"-{g}" for g in pgids)
+        # No "--": dash's kill builtin rejects it; after a signal name a negative number is a group.
+        line = f"kill -KILL {targets} 2>/dev/null"
+        if grace_s is not None:
+            line = f"kill -TERM {targets} 2>/dev/null; sleep {grace_s:g}; " + line
+        stdin = b""
+        if self._identity is not None and not self.is_root:
+            # As root when sudo allows it (it reaches sudo'd commands too), else as ourselves.
+            if self.sudo_password is not None:
+                line = f"sudo -S -k -p '' sh -c {shlex.quote(line)} 2>/dev/null || {{ {line}; }}"
+                stdin = (self.sudo_password.value + "\n").encode()
+            else:
+                line = f"sudo -n sh -c {shlex.quote(line)} 2>/dev/null || {{ {line}; }}"
+        line += "; true"
+        try:
+            chan = transport.open_session(timeout=self.options.connect_timeout_s)
+            try:
+                chan.exec_command(line)
+                if stdin:
+                    chan.sendall(stdin)
+                chan.shutdown_write()
+                end = time.monotonic() + 2 * (grace_s or 0) + 10.0
+                while not chan.exit_status_ready() and time.monotonic() < end:
+                    select.select([chan], [], [], _TICK_S)
+                    while chan.recv_ready():
+                        chan.recv(_CHUNK)
+            finally:
+                chan.close()
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            log.warning("[%s] could not stop process groups %s: %s", self.name, targets, e)
+
+    # -- files -----------------------------------------------------------------------------------
+    def _sftp_client(self) -> paramiko.SFTPClient:
+        client = self._ensure()
+        with self._lock:
+            return self._sftp_locked(client)
+
+    def _sftp_locked(self, client: paramiko.SSHClient) -> paramiko.SFTPClient:
+        if self._sftp is None:
+            try:
+                self._sftp = client.open_sftp()
+            except (paramiko.SSHException, OSError, EOFError) as e:
+                if not self.is_connected:
+                    raise self._lost(f"the connection was lost ({e})", command="sftp") from e
+                raise ConnectError(
+                    self.name,
+                    f"cannot start SFTP: {e}",
+                    hint="the server must enable the sftp subsystem (Subsystem sftp ... in sshd_config)",
+                ) from e
+        return self._sftp
+
+    @contextlib.contextmanager
+    def _file_errors(self, what: str, path: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as e:
+            if not self.is_connected:
+                raise self._lost(f"the connection was lost during {what} {path}", command=f"{what} {path}") from e
+            if e.errno == errno.ENOENT:
+                raise FileNotFoundError(errno.ENOENT, f"[{self.name}] no such file", path) from None
+            raise FileTransferError(self.name, path, f"{what} failed: {e.strerror or e}") from None
+        except (paramiko.SSHException, EOFError) as e:
+            if not self.is_connected:
+                raise self._lost(f"the connection was lost during {what} {path}", command=f"{what} {path}") from e
+            raise FileTransferError(self.name, path, f"{what} failed: {e}") from None
+
+    def put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+        with open(local_path, "rb") as src:
+            sftp = self._sftp_client()
+            with self._file_errors("upload to", remote_path):
+                self._atomic_write(sftp, remote_path, lambda f: _copy(src, f), mode)
+
+    def get(self, remote_path: str, local_path: str) -> None:
+        sftp = self._sftp_client()
+        tmp = f"{local_path}.workload-{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            with self._file_errors("download of", remote_path):
+                sftp.get(remote_path, tmp)
+            os.replace(tmp, local_path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def read_bytes(self, path: str) -> bytes:
+        sftp = self._sftp_client()
+        with self._file_errors("read of", path), sftp.open(path, "rb") as f:
+            f.prefetch()
+            return f.read()
+
+    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        sftp = self._sftp_client()
+        with self._file_errors("write of", path):
+            self._atomic_write(sftp, path, lambda f: f.write(data), mode)
+
+    def exists(self, path: str) -> bool:
+        sftp = self._sftp_client()
+        with self._file_errors("stat of", path):
+            try:
+                sftp.stat(path)
+            except FileNotFoundError:
+                return False
+            except OSError as e:
+                if e.errno == errno.ENOENT:
+                    return False
+                raise
+            return True
+
+    @staticmethod
+    def _atomic_write(
+        sftp: paramiko.SFTPClient, path: str, fill: Callable[[paramiko.SFTPFile], object], mode: int | None
+    ) -> None:
+        directory, base = posixpath.split(path)
+        tmp = posixpath.join(directory, f".{base}.workload-{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            with sftp.open(tmp, "wb") as f:
+                f.set_pipelined(True)
+                fill(f)
+            if mode is None:
+                with contextlib.suppress(FileNotFoundError):
+                    mode = stat.S_IMODE(sftp.stat(path).st_mode or 0)  # keep the mode of the file we replace
+            if mode is not None:
+                sftp.chmod(tmp, mode)
+            sftp.posix_rename(tmp, path)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                sftp.remove(tmp)
+            raise
+
+
+def _remote_line(shell_line: str) -> str:
+    inner = "printf 'workload-pgid:%s\\n' \"$$\" >&2; /bin/sh -c " + shlex.quote(shell_line)
+    return "exec /bin/sh -c " + shlex.quote(inner)
+
+
+def _buffered(chan: paramiko.Channel) -> bool:
+    return bool(chan.recv_ready() or chan.recv_stderr_ready())
+
+
+def _copy(src: BinaryIO, dst: paramiko.SFTPFile) -> None:
+    while chunk := src.read(_CHUNK):
+        dst.write(chunk)
+
+
+class _StderrHead:
+    """Takes the ``workload-pgid:N`` line off the start of stderr; passes the rest through."""
+
+    def __init__(self, collector: OutputCollector, running: set[int]) -> None:
+        self.collector = collector
+        self.pgid: int | None = None
+        self._running = running
+        self._head: bytes | None = b""
+
+    def forget(self) -> None:
+        if self.pgid is not None:
+            self._running.discard(self.pgid)
+
+    def feed(self, chunk: bytes) -> None:
+        if self._head is None:
+            self.collector.feed(chunk)
+            return
+        self._head += chunk
+        if b"\n" not in self._head and len(self._head) < 64:
+            return
+        first, sep, rest = self._head.partition(b"\n")
+        self._head = None
+        if first.startswith(_PGID_MARK) and first[len(_PGID_MARK) :].isdigit():
+            self.pgid = int(first[len(_PGID_MARK) :])
+            self._running.add(self.pgid)
+            if rest:
+                self.collector.feed(rest)
+        else:
+            self.collector.feed(first + sep + rest)
+
+    def close(self) -> None:
+        if self._head:
+            self.collector.feed(self._head)
+        self._head = None
