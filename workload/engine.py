@@ -9,33 +9,56 @@ Per host, step after step: gather facts -> plan -> apply -> (reboot) -> verify.
 * A step whose plan says ``reboot_required``: a remote host is rebooted and the engine waits for
   it, then re-plans the step; the local host stops with :class:`RebootRequired` (exit code 5) and
   the next run resumes (facts decide what is done; host state remembers the pending reboot).
-* Hosts run independently in a bounded thread pool; a failing host does not stop the others
-  unless ``fail_fast``.
+
+Fleets (Fabric's ``ThreadingGroup``/``GroupResult``, without a scheduler of our own): each host
+runs the whole profile in a worker of one bounded ``ThreadPoolExecutor`` (``parallel`` workers,
+one connection per host, opened by the worker and closed when the host is done).
+:meth:`Engine.run` always returns one :class:`HostOutcome` per host, in the order given; it never
+raises for a host's failure. A failing host does not stop the others, and one host's reboot wait
+blocks only its own worker.
+
+Stopping (:meth:`Engine.stop`): Ctrl-C in :meth:`Engine.run`, or a failed host under
+``fail_fast``, sets :attr:`Engine.cancel` and kills the commands running on every open host
+(:func:`interrupt_host`). Each host stops at its next step boundary, or at once when its running
+command dies, with status ``interrupted``; hosts not started yet are not started. Nothing else
+needs undoing: steps re-plan from facts on the next run, and host state is written atomically.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from workload.commands import cmd
 from workload.errors import Interrupted, RebootRequired, StepError, WorkloadError
 from workload.hosts.base import Host, HostSpec
 from workload.profile import ResolvedProfile
 from workload.rundir import RunFolder
 from workload.steps import HostState, Step, StepContext, StepPlan
 
-StepStatus = Literal["changed", "unchanged", "failed", "skipped", "planned", "reboot"]
+StepStatus = Literal["changed", "unchanged", "failed", "skipped", "planned", "reboot", "interrupted"]
 HostStatus = Literal["ok", "failed", "reboot-required", "interrupted"]
 
 #: Opens a connection to a host; the CLI passes one built from its SSH options.
 HostFactory = Callable[[HostSpec], Host]
 
 PENDING_REBOOT_KEY = "pending_reboot"
+
+#: How long a stop waits for the hosts' kill commands (each runs over its host's own connection).
+INTERRUPT_TIMEOUT_S = 20.0
+#: Between SIGTERM and SIGKILL when commands are stopped: apt/dpkg and docker get a chance to exit
+#: cleanly (a SIGKILLed dpkg leaves packages half-configured; the next run repairs that too).
+KILL_GRACE_S = 2.0
+#: A reboot wait is cut into slices this long, so a stop is noticed while a host reboots.
+REBOOT_POLL_SLICE_S = 10.0
 
 
 @dataclass
@@ -44,7 +67,9 @@ class RunOptions:
     iterations: int = 1
     #: VirtualClient's --timeout: repeat action rounds until this many seconds have passed.
     timeout_s: float | None = None
+    #: Stop at the first failed action; a failed host then stops the others too.
     fail_fast: bool = False
+    #: Hosts worked on at once (one worker thread and one connection each).
     parallel: int = 8
     reboot_timeout_s: float = 1800.0
     #: Where host state lives on each host (default: /var/lib/workload/state.json as root).
@@ -70,10 +95,23 @@ class HostOutcome:
     error: WorkloadError | None = None
     results: list[Path] = field(default_factory=list)
     duration_s: float = 0.0
+    #: The host's inventory labels (``rack=r12``); copied into each of its metrics' metadata.
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def steps_done(self) -> int:
         return sum(1 for s in self.steps if s.status in ("changed", "unchanged"))
+
+    @property
+    def reason(self) -> str:
+        """The first line of the error, naming the step that failed (the hosts table shows it), or ``""``."""
+        if self.error is None:
+            return ""
+        first = str(self.error).splitlines()[0]
+        last = self.steps[-1] if self.steps else None
+        if last is not None and last.status in ("failed", "interrupted") and last.label not in first:
+            return f"{last.label}: {first}"
+        return first
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +119,7 @@ class HostOutcome:
             "status": self.status,
             "duration_s": round(self.duration_s, 3),
             "error": str(self.error) if self.error else None,
+            "labels": dict(self.labels),
             "steps": [
                 {"step": s.label, "status": s.status, "duration_s": round(s.duration_s, 3), "message": s.message}
                 for s in self.steps
@@ -90,7 +129,10 @@ class HostOutcome:
 
 
 class Reporter(Protocol):
-    """Receives progress events; the CLI renders them (rich), tests record them."""
+    """Receives progress events; the CLI renders them (rich), tests record them.
+
+    Called from the hosts' worker threads (several at once): implementations must be thread-safe.
+    """
 
     def step_started(self, host: str, step: Step) -> None: ...
 
@@ -116,7 +158,11 @@ class NullReporter:
 
 
 class Engine:
-    """Runs (or plans) one resolved profile on hosts. Thread-safe per host; one Engine per command."""
+    """Runs (or plans) one resolved profile on hosts. One Engine per command.
+
+    ``interrupted`` is True after :meth:`run` saw Ctrl-C (the CLI then exits 130);
+    ``cancel_reason`` says why the hosts were stopped, when they were.
+    """
 
     def __init__(
         self,
@@ -132,31 +178,78 @@ class Engine:
         self.options = options or RunOptions()
         self.reporter: Reporter = reporter or NullReporter()
         self.cancel = threading.Event()
+        self.cancel_reason = ""
+        self.interrupted = False
+        self._open: dict[str, Host] = {}
+        self._lock = threading.Lock()
 
     # -- fleet -----------------------------------------------------------------------------------
     def run(self, specs: Sequence[HostSpec], *, plan_only: bool = False) -> list[HostOutcome]:
-        """Run (or plan) on every host; bounded concurrency; outcomes in the order of ``specs``."""
+        """Run (or plan) on every host; bounded concurrency; outcomes in the order of ``specs``.
+
+        Every host runs in a worker thread, even a single one, so that Ctrl-C always reaches this
+        (main) thread, which then stops the hosts cleanly instead of abandoning a remote command.
+        Repeated Ctrl-C repeats the kill; the call returns once every worker has finished.
+        """
         workers = max(1, min(self.options.parallel, len(specs)))
-        if workers == 1:
-            return [self._run_host(spec, plan_only) for spec in specs]
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="host") as pool:
-            futures = [pool.submit(self._run_host, spec, plan_only) for spec in specs]
-            try:
-                return [f.result() for f in futures]
-            except KeyboardInterrupt:
-                self.cancel.set()
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="host")
+        futures = [pool.submit(self._run_host, spec, plan_only) for spec in specs]
+        try:
+            while True:
+                try:
+                    wait(futures)
+                    break
+                except KeyboardInterrupt:
+                    self.interrupted = True
+                    for future in futures:
+                        future.cancel()  # hosts not started yet are not started
+                    self.stop("interrupted (Ctrl-C)")
+        finally:
+            pool.shutdown(wait=True)
+        return [self._outcome(spec, future) for spec, future in zip(specs, futures, strict=True)]
+
+    def stop(self, reason: str) -> None:
+        """Stop every host: no new steps, and the commands running now are killed.
+
+        Safe from any thread, and more than once (each call kills again).
+        """
+        with self._lock:
+            if not self.cancel.is_set():
+                self.cancel_reason = reason
+            self.cancel.set()
+            hosts = list(self._open.values())
+        interrupt_hosts(hosts, timeout_s=INTERRUPT_TIMEOUT_S)
+
+    def _outcome(self, spec: HostSpec, future: Future[HostOutcome]) -> HostOutcome:
+        if not future.cancelled():
+            error = future.exception()
+            if error is not None:
+                # A bug in a step or the engine (not a WorkloadError): the CLI reports it as one,
+                # after every other host has finished.
+                raise error
+            return future.result()
+        outcome = HostOutcome(
+            name=spec.name,
+            status="interrupted",
+            error=Interrupted(f"[{spec.name}] not started: {self.cancel_reason or 'the run was stopped'}"),
+            labels=dict(spec.labels),
+        )
+        self.reporter.host_finished(spec.name, outcome)
+        return outcome
 
     def _run_host(self, spec: HostSpec, plan_only: bool) -> HostOutcome:
-        outcome = HostOutcome(name=spec.name)
+        outcome = HostOutcome(name=spec.name, labels=dict(spec.labels))
         started = time.monotonic()
         host: Host | None = None
         try:
             if self.cancel.is_set():
-                raise Interrupted(f"[{spec.name}] not started: the run was stopped")
+                raise Interrupted(f"[{spec.name}] not started: {self.cancel_reason or 'the run was stopped'}")
             host = self.open_host(spec)
             host.default_sink = None
+            with self._lock:
+                self._open[spec.name] = host
+            if self.cancel.is_set():  # stopped while we were opening: stop() did not see this host
+                raise Interrupted(f"[{spec.name}] not started: {self.cancel_reason or 'the run was stopped'}")
             if plan_only:
                 self._plan_host(host, outcome)
             else:
@@ -166,15 +259,33 @@ class Engine:
         except Interrupted as exc:
             outcome.status, outcome.error = "interrupted", exc
         except WorkloadError as exc:
-            outcome.status, outcome.error = "failed", exc
-            if self.options.fail_fast:
-                self.cancel.set()
+            if self.cancel.is_set():
+                # Whatever broke after a stop (a killed command, a closed connection) is the stop.
+                outcome.status = "interrupted"
+                outcome.error = Interrupted(f"[{spec.name}] stopped: {self.cancel_reason}: {exc.message}")
+            else:
+                outcome.status, outcome.error = "failed", exc
+                if self.options.fail_fast and not plan_only:
+                    self.stop(f"stopped by --fail-fast: {spec.name} failed")
         finally:
+            with self._lock:
+                self._open.pop(spec.name, None)
             if host is not None:
-                host.close()
+                with contextlib.suppress(Exception):  # closing a broken connection must not hide the outcome
+                    host.close()
             outcome.duration_s = time.monotonic() - started
+            self._finish_host_log(spec.name, outcome)
             self.reporter.host_finished(spec.name, outcome)
         return outcome
+
+    def _finish_host_log(self, name: str, outcome: HostOutcome) -> None:
+        """The last lines of ``host.log``: the host's outcome and its whole error message."""
+        self._write_host_log(
+            name, f"== host {outcome.status} after {outcome.duration_s:.1f}s, {outcome.steps_done} step(s) done"
+        )
+        if outcome.error is not None:
+            for text in str(outcome.error).splitlines():
+                self._write_host_log(name, f"   {text}")
 
     # -- one host --------------------------------------------------------------------------------
     def _context(self, host: Host, state: HostState, index: int, step: Step, exports: dict[str, str]) -> StepContext:
@@ -191,16 +302,28 @@ class Engine:
 
     def _host_line(self, host: str, text: str) -> None:
         """Every progress line of a host goes to ``<host>/host.log`` and to the reporter."""
-        stamp = time.strftime("%H:%M:%S")
-        with (self.folder.host_dir(host) / "host.log").open("a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} [{host}] {text}\n")
+        self._write_host_log(host, text)
         self.reporter.line(host, text)
+
+    def _write_host_log(self, host: str, text: str) -> None:
+        """Append to ``<host>/host.log``: the host's timeline (steps, plans, outcome, errors).
+
+        Every line carries the time and ``[host]``, also the continuation lines of a multi-line
+        message, so ``grep`` over several hosts' logs keeps working. Command output is in the
+        per-step logs next to it.
+        """
+        stamp = time.strftime("%H:%M:%S")
+        lines = "".join(f"{stamp} [{host}] {line}\n" for line in text.rstrip("\n").splitlines() or [""])
+        with (self.folder.host_dir(host) / "host.log").open("a", encoding="utf-8") as fh:
+            fh.write(lines)
 
     def _plan_host(self, host: Host, outcome: HostOutcome) -> None:
         """Plan every step without changing anything; a step that cannot be planned is reported."""
         state = HostState(host, self.options.state_path)
         exports: dict[str, str] = dict(state.get("exports", {}) or {})
         for index, step in enumerate(self._steps(), start=1):
+            if self.cancel.is_set():
+                raise Interrupted(f"[{host.name}] stopped before {step.label}: {self.cancel_reason}")
             ctx = self._context(host, state, index, step, exports)
             ctx.dry_run = True
             self.reporter.step_started(host.name, step)
@@ -219,6 +342,7 @@ class Engine:
         return self.profile.steps
 
     def _run_on_host(self, host: Host, outcome: HostOutcome) -> None:
+        self._write_host_log(host.name, f"== connecting ({len(self._steps())} step(s) to run)")
         state = HostState(host, self.options.state_path)
         exports: dict[str, str] = dict(state.get("exports", {}) or {})
         steps = list(enumerate(self._steps(), start=1))
@@ -262,7 +386,7 @@ class Engine:
         iteration: int = 1,
     ) -> None:
         if self.cancel.is_set():
-            raise Interrupted(f"[{host.name}] stopped before {step.label}")
+            raise Interrupted(f"[{host.name}] stopped before {step.label}: {self.cancel_reason}")
         ctx = self._context(host, state, index, step, exports)
         ctx.iteration = iteration
         self._host_line(host.name, f"== {step.label} (iteration {iteration})")
@@ -294,8 +418,13 @@ class Engine:
             result.status, result.message = "reboot", str(exc)
             raise
         except WorkloadError as exc:
-            result.message = str(exc)
             outcome.results.extend(ctx.results)  # results that did come are kept
+            if self.cancel.is_set():
+                # The command died because we killed it: report the stop, not the symptom.
+                result.status = "interrupted"
+                result.message = f"{self.cancel_reason} ({exc.message.splitlines()[0]})"
+                raise Interrupted(f"[{host.name}] {step.label}: {result.message}") from exc
+            result.message = str(exc)
             if not isinstance(exc, StepError) and not str(exc).startswith(f"[{host.name}]"):
                 raise StepError(step.label, str(exc), host=host.name) from exc
             raise
@@ -322,19 +451,164 @@ class Engine:
                 f"[{host.name}] {step.label} needs a reboot to take effect",
                 hint="reboot this machine, then run the same command again: it resumes where it stopped",
             )
-        from workload.hosts.reboot import reboot, wait_for_reboot
+        from workload.hosts.reboot import reboot
 
         ctx.log("rebooting the host and waiting for it to come back")
         state.set(PENDING_REBOOT_KEY, {"step": step.label, "boot_id": boot_id})
-        reboot(host)
-        wait_for_reboot(host, boot_id_before=boot_id, timeout_s=self.options.reboot_timeout_s)
+        ticket = reboot(host)
+        self._wait_for_reboot(host, ticket.boot_id, ticket.marker)
         state.set(PENDING_REBOOT_KEY, None)
         ctx.log("the host is back")
 
+    def _wait_for_reboot(self, host: Host, boot_id: str, marker: str) -> None:
+        """``wait_for_reboot`` in slices, so that a stop is noticed while the host is down.
+
+        The marker (in tmpfs ``/run``) proves a reboot where ``boot_id`` cannot change (containers).
+        """
+        from workload.errors import ConnectError
+        from workload.hosts.reboot import wait_for_reboot
+
+        deadline = time.monotonic() + self.options.reboot_timeout_s
+        while True:
+            if self.cancel.is_set():
+                raise Interrupted(f"[{host.name}] stopped while waiting for the reboot: {self.cancel_reason}")
+            left = deadline - time.monotonic()
+            try:
+                wait_for_reboot(host, boot_id_before=boot_id, marker=marker, timeout_s=min(REBOOT_POLL_SLICE_S, left))
+                return
+            except ConnectError:
+                if left <= REBOOT_POLL_SLICE_S:
+                    raise
+
+
+# -- stopping running commands ---------------------------------------------------------------------
+#: Run on a remote host over the connection whose commands it stops. OpenSSH starts each channel's
+#: command as a new session (setsid) under the connection's ``sshd`` process, so the commands of
+#: this connection are exactly the process groups led by the children of that process; the script
+#: finds it by walking up from itself, and spares its own group. Builtins and /proc only (no procps).
+_KILL_CONNECTION_COMMANDS = r"""
+pid=$$
+while :; do
+  read -r stat < /proc/$pid/stat || exit 3
+  set -- ${stat##*) }
+  parent=$2
+  [ "$parent" -gt 1 ] || exit 3
+  read -r comm < /proc/$parent/comm || exit 3
+  case $comm in sshd|sshd-session) break ;; esac
+  pid=$parent
+done
+mine=$pid
+groups=
+for path in /proc/[0-9]*/stat; do
+  read -r stat 2>/dev/null < "$path" || continue
+  set -- ${stat##*) }
+  [ "$2" = "$parent" ] || continue
+  child=${path#/proc/}
+  child=${child%/stat}
+  [ "$child" = "$mine" ] || groups="$groups $child"
+done
+[ -n "$groups" ] || exit 0
+for g in $groups; do kill -TERM -"$g" 2>/dev/null; done
+sleep GRACE
+for g in $groups; do kill -KILL -"$g" 2>/dev/null; done
+echo "stopped:$groups"
+"""
+
+
+def interrupt_hosts(hosts: Sequence[Host], *, timeout_s: float) -> None:
+    """Kill the commands running on ``hosts`` now, all hosts at once; wait at most ``timeout_s``.
+
+    Failures are ignored: a host that cannot be reached has nothing we could stop, and its worker
+    notices the stop at its next step boundary anyway.
+    """
+    from workload.hosts.local import LocalHost
+
+    if any(isinstance(h, LocalHost) for h in hosts):
+        kill_local_commands()
+    remote = [h for h in hosts if not isinstance(h, LocalHost)]
+    threads = [threading.Thread(target=_interrupt_quietly, args=(h,), daemon=True) for h in remote]
+    for thread in threads:
+        thread.start()
+    end = time.monotonic() + timeout_s
+    for thread in threads:
+        thread.join(max(0.0, end - time.monotonic()))
+
+
+def _interrupt_quietly(host: Host) -> None:
+    with contextlib.suppress(Exception):
+        interrupt_host(host)
+
+
+def interrupt_host(host: Host) -> None:
+    """Stop every command running on ``host`` through its current connection.
+
+    A host object that offers its own ``interrupt()`` (the transport knows its commands best) is
+    asked to do it. Otherwise: for a local host, :func:`kill_local_commands`; for a remote host, a
+    small script over the same connection kills the process groups of the connection's other
+    channels (SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`), through sudo when not root
+    (commands that used sudo run as root). Closing the channel alone would leave them running:
+    without a pty, sshd sends no SIGHUP.
+    """
+    from workload.hosts.local import LocalHost
+
+    own = getattr(host, "interrupt", None)
+    if callable(own):
+        own()
+        return
+    if isinstance(host, LocalHost):
+        kill_local_commands()
+        return
+    script = _KILL_CONNECTION_COMMANDS.replace("GRACE", f"{KILL_GRACE_S:g}")
+    result = host.run(cmd("sh", "-c", script, sudo=not host.is_root, timeout=KILL_GRACE_S + 30))
+    if not result.ok and not host.is_root:
+        host.run(cmd("sh", "-c", script, timeout=KILL_GRACE_S + 30))  # no sudo here: at least our own processes
+
+
+def kill_local_commands() -> list[int]:
+    """SIGTERM, then SIGKILL, every command a ``LocalHost`` of this process is running.
+
+    ``LocalHost`` starts each command as ``/bin/sh -c LINE`` in a new session directly under the
+    controller, so those are the children of this process that lead their own session and run
+    ``/bin/sh -c``; each one's process group holds the command and its children. Other children
+    (a daemon a test started, say) are left alone. Returns the process groups signalled.
+    """
+    groups = _local_command_groups()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+        if sig == signal.SIGTERM and groups:
+            end = time.monotonic() + KILL_GRACE_S
+            while time.monotonic() < end and _local_command_groups():
+                time.sleep(0.05)
+    return groups
+
+
+def _local_command_groups() -> list[int]:
+    me = os.getpid()
+    groups: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return groups
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        state, ppid, pgrp, session = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+        pid = int(entry)
+        if state != "Z" and ppid == me and pid == pgrp == session and argv[:2] == [b"/bin/sh", b"-c"]:
+            groups.append(pid)
+    return groups
+
 
 def read_boot_id(host: Host) -> str:
-    from workload.commands import cmd
-
     result = host.run(cmd("cat", "/proc/sys/kernel/random/boot_id", timeout=30))
     return result.stdout.strip()
 
