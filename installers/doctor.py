@@ -1,0 +1,192 @@
+"""Preflight checks (``workload doctor``): is this host ready to run MLPerf on its GPUs?
+
+Each check is a pure function of facts returning a :class:`Check`: ``pass``, ``fail`` (with the
+command that fixes it) or ``skip`` (not applicable here, e.g. no NVSwitch so no fabric manager).
+:func:`read_doctor_facts` gathers the facts from a host; :func:`run_checks` applies every check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from installers.facts.docker import DockerInfo, read_docker_info
+from installers.facts.nvidia import (
+    FABRIC_MANAGER_UNIT,
+    FabricManagerFacts,
+    GpuInventory,
+    read_fabric_manager,
+    read_gpus,
+)
+from installers.facts.packages import AptPolicy, read_apt_policy, upstream_version
+from installers.facts.system import FreeSpace, RebootPending, read_free_space, read_reboot_pending
+from workload.hosts.base import Host
+
+CheckStatus = Literal["pass", "fail", "skip"]
+DEFAULT_MIN_FREE_GB = 500.0
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: CheckStatus
+    detail: str
+    fix: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "fail"
+
+
+@dataclass(frozen=True)
+class DoctorFacts:
+    gpus: GpuInventory
+    fabric_manager: FabricManagerFacts
+    #: apt policies of the fabric manager packages of the loaded driver's branch (for exact fixes).
+    fm_policies: dict[str, AptPolicy]
+    docker: DockerInfo
+    reboot: RebootPending
+    scratch: FreeSpace | None  # None where no scratch path was given or df failed
+    scratch_path: str | None = None
+
+
+def check_gpu_visible(gpus: GpuInventory) -> Check:
+    if gpus.count > 0:
+        return Check("GPU visible", "pass", gpus.describe())
+    return Check(
+        "GPU visible",
+        "fail",
+        "no NVIDIA GPU on the PCI bus",
+        "use a GPU machine (e.g. an ND-series VM); in a VM, check that the GPUs are passed through",
+    )
+
+
+def check_driver_loaded(gpus: GpuInventory) -> Check:
+    name = "driver loaded"
+    if gpus.status == "ok":
+        return Check(name, "pass", f"NVIDIA driver {gpus.driver_version}")
+    if gpus.count == 0 and gpus.status in ("not-installed", "no-driver"):
+        return Check(name, "skip", "no GPU to drive")
+    fixes = {
+        "not-installed": "install it: workload run --profile PERF-GPU-MLPERF --dependencies (NvidiaCudaInstallation)",
+        "no-driver": "if the driver was just installed, reboot (sudo reboot); else reinstall the driver packages",
+        "mismatch": "the installed driver differs from the loaded one (an upgrade without a reboot): sudo reboot; "
+        "then hold the packages: sudo apt-mark hold nvidia-driver-<branch>-server",
+        "no-devices": "the driver sees no GPU: check `dmesg | grep -i nvrm`",
+    }
+    detail = gpus.message or gpus.status
+    if gpus.status == "mismatch" and gpus.library_version:
+        detail += f" (installed library {gpus.library_version})"
+    return Check(name, "fail", detail, fixes.get(gpus.status, "check `nvidia-smi` and `dmesg | grep -i nvrm`"))
+
+
+def _fm_fix(driver: str, policies: dict[str, AptPolicy]) -> str:
+    branch = driver.split(".")[0]
+    pins: list[str] = []
+    for name in (f"cuda-drivers-fabricmanager-{branch}", f"nvidia-fabricmanager-{branch}"):
+        policy = policies.get(name)
+        matches = [v for v in (policy.available if policy else ()) if upstream_version(v) == driver]
+        if matches:
+            pins.append(f"{name}={matches[0]}")
+    names = [p.split("=")[0] for p in pins] or [f"nvidia-fabricmanager-{branch}"]
+    target = " ".join(pins) if pins else f"nvidia-fabricmanager-{branch}=<the {driver} version in apt-cache policy>"
+    return (
+        f"sudo apt-mark unhold {' '.join(names)} && sudo apt-get install --allow-downgrades {target} "
+        f"&& sudo apt-mark hold {' '.join(names)} && sudo systemctl restart {FABRIC_MANAGER_UNIT}"
+    )
+
+
+def check_fabric_manager(gpus: GpuInventory, fm: FabricManagerFacts, policies: dict[str, AptPolicy]) -> Check:
+    name = "fabric manager"
+    if not gpus.nvswitch:
+        return Check(name, "skip", "no NVSwitch: the fabric manager is not needed")
+    driver = gpus.driver_version
+    if driver is None:
+        return Check(name, "skip", "the driver is not loaded, so the versions cannot be compared")
+    if fm.version is None:
+        return Check(name, "fail", f"NVSwitches present but nv-fabricmanager is not installed (driver {driver})",
+                     _fm_fix(driver, policies))  # fmt: skip
+    if fm.version != driver:
+        return Check(
+            name, "fail", f"fabric manager {fm.version} does not match driver {driver}: it refuses to start",
+            _fm_fix(driver, policies),
+        )  # fmt: skip
+    if not fm.service.is_active:
+        return Check(
+            name, "fail", f"fabric manager {fm.version} matches the driver, but the service is {fm.service.active}",
+            f"sudo systemctl enable --now {FABRIC_MANAGER_UNIT}; see why: journalctl -u {FABRIC_MANAGER_UNIT}",
+        )  # fmt: skip
+    return Check(name, "pass", f"fabric manager {fm.version} == driver {driver}, service active")
+
+
+def check_docker(docker: DockerInfo) -> Check:
+    if docker.daemon_ok:
+        return Check("Docker works", "pass", f"Docker {docker.server_version}")
+    if not docker.installed:
+        return Check("Docker works", "fail", "docker is not installed", "run the DockerInstallation step")
+    return Check("Docker works", "fail", docker.error, "sudo systemctl restart docker; journalctl -u docker says why")
+
+
+def check_nvidia_runtime(docker: DockerInfo) -> Check:
+    name = "nvidia runtime"
+    if not docker.daemon_ok:
+        return Check(name, "skip", "Docker does not answer")
+    if docker.has_nvidia_runtime:
+        return Check(name, "pass", f"runtimes: {', '.join(docker.runtimes)}")
+    return Check(
+        name,
+        "fail",
+        f"Docker has no nvidia runtime (runtimes: {', '.join(docker.runtimes)})",
+        "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
+    )
+
+
+def check_disk_space(scratch: FreeSpace | None, path: str | None, min_free_gb: float) -> Check:
+    name = "scratch space"
+    if path is None:
+        return Check(name, "skip", "no scratch path given (--scratch PATH)")
+    if scratch is None:
+        return Check(
+            name, "fail", f"cannot read the free space of {path}", f"check that {path} is reachable: df -h {path}"
+        )
+    free_gb = scratch.available_bytes / 1e9
+    detail = f"{free_gb:,.0f} GB free on {scratch.mount_point} (for {path}); need {min_free_gb:,.0f} GB"
+    if free_gb >= min_free_gb:
+        return Check(name, "pass", detail)
+    return Check(name, "fail", detail, "put the scratch path on a bigger disk (FormatDisks/MountDisks steps)")
+
+
+def check_reboot(reboot: RebootPending) -> Check:
+    if not reboot.required:
+        return Check("no reboot pending", "pass", "/var/run/reboot-required is absent")
+    pkgs = f" (for {', '.join(reboot.packages)})" if reboot.packages else ""
+    return Check("no reboot pending", "fail", f"a reboot is pending{pkgs}", "sudo reboot")
+
+
+def run_checks(facts: DoctorFacts, *, min_free_gb: float = DEFAULT_MIN_FREE_GB) -> list[Check]:
+    return [
+        check_gpu_visible(facts.gpus),
+        check_driver_loaded(facts.gpus),
+        check_fabric_manager(facts.gpus, facts.fabric_manager, facts.fm_policies),
+        check_docker(facts.docker),
+        check_nvidia_runtime(facts.docker),
+        check_disk_space(facts.scratch, facts.scratch_path, min_free_gb),
+        check_reboot(facts.reboot),
+    ]
+
+
+def read_doctor_facts(host: Host, *, scratch_path: str | None = None) -> DoctorFacts:
+    gpus = read_gpus(host)
+    policies: dict[str, AptPolicy] = {}
+    if gpus.driver_version and gpus.nvswitch:
+        branch = gpus.driver_version.split(".")[0]
+        policies = read_apt_policy(host, [f"cuda-drivers-fabricmanager-{branch}", f"nvidia-fabricmanager-{branch}"])
+    return DoctorFacts(
+        gpus=gpus,
+        fabric_manager=read_fabric_manager(host),
+        fm_policies=policies,
+        docker=read_docker_info(host),
+        reboot=read_reboot_pending(host),
+        scratch=read_free_space(host, scratch_path) if scratch_path else None,
+        scratch_path=scratch_path,
+    )

@@ -1,0 +1,214 @@
+"""NvidiaContainerToolkitInstallation: lets Docker containers use the GPUs.
+
+Ensures, on Ubuntu 22.04/24.04 or Debian 12:
+
+* ``nvidia-container-toolkit`` is installed (``Version`` to pin it), from NVIDIA's repository
+  (``ToolkitRepository``/``ToolkitRepositoryKey``) only where no configured source offers it;
+* the ``nvidia`` runtime is in ``/etc/docker/daemon.json`` (``nvidia-ctk runtime configure
+  --runtime=docker``, the step users most often miss: "unknown or invalid runtime name: nvidia");
+* the Docker daemon has loaded it (``docker info`` lists ``nvidia`` among its runtimes; restarted
+  when not).
+
+Verify: the ``nvidia`` runtime is registered, and where a GPU and its driver are present, a
+container sees them: ``docker run --rm --gpus all <Image> nvidia-smi -L``.
+
+Example::
+
+    {"Type": "NvidiaContainerToolkitInstallation", "Parameters": {"Scenario": "InstallNvidiaContainerToolkit"}}
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from pydantic import field_validator
+from pydantic_core import PydanticUseDefault
+
+from installers import apt
+from installers.apt import AptRepository, PlanRefused
+from installers.facts.docker import DockerInfo, read_docker_info
+from installers.facts.nvidia import GpuInventory, read_gpus
+from installers.facts.packages import PackageFacts, read_package_facts
+from installers.facts.system import Architecture, OsRelease, read_architecture, read_os_release
+from workload.commands import cmd
+from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+
+PACKAGE = "nvidia-container-toolkit"
+REPO_NAME = "workload-nvidia-container-toolkit"
+DAEMON_JSON = "/etc/docker/daemon.json"
+
+
+class ToolkitParameters(StepParameters):
+    Version: str | None = None
+    #: Image for the "a container sees the GPU" check (must be present or pullable on the host).
+    Image: str = "ubuntu:22.04"
+    ToolkitRepository: str = "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /"
+    ToolkitRepositoryKey: str = "https://nvidia.github.io/libnvidia-container/gpgkey"
+    DpkgLockTimeout: int = apt.DEFAULT_LOCK_TIMEOUT_S
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        # Profiles pass "$.Parameters.X" that resolve to "" for "not given" (VirtualClient style).
+        if isinstance(value, str) and not value.strip():
+            raise PydanticUseDefault()
+        return value
+
+
+@dataclass(frozen=True)
+class ToolkitFacts:
+    os: OsRelease
+    arch: Architecture
+    packages: PackageFacts
+    docker: DockerInfo
+    #: ``runtimes.nvidia`` is present in /etc/docker/daemon.json.
+    daemon_json_has_nvidia: bool
+    repo_configured: bool
+    refreshed: bool = False
+
+
+def daemon_json_has_nvidia(text: str | None) -> bool:
+    if not text:
+        return False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("runtimes"), dict) and "nvidia" in data["runtimes"]
+
+
+def toolkit_repository(params: ToolkitParameters) -> AptRepository:
+    # NVIDIA's list uses apt's own $(ARCH) substitution, so the line is the same on every architecture.
+    return AptRepository(REPO_NAME, params.ToolkitRepositoryKey, params.ToolkitRepository)
+
+
+def plan_toolkit(params: ToolkitParameters, facts: ToolkitFacts) -> StepPlan:
+    """Decide what NvidiaContainerToolkitInstallation must change (pure)."""
+    apt.require_supported(facts.os, facts.arch)
+    if not facts.docker.installed:
+        raise PlanRefused("docker is not installed", hint="put DockerInstallation before this step in the profile")
+    lock = params.DpkgLockTimeout
+    decision = apt.decide_packages(
+        (PACKAGE,),
+        facts.packages,
+        version=params.Version,
+        versioned=(PACKAGE,),
+        refreshed=facts.refreshed,
+        repository=toolkit_repository(params),
+        repository_configured=facts.repo_configured,
+        lock_timeout=lock,
+    )
+    changes: list[Change] = []
+    installing = bool(decision.pins) or decision.refresh is not None
+    if decision.pins:
+        changes.append(
+            Change(
+                "install the NVIDIA container toolkit: " + ", ".join(decision.pins),
+                (
+                    apt.wait_for_dpkg_lock(lock),
+                    apt.install(decision.pins, allow_downgrades=bool(params.Version), lock_timeout=lock),
+                ),
+            )
+        )
+    configure = installing or not facts.daemon_json_has_nvidia
+    if configure:
+        changes.append(
+            Change(
+                f"register the nvidia runtime in {DAEMON_JSON}",
+                (cmd("nvidia-ctk", "runtime", "configure", "--runtime=docker", sudo=True, timeout=120),),
+            )
+        )
+    if configure or not facts.docker.has_nvidia_runtime:
+        changes.append(
+            Change(
+                "restart Docker so it loads the nvidia runtime",
+                (cmd("systemctl", "restart", "docker", sudo=True, timeout=300),),
+            )
+        )
+    if decision.refresh is not None:
+        preview = tuple(replace(c, summary=f"(preview) {c.summary}") for c in changes)
+        notes = (decision.note,) if decision.note else ()
+        return StepPlan(changes=(decision.refresh, *preview), notes=notes)
+    if not changes:
+        return StepPlan.noop(
+            f"{PACKAGE} {facts.packages.version(PACKAGE)} installed and the nvidia runtime is registered in Docker"
+        )
+    return StepPlan(changes=tuple(changes))
+
+
+def gather_facts(ctx: StepContext, *, refreshed: bool = False) -> ToolkitFacts:
+    host = ctx.host
+    try:
+        daemon_json: str | None = host.read_text(DAEMON_JSON)
+    except (FileNotFoundError, PermissionError):
+        result = host.run(cmd("cat", DAEMON_JSON, sudo=True, timeout=60))
+        daemon_json = result.stdout if result.ok else None
+    return ToolkitFacts(
+        os=read_os_release(host),
+        arch=read_architecture(host),
+        packages=read_package_facts(host, (PACKAGE,)),
+        docker=read_docker_info(host),
+        daemon_json_has_nvidia=daemon_json_has_nvidia(daemon_json),
+        repo_configured=host.exists(posixpath.join(apt.SOURCES_DIR, f"{REPO_NAME}.list")),
+        refreshed=refreshed,
+    )
+
+
+def gpu_container_problem(gpus: GpuInventory, returncode: int, output: str) -> str | None:
+    """Why ``docker run --gpus all IMAGE nvidia-smi -L`` did not show the host's GPUs (None: it did)."""
+    listed = [line for line in output.splitlines() if line.startswith("GPU ")]
+    if returncode != 0:
+        tail = " ".join(output.strip().splitlines()[-2:])
+        return f"a container could not use the GPUs (exit {returncode}): {tail}"
+    if len(listed) < len(gpus.gpus):
+        return f"a container sees {len(listed)} GPU(s), the host has {len(gpus.gpus)}"
+    return None
+
+
+class NvidiaContainerToolkitInstallation(Step):
+    """NVIDIA container toolkit + the nvidia runtime in Docker; see the module docstring."""
+
+    type_name: ClassVar[str] = "NvidiaContainerToolkitInstallation"
+    Parameters: ClassVar[type[StepParameters]] = ToolkitParameters
+
+    @property
+    def p(self) -> ToolkitParameters:
+        assert isinstance(self.params, ToolkitParameters)
+        return self.params
+
+    def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
+        try:
+            return plan_toolkit(self.p, gather_facts(ctx, refreshed=refreshed))
+        except PlanRefused as exc:
+            raise self.fail(exc.problem, ctx, hint=exc.hint) from None
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        return self._plan(ctx, refreshed=False)
+
+    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
+        apt.apply_with_refresh(ctx, plan, lambda: self._plan(ctx, refreshed=True), label=self.label)
+
+    def verify(self, ctx: StepContext) -> None:
+        info = read_docker_info(ctx.host)
+        if not info.has_nvidia_runtime:
+            raise self.fail(
+                f"Docker does not list the nvidia runtime (runtimes: {', '.join(info.runtimes) or info.error})",
+                ctx,
+                hint="sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
+            )
+        gpus = read_gpus(ctx.host)
+        if not gpus.driver_loaded:
+            ctx.log(f"no GPU check in a container: the NVIDIA driver does not answer ({gpus.message or gpus.status})")
+            return
+        probe = cmd("docker", "run", "--rm", "--gpus", "all", self.p.Image, "nvidia-smi", "-L", sudo=True, timeout=600)
+        result = ctx.run(probe)
+        problem = gpu_container_problem(gpus, result.returncode, result.stdout + result.stderr)
+        if problem:
+            raise self.fail(
+                problem,
+                ctx,
+                hint=f"try: sudo {probe.display()}; check `nvidia-ctk --version` and {DAEMON_JSON}",
+            )

@@ -1,0 +1,691 @@
+"""NvidiaCudaInstallation: NVIDIA driver, fabric manager and CUDA toolkit, pinned exactly.
+
+Ensures, on Ubuntu 22.04/24.04 or Debian 12 (x86_64/aarch64):
+
+* ``build-essential`` (the driver's DKMS build and the MLPerf harness need a compiler);
+* the driver packages of the branch (``nvidia-driver-550-server``, ``nvidia-dkms-550-server``;
+  ``-open`` with ``OpenSourceDriver``) at ONE exact version, held with ``apt-mark hold``;
+* where wanted (``InstallFabricManager``: ``auto`` = only where NVSwitches are on the PCI bus),
+  the fabric manager at EXACTLY the driver's version, even when the repository offers a newer
+  one, held too, its service enabled and running. NVIDIA's fabric manager refuses to start unless
+  its version equals the loaded driver's, and an ``apt upgrade`` of one without the other is the
+  most common way MLPerf machines break;
+* the CUDA toolkit from the run file (``LinuxLocalRunFile``), downloaded resumably into a cache
+  and checked against ``RunFileSha256`` when given, installed ``--silent --toolkit`` only where
+  ``/usr/local/cuda-<LinuxCudaVersion>`` is missing;
+* ``PATH``/``LD_LIBRARY_PATH`` lines in the real user's ``~/.bashrc``, once (marker comments).
+
+The exact version is ``LinuxDriverPackageVersion`` when given (``550.127.05`` or apt's full
+``550.127.05-0ubuntu1``); otherwise the installed version of the branch package, or, on a host
+without it, the newest version apt offers after refreshing its lists. That one version is used
+for the driver and the fabric manager alike.
+
+Installing or changing the driver needs a reboot (``RebootRequired``, default true): the plan
+says so, the engine reboots, and the re-plan afterwards is a no-op; verify then checks that
+``nvidia-smi`` reports the planned version and ``nv-fabricmanager --version`` the same.
+
+Idempotency: everything is decided from the host's facts (dpkg, apt-mark, nvidia-smi,
+nv-fabricmanager, files), so a provisioned host plans no change.
+
+Example::
+
+    {"Type": "NvidiaCudaInstallation", "Parameters": {
+        "LinuxCudaVersion": "12.4", "LinuxDriverVersion": "550",
+        "LinuxLocalRunFile": "https://developer.download.nvidia.com/compute/cuda/12.4.0/local_installers/cuda_12.4.0_550.54.14_linux.run",
+        "LinuxDriverPackageVersion": "550.127.05", "InstallFabricManager": "auto"}}
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar, Literal
+
+from pydantic import field_validator
+from pydantic_core import PydanticUseDefault
+
+from installers import apt
+from installers.apt import AptRepository, PlanRefused
+from installers.download import SHA256_RE, DownloadState, download_commands, file_name, read_download_state
+from installers.facts.nvidia import (
+    FABRIC_MANAGER_UNIT,
+    FabricManagerFacts,
+    GpuInventory,
+    read_fabric_manager,
+    read_gpus,
+)
+from installers.facts.packages import (
+    PackageFacts,
+    compare_versions,
+    newest,
+    read_package_facts,
+    upstream_version,
+)
+from installers.facts.system import (
+    Architecture,
+    OsRelease,
+    UserHome,
+    read_architecture,
+    read_os_release,
+    read_user_home,
+)
+from workload.commands import Command, cmd
+from workload.hosts.base import Host
+from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+
+CUDA_REPO_NAME = "workload-nvidia-cuda"
+CUDA_REPO_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/"
+CUDA_REPO_KEY_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/3bf863cc.pub"
+BUILD_PACKAGES = ("build-essential",)
+PREFERENCES_DIR = "/etc/apt/preferences.d"
+RUNFILE_TIMEOUT_S = 3600.0
+
+
+class NvidiaCudaParameters(StepParameters):
+    """Parameters of NvidiaCudaInstallation (VirtualClient's names, plus exact-pinning extras)."""
+
+    LinuxDriverVersion: str
+    LinuxCudaVersion: str | None = None
+    LinuxLocalRunFile: str | None = None
+    Username: str | None = None
+    LinuxDriverPackageVersion: str | None = None
+    RunFileSha256: str | None = None
+    InstallFabricManager: Literal["auto", "true", "false"] = "auto"
+    CudaRequired: bool = True
+    RebootRequired: bool = True
+    OpenSourceDriver: bool = False
+    #: NVIDIA's CUDA apt repository, added only where no configured source offers the driver.
+    CudaRepository: str | None = None
+    CudaRepositoryKey: str | None = None
+    #: Where the run file is kept between runs.
+    CacheDir: str = "/var/cache/workload"
+    DpkgLockTimeout: int = apt.DEFAULT_LOCK_TIMEOUT_S
+
+    @field_validator("InstallFabricManager", mode="before")
+    @classmethod
+    def _fm_word(cls, value: object) -> object:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        # Profiles pass "$.Parameters.X" that resolve to "" for "not given" (VirtualClient style).
+        if isinstance(value, str) and not value.strip():
+            raise PydanticUseDefault()
+        return value
+
+
+# -- facts -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CudaFacts:
+    """Everything the planner decides on, read fresh from the host."""
+
+    os: OsRelease
+    arch: Architecture
+    packages: PackageFacts
+    gpus: GpuInventory
+    fabric_manager: FabricManagerFacts
+    user: UserHome
+    toolkit_installed: bool
+    runfile: DownloadState
+    bashrc_has_block: bool
+    cuda_repo_configured: bool
+    #: Content of this branch's apt preferences pin file (None: absent).
+    apt_pin: str | None = None
+    #: The apt lists were refreshed by this step just now (so a missing version is really missing).
+    refreshed: bool = False
+    #: Test option: plan for a host with no NVIDIA GPU (the driver cannot load there).
+    allow_no_gpu: bool = False
+
+
+@dataclass(frozen=True)
+class VerifyFacts:
+    """The facts verify needs (fewer than planning: verify runs on every run, so it stays cheap)."""
+
+    packages: PackageFacts
+    gpus: GpuInventory
+    fabric_manager: FabricManagerFacts
+    toolkit_installed: bool
+    allow_no_gpu: bool = False
+
+    @classmethod
+    def of(cls, facts: CudaFacts) -> VerifyFacts:
+        return cls(facts.packages, facts.gpus, facts.fabric_manager, facts.toolkit_installed, facts.allow_no_gpu)
+
+
+def driver_packages(params: NvidiaCudaParameters) -> tuple[str, ...]:
+    branch = params.LinuxDriverVersion
+    flavour = "open" if params.OpenSourceDriver else "server"
+    return (f"nvidia-driver-{branch}-{flavour}", f"nvidia-dkms-{branch}-{flavour}")
+
+
+def fabric_manager_packages(params: NvidiaCudaParameters) -> tuple[str, ...]:
+    """NVIDIA's CUDA repo: the meta package ``cuda-drivers-fabricmanager-B`` (depends on the next);
+    Ubuntu's archive and NVIDIA's repo: ``nvidia-fabricmanager-B`` (the binary)."""
+    branch = params.LinuxDriverVersion
+    return (f"cuda-drivers-fabricmanager-{branch}", f"nvidia-fabricmanager-{branch}")
+
+
+def apt_pin_path(params: NvidiaCudaParameters) -> str:
+    return posixpath.join(PREFERENCES_DIR, f"workload-nvidia-{params.LinuxDriverVersion}")
+
+
+def apt_pin_text(params: NvidiaCudaParameters, upstream: str) -> str:
+    """apt preferences that make ``upstream`` the candidate of every package of the branch.
+
+    The driver depends on utils, dkms, libnvidia-* of exactly its own version; pinning only the
+    top packages would leave apt choosing the newest dependencies and failing. Priority 1001 also
+    keeps ``apt upgrade`` from moving any of them (the holds say the same for the main packages).
+    """
+    branch = params.LinuxDriverVersion
+    return (
+        f"# Written by workload (NvidiaCudaInstallation): every NVIDIA branch-{branch} package at {upstream},\n"
+        "# so the driver, its libraries and the fabric manager always have the same version.\n"
+        f"Package: *-{branch} *-{branch}-server *-{branch}-open\n"
+        f"Pin: version {upstream}-*\n"
+        "Pin-Priority: 1001\n"
+    )
+
+
+def cuda_home(params: NvidiaCudaParameters) -> str:
+    return f"/usr/local/cuda-{params.LinuxCudaVersion}"
+
+
+def runfile_path(params: NvidiaCudaParameters) -> str:
+    assert params.LinuxLocalRunFile is not None
+    return posixpath.join(params.CacheDir, file_name(params.LinuxLocalRunFile))
+
+
+def bashrc_markers(params: NvidiaCudaParameters) -> tuple[str, str]:
+    return (
+        f"# >>> workload: CUDA {params.LinuxCudaVersion} >>>",
+        f"# <<< workload: CUDA {params.LinuxCudaVersion} <<<",
+    )
+
+
+def bashrc_block(params: NvidiaCudaParameters) -> str:
+    begin, end = bashrc_markers(params)
+    home = cuda_home(params)
+    return (
+        f"{begin}\n"
+        f"export PATH={home}/bin${{PATH:+:${{PATH}}}}\n"
+        f"export LD_LIBRARY_PATH={home}/lib64${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}\n"
+        f"{end}\n"
+    )
+
+
+def cuda_repository(params: NvidiaCudaParameters, os_release: OsRelease, arch: Architecture) -> AptRepository:
+    distro = f"{os_release.id}{os_release.version_id.replace('.', '')}"
+    repo_arch = "sbsa" if arch.machine == "aarch64" else arch.machine
+    url = params.CudaRepository or CUDA_REPO_DEFAULT.format(distro=distro, arch=repo_arch)
+    key = params.CudaRepositoryKey or CUDA_REPO_KEY_DEFAULT.format(distro=distro, arch=repo_arch)
+    # NVIDIA's CUDA repositories are flat ("URL /"), not suites.
+    return AptRepository(CUDA_REPO_NAME, key, f"{url} /", architecture=arch.dpkg)
+
+
+# -- the pure planner --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Target:
+    """The exact versions decided for this host."""
+
+    upstream: str  # e.g. 550.127.05
+    driver: dict[str, str]  # package -> full apt version
+    fabric_manager: dict[str, str]  # package -> full apt version ({} where FM is not wanted)
+
+
+def wants_fabric_manager(params: NvidiaCudaParameters, gpus: GpuInventory) -> bool:
+    if params.InstallFabricManager == "auto":
+        return gpus.nvswitch
+    return params.InstallFabricManager == "true"
+
+
+def _match_upstream(versions: Sequence[str], upstream: str, prefer: str | None) -> str | None:
+    matching = [v for v in versions if upstream_version(v) == upstream]
+    if prefer in matching:
+        return prefer
+    return newest(matching)
+
+
+def _target_upstream(params: NvidiaCudaParameters, facts: CudaFacts) -> tuple[str | None, str | None]:
+    """(upstream version, full apt version of the main driver package if known)."""
+    main = driver_packages(params)[0]
+    policy = facts.packages.policies.get(main)
+    installed = facts.packages.version(main)
+    wanted = params.LinuxDriverPackageVersion
+    if wanted:
+        if "-" in wanted:
+            return upstream_version(wanted), wanted
+        offered = list(policy.available) if policy else []
+        if installed:
+            offered.append(installed)
+        return wanted, _match_upstream(offered, wanted, installed)
+    if installed and upstream_version(installed).startswith(params.LinuxDriverVersion + "."):
+        return upstream_version(installed), installed  # keep what is installed: re-runs must not upgrade
+    best = newest(policy.available) if policy else None
+    return (upstream_version(best), best) if best else (None, None)
+
+
+def _versions_for(facts: CudaFacts | VerifyFacts, name: str) -> list[str]:
+    policy = facts.packages.policies.get(name)
+    versions = list(policy.available) if policy else []
+    installed = facts.packages.version(name)
+    if installed:
+        versions.append(installed)
+    return versions
+
+
+def _decide_target(params: NvidiaCudaParameters, facts: CudaFacts, fm_wanted: bool) -> _Target | str:
+    """The exact versions, or a sentence saying what the package lists lack."""
+    upstream, main_full = _target_upstream(params, facts)
+    main, *others = driver_packages(params)
+    if upstream is None or main_full is None:
+        what = f"{main}={params.LinuxDriverPackageVersion}" if params.LinuxDriverPackageVersion else main
+        return f"no configured apt source offers {what}"
+    driver = {main: main_full}
+    for name in others:
+        full = _match_upstream(_versions_for(facts, name), upstream, main_full)
+        if full is None:
+            return f"no configured apt source offers {name} at version {upstream}"
+        driver[name] = full
+    fabric: dict[str, str] = {}
+    if fm_wanted:
+        meta, binary = fabric_manager_packages(params)
+        meta_full = _match_upstream(_versions_for(facts, meta), upstream, main_full)
+        binary_full = _match_upstream(_versions_for(facts, binary), upstream, main_full)
+        if binary_full is not None:
+            fabric[binary] = binary_full
+        if meta_full is not None and (binary_full is None or facts.packages.has_candidate(meta)):
+            # NVIDIA's repo: pin the meta package too, so its dependency cannot pull another version.
+            fabric[meta] = meta_full
+        if not fabric:
+            offers = "; ".join(
+                f"{n} offers {', '.join(_versions_for(facts, n)[:5]) or 'nothing'}" for n in (meta, binary)
+            )
+            return f"no configured apt source offers the fabric manager at exactly {upstream} ({offers})"
+    return _Target(upstream, driver, fabric)
+
+
+def _install_change(
+    summary: str, wanted: dict[str, str], facts: CudaFacts, *, lock_timeout: int
+) -> tuple[Change | None, bool]:
+    """Unhold, install exact versions, hold. Returns (change or None, whether something was installed)."""
+    to_install = {n: v for n, v in wanted.items() if facts.packages.version(n) != v}
+    to_hold = sorted(n for n in wanted if n not in facts.packages.holds or n in to_install)
+    if not to_install and not to_hold:
+        return None, False
+    commands: list[Command] = []
+    if to_install:
+        held = sorted(n for n in to_install if n in facts.packages.holds)
+        if held:
+            commands.append(apt.unhold(held))
+        downgrade = any(
+            (cur := facts.packages.version(n)) is not None and compare_versions(v, cur) < 0
+            for n, v in to_install.items()
+        )
+        pins = [apt.pin(n, v) for n, v in sorted(to_install.items())]
+        commands.append(apt.install(pins, allow_downgrades=downgrade, lock_timeout=lock_timeout))
+        commands.append(apt.hold(sorted(wanted)))
+        return Change(summary, tuple(commands)), True
+    return Change(
+        f"hold {', '.join(to_hold)} so an upgrade cannot move one without the other", (apt.hold(to_hold),)
+    ), False
+
+
+def plan_nvidia_cuda(params: NvidiaCudaParameters, facts: CudaFacts) -> StepPlan:
+    """Decide what NvidiaCudaInstallation must change on a host with these facts (pure)."""
+    apt.require_supported(facts.os, facts.arch)
+    gpus = facts.gpus
+    gpu_visible = gpus.pci_gpus > 0 or gpus.status in ("ok", "mismatch")
+    if not gpu_visible and not facts.allow_no_gpu:
+        raise PlanRefused(
+            "no NVIDIA GPU is visible on this host's PCI bus, so the driver could not load",
+            hint="run this step on a GPU machine (tests pass the option allow_no_gpu)",
+        )
+    fm_wanted = wants_fabric_manager(params, gpus)
+    target = _decide_target(params, facts, fm_wanted)
+    lock = params.DpkgLockTimeout
+    notes: list[str] = []
+
+    if isinstance(target, str):
+        if not facts.refreshed:
+            # Decide versions only from fresh lists: the preview needs them, and so does exactness.
+            return StepPlan(
+                changes=(apt.refresh_change(lock_timeout=lock),),
+                reboot_required=params.RebootRequired and facts.packages.version(driver_packages(params)[0]) is None,
+                notes=(f"{target} yet; the exact versions are chosen after `apt-get update`",),
+            )
+        if not facts.cuda_repo_configured:
+            repo = cuda_repository(params, facts.os, facts.arch)
+            return StepPlan(
+                changes=(
+                    apt.refresh_change(
+                        f"add NVIDIA's CUDA apt repository {repo.source.split()[0]} and refresh the package lists",
+                        lock_timeout=lock,
+                        before=apt.add_repository(repo),
+                    ),
+                ),
+                reboot_required=params.RebootRequired,
+                notes=(f"{target}; NVIDIA's CUDA repository is added for it",),
+            )
+        raise PlanRefused(
+            target,
+            hint=f"check `apt-cache policy {driver_packages(params)[0]}`; set LinuxDriverPackageVersion to a version "
+            "it lists, or CudaRepository to a repository that has the branch",
+        )
+
+    changes: list[Change] = []
+    if facts.packages.broken:
+        changes.append(
+            Change(
+                f"finish the interrupted dpkg run ({', '.join(facts.packages.broken[:5])})",
+                (apt.wait_for_dpkg_lock(lock), apt.configure_pending()),
+            )
+        )
+    if any(facts.packages.version(p) is None for p in BUILD_PACKAGES):
+        changes.append(
+            Change("install build tools (build-essential)", (apt.install(BUILD_PACKAGES, lock_timeout=lock),))
+        )
+
+    loaded = gpus.driver_version
+    driver_change, driver_installing = _install_change(
+        f"install NVIDIA driver {target.upstream} (branch {params.LinuxDriverVersion}), held: "
+        + ", ".join(apt.pin(n, v) for n, v in target.driver.items()),
+        target.driver,
+        facts,
+        lock_timeout=lock,
+    )
+    if driver_change:
+        changes.append(driver_change)
+    if fm_wanted:
+        installed_fm = facts.fabric_manager.version
+        why = f"exactly the driver's version; installed: {installed_fm or 'none'}"
+        newest_offered = newest(v for n in target.fabric_manager for v in _versions_for(facts, n))
+        if newest_offered and upstream_version(newest_offered) != target.upstream:
+            why += f"; the repository's newest is {upstream_version(newest_offered)}"
+        fm_change, fm_installing = _install_change(
+            f"install fabric manager {target.upstream} ({why}), held: "
+            + ", ".join(apt.pin(n, v) for n, v in sorted(target.fabric_manager.items())),
+            target.fabric_manager,
+            facts,
+            lock_timeout=lock,
+        )
+        if fm_change:
+            changes.append(fm_change)
+        fm_change_or_none = fm_change
+    else:
+        fm_installing = False
+        fm_change_or_none = None
+        notes.append(
+            "no fabric manager: "
+            + ("no NVSwitch on this host" if params.InstallFabricManager == "auto" else "InstallFabricManager is false")
+        )
+
+    pin_text = apt_pin_text(params, target.upstream)
+    if facts.apt_pin != pin_text:
+        pin_cmd = cmd("tee", apt_pin_path(params), input=pin_text, sudo=True, timeout=60)
+        first_install = next((i for i, c in enumerate(changes) if c in (driver_change, fm_change_or_none)), None)
+        if first_install is not None:
+            target_change = changes[first_install]
+            changes[first_install] = Change(target_change.summary, (pin_cmd, *target_change.commands))
+        else:
+            changes.append(
+                Change(
+                    f"pin branch {params.LinuxDriverVersion} at {target.upstream} in {apt_pin_path(params)}",
+                    (pin_cmd,),
+                )
+            )
+
+    if params.CudaRequired and not facts.toolkit_installed:
+        url = params.LinuxLocalRunFile or ""
+        path = runfile_path(params)
+        if not facts.runfile.complete:
+            if facts.runfile.tool is None:
+                raise PlanRefused("neither curl nor wget is installed, so the CUDA run file cannot be downloaded")
+            resume = f", resuming after {facts.runfile.partial_bytes} bytes" if facts.runfile.partial_bytes else ""
+            checked = "checked against RunFileSha256" if params.RunFileSha256 else "no RunFileSha256 given to check"
+            changes.append(
+                Change(
+                    f"download the CUDA {params.LinuxCudaVersion} run file to {path} ({checked}{resume})",
+                    download_commands(url, path, sha256=params.RunFileSha256, tool=facts.runfile.tool),
+                )
+            )
+        changes.append(
+            Change(
+                f"install the CUDA {params.LinuxCudaVersion} toolkit into {cuda_home(params)} (toolkit only)",
+                (cmd("sh", path, "--silent", "--toolkit", sudo=True, timeout=RUNFILE_TIMEOUT_S),),
+            )
+        )
+    if params.CudaRequired and not facts.bashrc_has_block:
+        bashrc = posixpath.join(facts.user.home, ".bashrc")
+        changes.append(
+            Change(
+                f"add CUDA {params.LinuxCudaVersion} to PATH and LD_LIBRARY_PATH in {bashrc} (user {facts.user.name})",
+                (_append_as(facts.user, bashrc, bashrc_block(params)),),
+            )
+        )
+
+    # The driver must be loaded at the target version before anything can use it.
+    driver_ready = loaded == target.upstream
+    pending_load = not driver_installing and not driver_ready and gpu_visible
+    reboot = params.RebootRequired and (driver_installing or pending_load)
+    if driver_installing and not params.RebootRequired:
+        notes.append("RebootRequired is false: the new driver is loaded at the next reboot")
+
+    if fm_wanted:
+        service = facts.fabric_manager.service
+        commands: list[Command] = []
+        if not service.is_enabled:
+            commands.append(cmd("systemctl", "enable", FABRIC_MANAGER_UNIT, sudo=True, timeout=120))
+        if driver_ready and not driver_installing and (fm_installing or not service.is_active):
+            commands.append(cmd("systemctl", "restart", FABRIC_MANAGER_UNIT, sudo=True, timeout=300))
+        elif not driver_ready or driver_installing:
+            notes.append("the fabric manager service starts at boot, once the driver is loaded")
+        if commands:
+            changes.append(Change("enable and start the nvidia-fabricmanager service", tuple(commands)))
+
+    _put_lock_wait_first(changes, lock)
+    if not changes:
+        if reboot:
+            return StepPlan(
+                reboot_required=True,
+                notes=(
+                    f"driver {target.upstream} is installed but the loaded driver is "
+                    f"{loaded or gpus.status}: it takes effect after a reboot",
+                    *notes,
+                ),
+            )
+        reason = f"driver {target.upstream} installed and held"
+        if driver_ready:
+            reason += " and loaded"
+        if fm_wanted:
+            reason += f", fabric manager {facts.fabric_manager.version} matches"
+            reason += " and runs" if facts.fabric_manager.service.is_active else ""
+        if params.CudaRequired:
+            reason += f", CUDA {params.LinuxCudaVersion} toolkit present"
+        return StepPlan.noop(reason, notes=tuple(notes))
+    if not facts.refreshed and any(_installs(c) for c in changes):
+        # Refresh first, then plan again from the fresh lists; what follows is a preview.
+        preview = tuple(replace(c, summary=f"(preview) {c.summary}") for c in changes)
+        return StepPlan(
+            changes=(apt.refresh_change(lock_timeout=lock), *preview),
+            reboot_required=reboot,
+            notes=("exact versions are confirmed after `apt-get update`", *notes),
+        )
+    return StepPlan(changes=tuple(changes), reboot_required=reboot, notes=tuple(notes))
+
+
+def _installs(change: Change) -> bool:
+    return any(c.argv[:1] == ("apt-get",) for c in change.commands)
+
+
+def _put_lock_wait_first(changes: list[Change], lock_timeout: int) -> None:
+    """Put one explicit dpkg-lock wait before the first apt/dpkg change (apt's own wait covers the rest)."""
+    for i, change in enumerate(changes):
+        if {c.argv[0] for c in change.commands} & {"apt-get", "apt-mark", "dpkg"}:
+            if not any("wait-for-dpkg-lock" in c.argv for c in change.commands):
+                changes[i] = Change(change.summary, (apt.wait_for_dpkg_lock(lock_timeout), *change.commands))
+            return
+
+
+def _append_as(user: UserHome, path: str, text: str) -> Command:
+    """Append ``text`` to ``path`` as ``user`` (so the file stays theirs), creating it if needed."""
+    if user.is_root:
+        return cmd("tee", "-a", path, input=text, sudo=True, timeout=60)
+    return cmd("tee", "-a", path, input=text, user=user.name, timeout=60)
+
+
+# -- the step ----------------------------------------------------------------------------------------
+def gather_facts(ctx: StepContext, params: NvidiaCudaParameters, *, refreshed: bool = False) -> CudaFacts:
+    host = ctx.host
+    names = [*BUILD_PACKAGES, *driver_packages(params), *fabric_manager_packages(params)]
+    user = read_user_home(host, params.Username)
+    begin, _ = bashrc_markers(params)
+    bashrc = posixpath.join(user.home, ".bashrc")
+    has_block = host.run(cmd("grep", "-qxF", begin, bashrc, sudo=True, timeout=60)).returncode == 0
+    runfile = (
+        read_download_state(host, runfile_path(params))
+        if params.CudaRequired and params.LinuxLocalRunFile
+        else DownloadState(complete=True, partial_bytes=0, tool=None)
+    )
+    return CudaFacts(
+        os=read_os_release(host),
+        arch=read_architecture(host),
+        packages=read_package_facts(host, names),
+        gpus=read_gpus(host),
+        fabric_manager=read_fabric_manager(host),
+        user=user,
+        toolkit_installed=bool(params.LinuxCudaVersion) and host.exists(cuda_home(params)),
+        runfile=runfile,
+        bashrc_has_block=has_block,
+        cuda_repo_configured=host.exists(posixpath.join(apt.SOURCES_DIR, f"{CUDA_REPO_NAME}.list")),
+        apt_pin=_read_optional(host, apt_pin_path(params)),
+        refreshed=refreshed,
+        allow_no_gpu=bool(ctx.options.get("allow_no_gpu", False)),
+    )
+
+
+def _read_optional(host: Host, path: str) -> str | None:
+    try:
+        return host.read_text(path)
+    except FileNotFoundError:
+        return None
+
+
+class NvidiaCudaInstallation(Step):
+    """NVIDIA driver + fabric manager (same exact version, held) + CUDA toolkit; see the module docstring."""
+
+    type_name: ClassVar[str] = "NvidiaCudaInstallation"
+    Parameters: ClassVar[type[StepParameters]] = NvidiaCudaParameters
+
+    @property
+    def p(self) -> NvidiaCudaParameters:
+        assert isinstance(self.params, NvidiaCudaParameters)
+        return self.params
+
+    @classmethod
+    def check_parameters(cls, params: StepParameters) -> None:
+        assert isinstance(params, NvidiaCudaParameters)
+        if not re.fullmatch(r"\d{3,4}", params.LinuxDriverVersion.strip()):
+            raise ValueError(f"LinuxDriverVersion: {params.LinuxDriverVersion!r} is not a driver branch like '550'")
+        exact = params.LinuxDriverPackageVersion
+        if exact and not upstream_version(exact).startswith(params.LinuxDriverVersion + "."):
+            raise ValueError(
+                f"LinuxDriverPackageVersion: {exact!r} is not a version of driver branch {params.LinuxDriverVersion}"
+            )
+        if params.CudaRequired:
+            if not params.LinuxCudaVersion or not re.fullmatch(r"\d+\.\d+", params.LinuxCudaVersion):
+                raise ValueError(
+                    f"LinuxCudaVersion: {params.LinuxCudaVersion!r} is not a CUDA version like '12.4' "
+                    "(set CudaRequired to false to skip CUDA)"
+                )
+            if not params.LinuxLocalRunFile:
+                raise ValueError("LinuxLocalRunFile: the CUDA run file URL is required when CudaRequired is true")
+            try:
+                file_name(params.LinuxLocalRunFile)
+            except ValueError as exc:
+                raise ValueError(f"LinuxLocalRunFile: {exc}") from None
+        if params.RunFileSha256 and not SHA256_RE.match(params.RunFileSha256):
+            raise ValueError("RunFileSha256: expected 64 hexadecimal digits")
+
+    def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
+        facts = gather_facts(ctx, self.p, refreshed=refreshed)
+        try:
+            return plan_nvidia_cuda(self.p, facts)
+        except PlanRefused as exc:
+            raise self.fail(exc.problem, ctx, hint=exc.hint) from None
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        return self._plan(ctx, refreshed=False)
+
+    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
+        apt.apply_with_refresh(ctx, plan, lambda: self._plan(ctx, refreshed=True), label=self.label)
+
+    def verify(self, ctx: StepContext) -> None:
+        host, params = ctx.host, self.p
+        gpus = read_gpus(host)
+        fm = read_fabric_manager(host)
+        # apt's offers are only needed to word the fix of a fabric manager mismatch.
+        wants_policies = wants_fabric_manager(params, gpus) and fm.version != gpus.driver_version
+        names = fabric_manager_packages(params) if wants_policies else ()
+        facts = VerifyFacts(
+            packages=read_package_facts(host, names),
+            gpus=gpus,
+            fabric_manager=fm,
+            toolkit_installed=bool(params.LinuxCudaVersion) and host.exists(cuda_home(params)),
+            allow_no_gpu=bool(ctx.options.get("allow_no_gpu", False)),
+        )
+        problems = verify_problems(params, facts)
+        if problems:
+            problem, hint = problems[0]
+            raise self.fail(problem, ctx, hint=hint)
+
+
+def verify_problems(params: NvidiaCudaParameters, facts: VerifyFacts) -> list[tuple[str, str]]:
+    """What is wrong after apply: (problem, how to fix) pairs, most basic first (pure)."""
+    problems: list[tuple[str, str]] = []
+    main = driver_packages(params)[0]
+    installed = facts.packages.version(main)
+    if installed is None:
+        return [(f"{main} is not installed", f"sudo apt-get install {main}")]
+    want = params.LinuxDriverPackageVersion or installed
+    want_up = upstream_version(want)
+    if upstream_version(installed) != want_up:
+        problems.append(
+            (f"{main} is {installed}, not {want}", f"sudo apt-get install --allow-downgrades {main}={want}")
+        )
+    gpus = facts.gpus
+    gpu_visible = gpus.pci_gpus > 0 or gpus.status in ("ok", "mismatch")
+    loaded = gpus.driver_version
+    if params.RebootRequired and (gpu_visible or not facts.allow_no_gpu) and loaded != want_up:
+        state = f"nvidia-smi reports driver {loaded}" if loaded else f"nvidia-smi: {gpus.message or gpus.status}"
+        problems.append((f"the loaded NVIDIA driver is not {want_up} ({state})", "reboot the host to load it"))
+    if wants_fabric_manager(params, gpus):
+        fm = facts.fabric_manager.version
+        reference = loaded or want_up
+        if fm != reference:
+            fixes = [
+                apt.pin(n, v)
+                for n in fabric_manager_packages(params)
+                for v in [_match_upstream(_versions_for(facts, n), reference, installed)]
+                if v
+            ]
+            fix = (
+                f"sudo apt-mark unhold {' '.join(fabric_manager_packages(params))}; "
+                f"sudo apt-get install --allow-downgrades {' '.join(fixes) or fabric_manager_packages(params)[1]}; "
+                f"sudo apt-mark hold {' '.join(fabric_manager_packages(params))}"
+            )
+            problems.append((f"fabric manager is {fm or 'not installed'} but the NVIDIA driver is {reference}", fix))
+        elif loaded and not facts.fabric_manager.service.is_active:
+            problems.append(
+                (
+                    f"the {FABRIC_MANAGER_UNIT} service is {facts.fabric_manager.service.active}",
+                    f"sudo systemctl restart {FABRIC_MANAGER_UNIT}; see why: journalctl -u {FABRIC_MANAGER_UNIT}",
+                )
+            )
+    if params.CudaRequired and not facts.toolkit_installed:
+        problems.append((f"{cuda_home(params)} does not exist", f"sudo sh {runfile_path(params)} --silent --toolkit"))
+    return problems

@@ -1,0 +1,102 @@
+"""Doctor: pure checks over facts, and the real command on this machine."""
+
+from __future__ import annotations
+
+import pytest
+
+from installers.doctor import (
+    DoctorFacts,
+    check_disk_space,
+    check_driver_loaded,
+    check_fabric_manager,
+    check_nvidia_runtime,
+    check_reboot,
+    run_checks,
+)
+from installers.facts.docker import DockerInfo
+from installers.facts.nvidia import GpuInventory
+from installers.facts.packages import AptPolicy
+from installers.facts.system import FreeSpace, RebootPending
+from tests.fixtures.facts.builders import fabric_manager, inventory
+
+FM = "nvidia-fabricmanager-550"
+POLICIES = {
+    FM: AptPolicy(
+        FM, "550.144.03-1", "550.144.03-1", ("550.144.03-1", "550.127.05-1"), ("550.144.03-1", "550.127.05-1")
+    )
+}
+DOCKER_OK = DockerInfo(installed=True, server_version="27.3.1", runtimes=("nvidia", "runc"))
+
+
+def healthy(**kw: object) -> DoctorFacts:
+    base: dict[str, object] = {
+        "gpus": inventory(loaded="550.127.05"),
+        "fabric_manager": fabric_manager("550.127.05", active=True, enabled=True),
+        "fm_policies": POLICIES,
+        "docker": DOCKER_OK,
+        "reboot": RebootPending(False),
+        "scratch": FreeSpace("/mnt/scratch", "/mnt", 2_000 * 10**9),
+        "scratch_path": "/mnt/scratch",
+    }
+    base.update(kw)
+    return DoctorFacts(**base)  # type: ignore[arg-type]
+
+
+def test_healthy_nvswitch_host_passes_everything() -> None:
+    checks = run_checks(healthy())
+    assert [(c.name, c.status) for c in checks] == [
+        ("GPU visible", "pass"),
+        ("driver loaded", "pass"),
+        ("fabric manager", "pass"),
+        ("Docker works", "pass"),
+        ("nvidia runtime", "pass"),
+        ("scratch space", "pass"),
+        ("no reboot pending", "pass"),
+    ]
+    assert checks[0].detail == "8x NVIDIA A100-SXM4-40GB (40960 MiB), driver 550.127.05"
+
+
+def test_mismatched_fabric_manager_fails_with_the_exact_downgrade() -> None:
+    check = check_fabric_manager(inventory(loaded="550.127.05"), fabric_manager("550.144.03", active=False), POLICIES)
+    assert check.status == "fail"
+    assert check.detail == "fabric manager 550.144.03 does not match driver 550.127.05: it refuses to start"
+    assert f"sudo apt-get install --allow-downgrades {FM}=550.127.05-1" in check.fix
+    assert f"sudo apt-mark hold {FM}" in check.fix
+
+
+def test_fabric_manager_skipped_without_nvswitch_and_failed_when_stopped() -> None:
+    assert check_fabric_manager(inventory(loaded="550.127.05", nvswitches=0), fabric_manager(None), {}).status == "skip"
+    stopped = check_fabric_manager(inventory(loaded="550.127.05"), fabric_manager("550.127.05", active=False), {})
+    assert stopped.status == "fail" and "service is inactive" in stopped.detail
+
+
+@pytest.mark.parametrize(
+    ("status", "fix_part"),
+    [("no-driver", "reboot"), ("mismatch", "sudo reboot"), ("not-installed", "NvidiaCudaInstallation")],
+)
+def test_driver_failures_each_have_a_fix(status: str, fix_part: str) -> None:
+    gpus = GpuInventory(status=status, pci_gpus=8, message="m", library_version="550.144")  # type: ignore[arg-type]
+    check = check_driver_loaded(gpus)
+    assert check.status == "fail" and fix_part in check.fix
+
+
+def test_runtime_disk_and_reboot_checks() -> None:
+    no_runtime = check_nvidia_runtime(DockerInfo(installed=True, server_version="27.3.1", runtimes=("runc",)))
+    assert no_runtime.status == "fail" and "nvidia-ctk runtime configure --runtime=docker" in no_runtime.fix
+    assert check_nvidia_runtime(DockerInfo(installed=True, error="down")).status == "skip"
+    small = check_disk_space(FreeSpace("/mnt", "/", 50 * 10**9), "/mnt", 500)
+    assert small.status == "fail" and small.detail == "50 GB free on / (for /mnt); need 500 GB"
+    assert check_disk_space(None, None, 500).status == "skip"
+    pending = check_reboot(RebootPending(True, ("nvidia-dkms-550-server",)))
+    assert pending.status == "fail" and "nvidia-dkms-550-server" in pending.detail and pending.fix == "sudo reboot"
+
+
+def test_doctor_command_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    """The real command on the CI machine (no GPU): exit 4, the GPU row fails, the scratch row passes."""
+    from workload.cli import invoke
+
+    code = invoke(["doctor", "--scratch", "/tmp", "--min-free-gb", "0.001"])
+    out = capsys.readouterr().out
+    assert code == 4
+    assert "GPU visible" in out and "FAIL" in out and "scratch space" in out
+    assert "check(s) failed" in out

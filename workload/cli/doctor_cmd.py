@@ -1,0 +1,81 @@
+"""``workload doctor``: preflight checks of GPU hosts, one table row per check, with the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from workload.cli.options import build_targets, host_options
+
+STATUS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skip": "[yellow]skip[/]"}
+
+
+@click.command("doctor")
+@host_options
+@click.option("--scratch", metavar="PATH", help="Check the free space of the file system holding PATH.")
+@click.option(
+    "--min-free-gb",
+    type=click.FloatRange(0),
+    default=500.0,
+    show_default=True,
+    help="Free space the scratch path needs (MLPerf data and engines).",
+)
+def doctor_command(
+    hosts: tuple[str, ...],
+    inventory: Path | None,
+    parallel: int,
+    identity: str | None,
+    known_hosts: str | None,
+    accept_new_host_key: bool,
+    sudo_password_env: str | None,
+    ask_sudo_password: bool,
+    scratch: str | None,
+    min_free_gb: float,
+) -> int:
+    """Check that hosts are ready for MLPerf on their GPUs; change nothing.
+
+    \b
+    Checks: GPU visible, driver loaded, fabric manager == driver and running (where NVSwitches
+    are), Docker works, nvidia runtime registered, scratch space, no reboot pending. Each failed
+    check names the command that fixes it. Exit code 0 when nothing failed, else 4.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from installers.doctor import Check, read_doctor_facts, run_checks
+    from workload.errors import EXIT_OK, EXIT_STEP_FAILED, WorkloadError
+
+    specs, factory = build_targets(
+        hosts, inventory, identity, known_hosts, accept_new_host_key, sudo_password_env, ask_sudo_password
+    )
+
+    def examine(spec: Any) -> tuple[str, list[Check]]:
+        try:
+            host = factory(spec)
+            try:
+                return spec.name, run_checks(read_doctor_facts(host, scratch_path=scratch), min_free_gb=min_free_gb)
+            finally:
+                host.close()
+        except WorkloadError as exc:
+            return spec.name, [Check("reach the host", "fail", str(exc).splitlines()[0], exc.hint or "")]
+
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(specs)))) as pool:
+        results = list(pool.map(examine, specs))
+
+    console = Console(highlight=False)
+    table = Table(title="workload doctor", show_lines=False)
+    for column in ("host", "check", "result", "detail", "fix"):
+        table.add_column(column, overflow="fold")
+    from rich.markup import escape
+
+    for name, checks in results:
+        for check in checks:
+            table.add_row(escape(name), check.name, STATUS[check.status], escape(check.detail), escape(check.fix))
+    console.print(table)
+    failed = sum(1 for _, checks in results for c in checks if not c.ok)
+    console.print(f"{failed} check(s) failed" if failed else "all checks passed (or did not apply)")
+    return EXIT_STEP_FAILED if failed else EXIT_OK
