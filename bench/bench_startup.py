@@ -32,9 +32,10 @@ def main() -> None:
     check = (
         "import sys, runpy; sys.argv=['workload','--help']\n"
         "try:\n    runpy.run_module('workload', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+        f"print('HEAVY=' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
-    loaded = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True).stdout.strip().splitlines()
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True).stdout
+    loaded = [line.removeprefix("HEAVY=") for line in out.splitlines() if line.startswith("HEAVY=")]
     help_med, bare_med = statistics.median(help_times), statistics.median(bare_times)
     print(f"workload --help   median {help_med * 1000:7.1f} ms  (min {min(help_times) * 1000:.1f} ms, {runs} runs)")
     print(f"python -c pass    median {bare_med * 1000:7.1f} ms")
