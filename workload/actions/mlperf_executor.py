@@ -517,7 +517,7 @@ class MLPerfExecutor(Step):
             # The system check comes first: an unknown system must not cost hours of downloads.
             self._custom_system(ctx, container, facts, settings, version)
             self._setup(ctx, container, facts, settings.model)
-            run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{ctx.iteration}"
+            run_id = self._run_id(ctx, facts.nvidia_dir, settings)
             conf = None
             if settings.overrides:
                 conf = f"build/workload/user-{run_id}-{settings.model}.conf"
@@ -531,6 +531,23 @@ class MLPerfExecutor(Step):
             self._runs(ctx, container, facts, settings, version, run_id, conf)
         finally:
             client.close()
+
+    @staticmethod
+    def _run_id(ctx: StepContext, nvidia_dir: str, settings: Settings) -> str:
+        """A run id (``<date>-<time>-<iteration>``, then ``.1``, ``.2``...) none of whose LOG_DIRs exist yet.
+
+        Results are found by their LOG_DIR path; a LOG_DIR used before (two actions of one model
+        started within the same second) would hand back the earlier action's results as this one's.
+        """
+        base = time.strftime("%Y%m%d-%H%M%S") + f"-{ctx.iteration}"
+        run_id, n = base, 0
+        while any(
+            ctx.host.exists(posixpath.join(nvidia_dir, log_dir(run_id, settings.model, mode)))
+            for mode in settings.test_modes
+        ):
+            n += 1
+            run_id = f"{base}.{n}"
+        return run_id
 
     def _exec(self, ctx: StepContext, container: HarnessContainer, target: str, argv: list[str]) -> str:
         ctx.log(f"$ docker exec {container.spec.name} {shlex.join(argv)}")

@@ -87,6 +87,7 @@ def run_command(
           --parameters "LinuxDriverVersion=550,,,DiskFilter=SizeGreaterThan:500gb"
     """
     from rich.console import Console
+    from rich.text import Text
 
     from workload.cli.console import ConsoleReporter, hosts_table
     from workload.engine import Engine, RunOptions
@@ -110,24 +111,21 @@ def run_command(
         parallel=parallel,
     )
     console.print(f"[bold]{resolved.name}[/] on {len(specs)} host(s); run folder [cyan]{folder.root}[/]")
-    engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose)
+    total_steps = len(resolved.dependencies if dependencies_only else resolved.steps)
+    engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose, total_steps=total_steps)
     engine = Engine(resolved, folder, factory, options, engine_reporter)
-    interrupted = False
     with engine_reporter:
-        try:
-            outcomes = engine.run(specs)
-        except KeyboardInterrupt:
-            interrupted = True
-            outcomes = []
-    metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
+        # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
+        outcomes = engine.run(specs)
     _write_run_json(folder, resolved.name, specs, options, outcomes)
+    metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
     if len(specs) > 1:
-        console.print(hosts_table(outcomes, main_metric))
+        console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
     for outcome in outcomes:
         if outcome.error is not None:
-            console.print(f"[red]error:[/] {outcome.error}", highlight=False, markup=False)
+            console.print(Text.assemble(("error: ", "red"), str(outcome.error)), highlight=False)
     console.print(f"run folder: {folder.root}")
-    if interrupted:
+    if engine.interrupted:
         from workload.errors import EXIT_INTERRUPTED
 
         console.print("interrupted: finished steps and results are kept; run again to resume")
@@ -165,6 +163,11 @@ def _report_results(
     for outcome in outcomes:
         for path in outcome.results:
             part = collect(path, host=outcome.name)
+            # Inventory labels (rack=r12) go into each metric's metadata; parsed values win. The
+            # metrics of one result share one metadata dict, updated in place before any writing.
+            for metadata in {id(m.metadata): m.metadata for r in part.results for m in r.metrics}.values():
+                for key, value in outcome.labels.items():
+                    metadata.setdefault(key, value)
             merged.extend(part)
         headline = merged.headline_for_host(outcome.name)
         if headline:
@@ -235,6 +238,7 @@ def plan_command(
     import tempfile
 
     from rich.console import Console
+    from rich.text import Text
 
     from workload.cli.console import ConsoleReporter
     from workload.engine import Engine, RunOptions
@@ -260,7 +264,7 @@ def plan_command(
     problems = [s for o in outcomes for s in o.steps if s.status == "failed"]
     errors = [o for o in outcomes if o.error is not None]
     for outcome in errors:
-        console.print(f"[red]error:[/] {outcome.error}", highlight=False, markup=False)
+        console.print(Text.assemble(("error: ", "red"), str(outcome.error)), highlight=False)
     console.print(
         f"\n{sum(len(o.steps) for o in outcomes)} step plan(s) on {len(specs)} host(s); "
         f"{len(problems)} would fail if run now."
