@@ -23,9 +23,6 @@ import posixpath
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from pydantic import field_validator
-from pydantic_core import PydanticUseDefault
-
 from installers import apt
 from installers.apt import AptRepository, PlanRefused
 from installers.facts.docker import DockerInfo, read_docker_info
@@ -52,14 +49,6 @@ class DockerParameters(StepParameters):
     DockerRepository: str | None = None
     DockerRepositoryKey: str | None = None
     DpkgLockTimeout: int = apt.DEFAULT_LOCK_TIMEOUT_S
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _empty_is_unset(cls, value: object) -> object:
-        # Profiles pass "$.Parameters.X" that resolve to "" for "not given" (VirtualClient style).
-        if isinstance(value, str) and not value.strip():
-            raise PydanticUseDefault()
-        return value
 
 
 @dataclass(frozen=True)

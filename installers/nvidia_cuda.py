@@ -44,7 +44,6 @@ from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 from pydantic import field_validator
-from pydantic_core import PydanticUseDefault
 
 from installers import apt
 from installers.apt import AptRepository, PlanRefused
@@ -109,14 +108,6 @@ class NvidiaCudaParameters(StepParameters):
         if isinstance(value, bool):
             return "true" if value else "false"
         return value.strip().lower() if isinstance(value, str) else value
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _empty_is_unset(cls, value: object) -> object:
-        # Profiles pass "$.Parameters.X" that resolve to "" for "not given" (VirtualClient style).
-        if isinstance(value, str) and not value.strip():
-            raise PydanticUseDefault()
-        return value
 
 
 # -- facts -------------------------------------------------------------------------------------------

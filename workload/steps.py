@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic_core import PydanticUseDefault
 
 from workload.commands import Command
 from workload.errors import StepError
@@ -49,6 +50,15 @@ class StepParameters(BaseModel):
     Tags: str | None = None
     FailFast: bool = False
     SupportedPlatforms: str | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank_means_default(cls, value: object) -> object:
+        # VirtualClient profiles say "not given" with "" (a "$.Parameters.X" that is empty), so
+        # a blank text takes the parameter's default instead of failing its type.
+        if isinstance(value, str) and not value.strip():
+            raise PydanticUseDefault()
+        return value
 
 
 @dataclass(frozen=True)
