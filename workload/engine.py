@@ -72,8 +72,9 @@ class RunOptions:
     #: Hosts worked on at once (one worker thread and one connection each).
     parallel: int = 8
     reboot_timeout_s: float = 1800.0
-    #: Where host state lives on each host (default: /var/lib/workload/state.json as root).
-    state_path: str | None = None
+    #: Where host state lives on each host (default: /var/lib/workload/state.json as root). The
+    #: environment variable WORKLOAD_STATE_PATH sets it for a whole CLI run (tests, side-by-side runs).
+    state_path: str | None = field(default_factory=lambda: os.environ.get("WORKLOAD_STATE_PATH") or None)
     #: Values handed to every step as ``ctx.options``.
     step_options: dict[str, Any] = field(default_factory=dict)
 
@@ -203,7 +204,8 @@ class Engine:
                     self.interrupted = True
                     for future in futures:
                         future.cancel()  # hosts not started yet are not started
-                    self.stop("interrupted (Ctrl-C)")
+                    with contextlib.suppress(KeyboardInterrupt):  # another Ctrl-C: kill again, below
+                        self.stop("interrupted (Ctrl-C)")
         finally:
             pool.shutdown(wait=True)
         return [self._outcome(spec, future) for spec, future in zip(specs, futures, strict=True)]
@@ -482,39 +484,6 @@ class Engine:
 
 
 # -- stopping running commands ---------------------------------------------------------------------
-#: Run on a remote host over the connection whose commands it stops. OpenSSH starts each channel's
-#: command as a new session (setsid) under the connection's ``sshd`` process, so the commands of
-#: this connection are exactly the process groups led by the children of that process; the script
-#: finds it by walking up from itself, and spares its own group. Builtins and /proc only (no procps).
-_KILL_CONNECTION_COMMANDS = r"""
-pid=$$
-while :; do
-  read -r stat < /proc/$pid/stat || exit 3
-  set -- ${stat##*) }
-  parent=$2
-  [ "$parent" -gt 1 ] || exit 3
-  read -r comm < /proc/$parent/comm || exit 3
-  case $comm in sshd|sshd-session) break ;; esac
-  pid=$parent
-done
-mine=$pid
-groups=
-for path in /proc/[0-9]*/stat; do
-  read -r stat 2>/dev/null < "$path" || continue
-  set -- ${stat##*) }
-  [ "$2" = "$parent" ] || continue
-  child=${path#/proc/}
-  child=${child%/stat}
-  [ "$child" = "$mine" ] || groups="$groups $child"
-done
-[ -n "$groups" ] || exit 0
-for g in $groups; do kill -TERM -"$g" 2>/dev/null; done
-sleep GRACE
-for g in $groups; do kill -KILL -"$g" 2>/dev/null; done
-echo "stopped:$groups"
-"""
-
-
 def interrupt_hosts(hosts: Sequence[Host], *, timeout_s: float) -> None:
     """Kill the commands running on ``hosts`` now, all hosts at once; wait at most ``timeout_s``.
 
@@ -523,10 +492,11 @@ def interrupt_hosts(hosts: Sequence[Host], *, timeout_s: float) -> None:
     """
     from workload.hosts.local import LocalHost
 
-    if any(isinstance(h, LocalHost) for h in hosts):
-        kill_local_commands()
-    remote = [h for h in hosts if not isinstance(h, LocalHost)]
-    threads = [threading.Thread(target=_interrupt_quietly, args=(h,), daemon=True) for h in remote]
+    local = [h for h in hosts if isinstance(h, LocalHost) and not callable(getattr(h, "interrupt", None))]
+    if local:
+        kill_local_commands()  # one sweep stops the commands of every local host
+    others = [h for h in hosts if h not in local]
+    threads = [threading.Thread(target=_interrupt_quietly, args=(h,), daemon=True) for h in others]
     for thread in threads:
         thread.start()
     end = time.monotonic() + timeout_s
@@ -540,28 +510,20 @@ def _interrupt_quietly(host: Host) -> None:
 
 
 def interrupt_host(host: Host) -> None:
-    """Stop every command running on ``host`` through its current connection.
+    """Stop every command running on ``host`` now (SIGTERM, then SIGKILL after a grace period).
 
-    A host object that offers its own ``interrupt()`` (the transport knows its commands best) is
-    asked to do it. Otherwise: for a local host, :func:`kill_local_commands`; for a remote host, a
-    small script over the same connection kills the process groups of the connection's other
-    channels (SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`), through sudo when not root
-    (commands that used sudo run as root). Closing the channel alone would leave them running:
-    without a pty, sshd sends no SIGHUP.
+    A transport that knows its running commands offers ``interrupt()`` (``SshHost`` kills their
+    process groups over a new channel: closing a channel alone would leave its command running,
+    since without a pty sshd sends no SIGHUP). For a ``LocalHost``, which has none yet,
+    :func:`kill_local_commands` finds its commands among this process's children.
     """
     from workload.hosts.local import LocalHost
 
     own = getattr(host, "interrupt", None)
     if callable(own):
         own()
-        return
-    if isinstance(host, LocalHost):
+    elif isinstance(host, LocalHost):
         kill_local_commands()
-        return
-    script = _KILL_CONNECTION_COMMANDS.replace("GRACE", f"{KILL_GRACE_S:g}")
-    result = host.run(cmd("sh", "-c", script, sudo=not host.is_root, timeout=KILL_GRACE_S + 30))
-    if not result.ok and not host.is_root:
-        host.run(cmd("sh", "-c", script, timeout=KILL_GRACE_S + 30))  # no sudo here: at least our own processes
 
 
 def kill_local_commands() -> list[int]:
@@ -606,6 +568,27 @@ def _local_command_groups() -> list[int]:
         if state != "Z" and ppid == me and pid == pgrp == session and argv[:2] == [b"/bin/sh", b"-c"]:
             groups.append(pid)
     return groups
+
+
+def unfinished_hosts(run_folder: Path) -> list[str]:
+    """The hosts of a previous run that did not end ``ok`` (for ``run --only-failed RUN_FOLDER``).
+
+    Read from ``RUN_FOLDER/run.json``; raises :class:`~workload.errors.UsageError` naming the file
+    when it is missing or not a run record.
+    """
+    import json
+
+    from workload.errors import UsageError
+
+    path = run_folder / "run.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        outcomes = data["outcomes"]
+        return [str(o["host"]) for o in outcomes if o["status"] != "ok"]
+    except OSError as exc:
+        raise UsageError(f"--only-failed {run_folder}: cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, KeyError, TypeError):
+        raise UsageError(f"--only-failed {run_folder}: {path} is not the run.json of a workload run") from None
 
 
 def read_boot_id(host: Host) -> str:

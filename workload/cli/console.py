@@ -1,9 +1,14 @@
-"""Console rendering of a run: progress per host, plans, summaries (rich)."""
+"""Console rendering of a run: progress per host, plans, summaries (rich).
+
+One host: a line per step as it starts and finishes. Several hosts on a terminal: one live
+progress line per host (current step, step count, elapsed time), failures printed above the
+lines as they happen. Several hosts without a terminal (CI logs): one ``[host]``-prefixed line
+per event, since a live display would print nothing until the end there.
+"""
 
 from __future__ import annotations
 
 import threading
-import time
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -22,35 +27,49 @@ STATUS_STYLE = {
     "skipped": "[yellow]skipped[/]",
     "planned": "[blue]planned[/]",
     "reboot": "[yellow]reboot needed[/]",
+    "interrupted": "[yellow]interrupted[/]",
 }
+
+HOST_STYLE = {"ok": "green", "failed": "red", "interrupted": "yellow", "reboot-required": "yellow"}
 
 
 class ConsoleReporter:
-    """Step-by-step lines for one host; a live progress line per host for several.
+    """Renders engine events (a :class:`workload.engine.Reporter`); thread-safe.
 
-    ``verbose`` echoes every command output line (always in the step logs anyway).
+    ``verbose`` echoes every command output line (always in the step logs anyway);
+    ``total_steps`` (steps per host) lets the progress line say "step 3/7".
     """
 
-    def __init__(self, console: Console, *, hosts: list[str], verbose: int = 0, show_parameters: bool = False) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        hosts: list[str],
+        verbose: int = 0,
+        show_parameters: bool = False,
+        total_steps: int | None = None,
+    ) -> None:
         self.console = console
         self.verbose = verbose
         self.show_parameters = show_parameters
+        self.total_steps = total_steps
         self.multi = len(hosts) > 1
         self._lock = threading.Lock()
-        self._started: dict[str, float] = {}
+        self._step_number: dict[str, int] = dict.fromkeys(hosts, 0)
         self.progress: Progress | None = None
         self._tasks: dict[str, TaskID] = {}
-        if self.multi:
+        if self.multi and console.is_terminal:
+            width = min(max(len(h) for h in hosts), 40)
             self.progress = Progress(
-                SpinnerColumn(),
-                TextColumn("[bold]{task.fields[host]:<22}"),
+                SpinnerColumn(finished_text="[bold]·[/]"),
+                TextColumn(f"[bold]{{task.fields[host]:<{width}}}[/]"),
                 TextColumn("{task.description}"),
                 TimeElapsedColumn(),
                 console=console,
                 transient=False,
             )
             for name in hosts:
-                self._tasks[name] = self.progress.add_task("waiting", host=name, total=None)
+                self._tasks[name] = self.progress.add_task("[dim]waiting[/]", host=escape(name), total=None)
 
     def __enter__(self) -> ConsoleReporter:
         if self.progress is not None:
@@ -61,14 +80,18 @@ class ConsoleReporter:
         if self.progress is not None:
             self.progress.stop()
 
+    def _count(self, host: str) -> str:
+        number = self._step_number.get(host, 0)
+        return f"{number}/{self.total_steps}" if self.total_steps else str(number)
+
     def step_started(self, host: str, step: Step) -> None:
         with self._lock:
-            self._started[host] = time.monotonic()
+            self._step_number[host] = self._step_number.get(host, 0) + 1
             if self.progress is not None:
-                self.progress.update(self._tasks[host], description=escape(step.label))
+                self.progress.update(self._tasks[host], description=f"{self._count(host)} {escape(step.label)}")
             else:
-                self.console.print(f"[bold][{escape(host)}][/] -> {escape(step.label)}")
-                if self.show_parameters:
+                self.console.print(f"[bold]\\[{escape(host)}][/] -> {escape(step.label)}", highlight=False)
+                if self.show_parameters and not self.multi:
                     for key, value in step.params.model_dump(exclude_none=True).items():
                         self.console.print(f"      [dim]{escape(key)} = {escape(repr(value))}[/]")
 
@@ -78,32 +101,54 @@ class ConsoleReporter:
             detail = ""
             if outcome.status == "unchanged" and outcome.message:
                 detail = f": {escape(outcome.message)}"
-            if self.progress is not None:
-                if outcome.status == "failed":
-                    self.progress.console.print(f"[bold][{escape(host)}][/] {escape(step.label)} {status}")
+            if self.multi:
+                self._multi_step_finished(host, step, outcome, status, detail)
                 return
             if outcome.status == "planned" and outcome.plan is not None:
                 render_plan(self.console, outcome.plan, indent="    ")
                 return
-            if outcome.status == "failed":
+            if outcome.status in ("failed", "interrupted"):
                 self.console.print(f"    {status} after {outcome.duration_s:.1f}s")
                 for line in outcome.message.splitlines():
-                    self.console.print(f"    [red]{escape(line)}[/]")
+                    self.console.print(f"    [red]{escape(line)}[/]", highlight=False)
                 return
             self.console.print(f"    {status}{detail} ({outcome.duration_s:.1f}s)")
+
+    def _multi_step_finished(self, host: str, step: Step, outcome: StepOutcome, status: str, detail: str) -> None:
+        prefix = f"[bold]\\[{escape(host)}][/]"
+        if self.progress is not None:
+            # Only what needs attention goes above the live lines; the rest is in host.log.
+            if outcome.status in ("failed", "interrupted"):
+                first = outcome.message.splitlines()[0] if outcome.message else ""
+                self.progress.console.print(f"{prefix} {escape(step.label)} {status}: {escape(first)}", highlight=False)
+            return
+        self.console.print(f"{prefix} {escape(step.label)}: {status}{detail} ({outcome.duration_s:.1f}s)")
+        if outcome.status in ("failed", "interrupted"):
+            for line in outcome.message.splitlines():
+                self.console.print(f"{prefix}   [red]{escape(line)}[/]", highlight=False)
 
     def line(self, host: str, text: str) -> None:
         if self.verbose <= 0 and not text.startswith("->"):
             return
         with self._lock:
             target = self.progress.console if self.progress is not None else self.console
-            target.print(f"[dim][{escape(host)}][/] {escape(text)}", highlight=False)
+            target.print(f"[dim]\\[{escape(host)}][/] {escape(text)}", highlight=False)
 
     def host_finished(self, host: str, outcome: HostOutcome) -> None:
         with self._lock:
+            style = HOST_STYLE.get(outcome.status, "yellow")
+            text = f"[{style}]{outcome.status}[/] ({outcome.steps_done} step(s) done)"
+            if outcome.reason and outcome.status != "ok":
+                text += f": {escape(_shorten(outcome.reason, 80))}"
             if self.progress is not None:
-                label = {"ok": "[green]done[/]", "failed": "[red]failed[/]"}.get(outcome.status, outcome.status)
-                self.progress.update(self._tasks[host], description=f"{label} ({outcome.steps_done} steps)")
+                # A total makes the task "finished": its elapsed time stops at the host's end.
+                self.progress.update(self._tasks[host], description=text, total=1, completed=1)
+            elif self.multi:
+                self.console.print(f"[bold]\\[{escape(host)}][/] {text} in {outcome.duration_s:.1f}s", highlight=False)
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def render_plan(console: Console, plan: StepPlan, *, indent: str = "") -> None:
@@ -122,17 +167,24 @@ def render_plan(console: Console, plan: StepPlan, *, indent: str = "") -> None:
         console.print(f"{indent}[dim]note: {escape(note)}[/]")
 
 
-def hosts_table(outcomes: list[HostOutcome], main_metric: dict[str, str]) -> Table:
+def hosts_table(outcomes: list[HostOutcome], main_metric: dict[str, str], *, total_steps: int | None = None) -> Table:
+    """The fleet summary: host, steps done, result (with the reason when not ok), time, main metric."""
     table = Table(title="Hosts", show_lines=False)
     for column in ("host", "steps done", "result", "time", "main metric"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for outcome in outcomes:
-        style = {"ok": "green", "failed": "red"}.get(outcome.status, "yellow")
+        style = HOST_STYLE.get(outcome.status, "yellow")
+        result = f"[{style}]{outcome.status}[/]"
+        if outcome.status != "ok" and outcome.reason:
+            result += f": {escape(_shorten(outcome.reason, 100))}"
+        total = total_steps if total_steps is not None else len(outcome.steps)
         table.add_row(
             escape(outcome.name),
-            f"{outcome.steps_done}/{len(outcome.steps)}",
-            f"[{style}]{outcome.status}[/]",
+            f"{outcome.steps_done}/{total}",
+            result,
             f"{outcome.duration_s:.1f}s",
             escape(main_metric.get(outcome.name, "-")),
         )
+    ok = sum(1 for o in outcomes if o.status == "ok")
+    table.caption = f"{ok} of {len(outcomes)} host(s) ok"
     return table
