@@ -126,3 +126,30 @@ def test_bad_profile_through_cli_names_the_json_path(tmp_path: Path, capsys: pyt
     assert "mine.json: Actions[0].Parameters.Model:" in err
     assert "rnnt" in err
     assert err.count("\n") <= 3, err
+
+
+def test_only_failed_runs_just_the_hosts_that_did_not_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.steptypes import TEST_TYPES
+    from workload import registry
+
+    monkeypatch.setattr(registry, "STEP_TYPES", {**registry.STEP_TYPES, **TEST_TYPES})
+    monkeypatch.setenv("WORKLOAD_STATE_PATH", str(tmp_path / "state.json"))
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({"Description": "x", "Actions": [{"Type": "EchoStep"}]}))
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "run.json").write_text(json.dumps({"outcomes": [{"host": "local", "status": "ok"}]}))
+    args = ["run", "--profile", str(profile), "--output-dir", str(tmp_path / "runs"), "--only-failed", str(earlier)]
+    assert invoke(args) == 2
+    assert "no host to run" in capsys.readouterr().err
+
+    (earlier / "run.json").write_text(json.dumps({"outcomes": [{"host": "local", "status": "failed"}]}))
+    assert invoke(args) == 0
+    (run_json,) = (tmp_path / "runs").glob("*/run.json")
+    assert [o["host"] for o in json.loads(run_json.read_text())["outcomes"]] == ["local"]
+
+    (earlier / "run.json").write_text("not json")
+    assert invoke(args) == 2
+    assert "is not the run.json of a workload run" in capsys.readouterr().err

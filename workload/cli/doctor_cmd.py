@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
-from workload.cli.options import build_targets, host_options
+from workload.cli.options import Targets, build_targets, host_options
 
 STATUS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skip": "[yellow]skip[/]"}
 
@@ -23,14 +22,7 @@ STATUS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skip": "[yellow]ski
     help="Free space the scratch path needs (MLPerf data and engines).",
 )
 def doctor_command(
-    hosts: tuple[str, ...],
-    inventory: Path | None,
-    parallel: int,
-    identity: str | None,
-    known_hosts: str | None,
-    accept_new_host_key: bool,
-    sudo_password_env: str | None,
-    ask_sudo_password: bool,
+    targets: Targets,
     scratch: str | None,
     min_free_gb: float,
 ) -> int:
@@ -49,9 +41,7 @@ def doctor_command(
     from installers.doctor import Check, read_doctor_facts, run_checks
     from workload.errors import EXIT_OK, EXIT_STEP_FAILED, WorkloadError
 
-    specs, factory = build_targets(
-        hosts, inventory, identity, known_hosts, accept_new_host_key, sudo_password_env, ask_sudo_password
-    )
+    specs, factory = build_targets(targets)
 
     def examine(spec: Any) -> tuple[str, list[Check]]:
         try:
@@ -63,7 +53,7 @@ def doctor_command(
         except WorkloadError as exc:
             return spec.name, [Check("reach the host", "fail", str(exc).splitlines()[0], exc.hint or "")]
 
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(specs)))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(targets.parallel, len(specs)))) as pool:
         results = list(pool.map(examine, specs))
 
     console = Console(highlight=False)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -33,8 +35,31 @@ def parameter_options(func: F) -> F:
     return func
 
 
+@dataclass(frozen=True)
+class Targets:
+    """The ``--host``/``--inventory`` and SSH options of a command, as one value."""
+
+    hosts: tuple[str, ...] = ()
+    inventory: Path | None = None
+    parallel: int = 8
+    identity: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_key: bool = False
+    sudo_password_env: str | None = None
+    ask_sudo_password: bool = False
+
+
+_TARGET_FIELDS = tuple(f.name for f in fields(Targets))
+
+
 def host_options(func: F) -> F:
-    """Target hosts and how to connect to them."""
+    """Target hosts and how to connect to them; the command receives them as ``targets: Targets``."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        targets = Targets(**{name: kwargs.pop(name) for name in _TARGET_FIELDS})
+        return func(*args, targets=targets, **kwargs)
+
     options = [
         click.option(
             "--host",
@@ -73,9 +98,10 @@ def host_options(func: F) -> F:
         ),
         click.option("--ask-sudo-password", is_flag=True, help="Prompt for the sudo password."),
     ]
+    decorated: Any = wrapper
     for option in reversed(options):
-        func = option(func)
-    return func
+        decorated = option(decorated)
+    return cast(F, decorated)
 
 
 def resolve_from_options(profile: str, parameters: tuple[str, ...], scenarios: str | None) -> ResolvedProfile:
@@ -87,15 +113,7 @@ def resolve_from_options(profile: str, parameters: tuple[str, ...], scenarios: s
     return resolve_profile(load_profile(profile), overrides, scenarios=scenario_list)
 
 
-def build_targets(
-    hosts: tuple[str, ...],
-    inventory: Path | None,
-    identity: str | None,
-    known_hosts: str | None,
-    accept_new_host_key: bool,
-    sudo_password_env: str | None,
-    ask_sudo_password: bool,
-) -> tuple[list[HostSpec], HostFactory]:
+def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:
     """The host specs to work on and a factory that opens each with the connection options."""
     from workload.commands import Secret
     from workload.errors import UsageError
@@ -103,23 +121,23 @@ def build_targets(
     from workload.hosts.base import parse_host_spec
     from workload.inventory import load_inventory
 
-    specs = [parse_host_spec(h) for h in hosts]
-    if inventory is not None:
-        specs += load_inventory(inventory)
+    specs = [parse_host_spec(h) for h in targets.hosts]
+    if targets.inventory is not None:
+        specs += load_inventory(targets.inventory)
     if not specs:
         specs = [parse_host_spec("local://")]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise UsageError("the same host is given twice: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
     password: Secret | None = None
-    if sudo_password_env:
-        password = secret_from_env(sudo_password_env)
-    elif ask_sudo_password:
+    if targets.sudo_password_env:
+        password = secret_from_env(targets.sudo_password_env)
+    elif targets.ask_sudo_password:
         password = Secret(click.prompt("sudo password", hide_input=True))
     options = ConnectOptions(
-        key_filename=str(Path(identity).expanduser()) if identity else None,
-        known_hosts=known_hosts,
-        accept_new_host_keys=accept_new_host_key,
+        key_filename=str(Path(targets.identity).expanduser()) if targets.identity else None,
+        known_hosts=targets.known_hosts,
+        accept_new_host_keys=targets.accept_new_host_key,
         sudo_password=password,
     )
 

@@ -44,6 +44,11 @@ def _load(ctx: click.Context, path: Path, host: str | None = None) -> Collection
 def _print_explanations(console: Console, collection: Collection) -> None:
     from rich.markup import escape
 
+    from workload.metrics.table import MAX_ROWS
+
+    if len(collection.results) > MAX_ROWS:
+        _print_grouped_explanations(console, collection)
+        return
     for result in collection.results:
         if not (result.invalid_reasons or result.notes):
             continue
@@ -54,8 +59,31 @@ def _print_explanations(console: Console, collection: Collection) -> None:
             console.print(f"  [green]fix:[/] {escape(fix)}")
         for note in result.notes:
             console.print(f"  [dim]note: {escape(note)}[/]")
-    for issue in collection.issues:
-        console.print(f"[yellow]warning:[/] {escape(str(issue))}")
+    _print_lines(console, [f"warning: {issue}" for issue in collection.issues])
+
+
+def _print_grouped_explanations(console: Console, collection: Collection) -> None:
+    """Each distinct reason, fix and note once, with how many results it applies to and one of them."""
+    from rich.markup import escape
+
+    seen: dict[tuple[str, str], list[str]] = {}
+    for result in collection.results:
+        for kind, texts in (("why", result.invalid_reasons), ("fix", result.fixes), ("note", result.notes)):
+            for text in texts:
+                seen.setdefault((kind, text), []).append(result.label)
+    style = {"why": "[red]why:[/]", "fix": "[green]fix:[/]", "note": "[dim]note:[/]"}
+    if seen:
+        console.print(f"\n[bold]Explanations[/] (grouped: {len(collection.results)} results)")
+    for (kind, text), labels in seen.items():
+        where = f"{len(labels)} result(s), e.g. {labels[0]}" if len(labels) > 1 else labels[0]
+        console.print(f"  {style[kind]} {escape(text)} [dim]({escape(where)})[/]")
+    _print_lines(console, [f"warning: {issue}" for issue in collection.issues])
+
+
+def _print_lines(console: Console, lines: list[str]) -> None:
+    """Plain lines (file paths, failures), written as they are: thousands of them take rich seconds to lay out."""
+    if lines:
+        console.file.write("\n".join(lines) + "\n")
 
 
 @click.command("results")
@@ -100,8 +128,9 @@ def results_command(
     else:
         console.print(render_table(collection))
     _print_explanations(console, collection)
-    for line in verdict.lines():
-        console.print(line, markup=False)
+    head, *failures = verdict.lines()
+    console.print(head, markup=False)
+    _print_lines(console, failures)
     if output is not None:
         written = write_outputs(output, collection.results, OutputContext(), issues=collection.issues)
         console.print("wrote " + ", ".join(str(p) for p in written), markup=False)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from workload.cli.options import build_targets, host_options, parameter_options, resolve_from_options
+from workload.cli.options import Targets, build_targets, host_options, parameter_options, resolve_from_options
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -49,25 +49,25 @@ def _output_option(func: Any) -> Any:
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed action (and stop the other hosts).")
 @click.option("--allow-invalid", is_flag=True, help="Report INVALID results or failed accuracy without exit code 6.")
+@click.option(
+    "--only-failed",
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="RUN_FOLDER",
+    help="Only the hosts that did not finish in that earlier run (same --host/--inventory).",
+)
 @_output_option
 @click.option("-v", "--verbose", count=True, help="Show command output on the console (always in the step logs).")
 def run_command(
     profile: str,
     parameters: tuple[str, ...],
     scenarios: str | None,
-    hosts: tuple[str, ...],
-    inventory: Path | None,
-    parallel: int,
-    identity: str | None,
-    known_hosts: str | None,
-    accept_new_host_key: bool,
-    sudo_password_env: str | None,
-    ask_sudo_password: bool,
+    targets: Targets,
     dependencies_only: bool,
     iterations: int | None,
     timeout_min: float | None,
     fail_fast: bool,
     allow_invalid: bool,
+    only_failed: Path | None,
     output_dir: Path,
     verbose: int,
 ) -> int:
@@ -90,16 +90,22 @@ def run_command(
     from rich.text import Text
 
     from workload.cli.console import ConsoleReporter, hosts_table
-    from workload.engine import Engine, RunOptions
+    from workload.engine import Engine, RunOptions, unfinished_hosts
     from workload.errors import UsageError
     from workload.rundir import RunFolder
 
     if iterations is not None and timeout_min is not None:
         raise UsageError("--iterations and --timeout cannot be used together (as in VirtualClient)")
     resolved = resolve_from_options(profile, parameters, scenarios)
-    specs, factory = build_targets(
-        hosts, inventory, identity, known_hosts, accept_new_host_key, sudo_password_env, ask_sudo_password
-    )
+    specs, factory = build_targets(targets)
+    if only_failed is not None:
+        unfinished = set(unfinished_hosts(only_failed))
+        specs = [spec for spec in specs if spec.name in unfinished]
+        if not specs:
+            raise UsageError(
+                f"--only-failed {only_failed}: no host to run",
+                hint="every host of that run finished, or none of its unfinished hosts is among --host/--inventory",
+            )
     console = Console(stderr=False, highlight=False)
     folder = RunFolder.create(output_dir, resolved.name)
     folder.write_json("profile.json", resolved.to_json())
@@ -108,7 +114,7 @@ def run_command(
         iterations=iterations or 1,
         timeout_s=timeout_min * 60 if timeout_min else None,
         fail_fast=fail_fast,
-        parallel=parallel,
+        parallel=targets.parallel,
     )
     console.print(f"[bold]{resolved.name}[/] on {len(specs)} host(s); run folder [cyan]{folder.root}[/]")
     total_steps = len(resolved.dependencies if dependencies_only else resolved.steps)
@@ -215,14 +221,7 @@ def plan_command(
     profile: str,
     parameters: tuple[str, ...],
     scenarios: str | None,
-    hosts: tuple[str, ...],
-    inventory: Path | None,
-    parallel: int,
-    identity: str | None,
-    known_hosts: str | None,
-    accept_new_host_key: bool,
-    sudo_password_env: str | None,
-    ask_sudo_password: bool,
+    targets: Targets,
     dependencies_only: bool,
     strict: bool,
     output_dir: Path,
@@ -247,14 +246,12 @@ def plan_command(
 
     del output_dir  # plan writes nothing worth keeping; its logs go to a temporary folder
     resolved = resolve_from_options(profile, parameters, scenarios)
-    specs, factory = build_targets(
-        hosts, inventory, identity, known_hosts, accept_new_host_key, sudo_password_env, ask_sudo_password
-    )
+    specs, factory = build_targets(targets)
     console = Console(highlight=False)
     console.print(f"[bold]{resolved.name}[/]: {resolved.description}")
     with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
         folder = RunFolder.create(Path(tmp), resolved.name)
-        options = RunOptions(dependencies_only=dependencies_only, parallel=parallel)
+        options = RunOptions(dependencies_only=dependencies_only, parallel=targets.parallel)
         outcomes: list[HostOutcome] = []
         for spec in specs:  # one host at a time so the plans print in order
             console.print(f"\n[bold]== host {spec.name} ==[/]")
