@@ -8,6 +8,7 @@ per event, since a live display would print nothing until the end there.
 
 from __future__ import annotations
 
+import shlex
 import threading
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,10 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from workload.steps import StepParameters
+
 if TYPE_CHECKING:
+    from workload.commands import Command
     from workload.engine import HostOutcome, StepOutcome
     from workload.steps import Step, StepPlan
 
@@ -92,7 +96,7 @@ class ConsoleReporter:
             else:
                 self.console.print(f"[bold]\\[{escape(host)}][/] -> {escape(step.label)}", highlight=False)
                 if self.show_parameters and not self.multi:
-                    for key, value in step.params.model_dump(exclude_none=True).items():
+                    for key, value in shown_parameters(step).items():
                         self.console.print(f"      [dim]{escape(key)} = {escape(repr(value))}[/]")
 
     def step_finished(self, host: str, step: Step, outcome: StepOutcome) -> None:
@@ -105,7 +109,7 @@ class ConsoleReporter:
                 self._multi_step_finished(host, step, outcome, status, detail)
                 return
             if outcome.status == "planned" and outcome.plan is not None:
-                render_plan(self.console, outcome.plan, indent="    ")
+                render_plan(self.console, outcome.plan, indent="    ", full=self.verbose > 0)
                 return
             if outcome.status in ("failed", "interrupted"):
                 self.console.print(f"    {status} after {outcome.duration_s:.1f}s")
@@ -151,14 +155,53 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def render_plan(console: Console, plan: StepPlan, *, indent: str = "") -> None:
+def shown_parameters(step: Step) -> dict[str, object]:
+    """A step's resolved parameters, without the engine's generic ones left at their defaults."""
+    generic = set(StepParameters.model_fields) - step.params.model_fields_set - {"Scenario"}
+    return {k: v for k, v in step.params.model_dump(exclude_none=True).items() if k not in generic}
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """The console of a command: terminal width on a terminal, 140 columns in logs (CI, pipes)."""
+    console = Console(highlight=False, stderr=stderr)
+    if not console.is_terminal:
+        console = Console(highlight=False, stderr=stderr, width=140)
+    return console
+
+
+def compact_command(command: Command) -> str:
+    """A command's masked display with embedded shell scripts shortened to a label.
+
+    An argument after ``-c`` that is long or spans lines is shown as ``<script NAME, N chars>``
+    (NAME is the ``$0`` given after it). ``plan`` shows this by default; ``plan -v`` and the step
+    logs show every command in full.
+    """
+    argv = [str(arg) for arg in command.argv]
+    parts: list[str] = []
+    for index, text in enumerate(argv):
+        after_c = index > 0 and argv[index - 1] == "-c"
+        if after_c and (len(text) > 100 or "\n" in text.strip()):
+            name = argv[index + 1] if index + 1 < len(argv) else "sh"
+            parts.append(f"<script {name}, {len(text)} chars>")
+        else:
+            parts.append(shlex.quote(text))
+    shown = " ".join(parts)
+    if command.env:
+        shown = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in command.env.items()) + " " + shown
+    if command.cwd:
+        shown = f"cd {shlex.quote(command.cwd)} && {shown}"
+    return shown
+
+
+def render_plan(console: Console, plan: StepPlan, *, indent: str = "", full: bool = False) -> None:
     """A plan in words: each change with its exact (masked) commands, or the no-op reason."""
     if not plan.changed:
         console.print(f"{indent}[cyan]no change[/]: {escape(plan.noop_reason or 'nothing to do')}")
     for change in plan.changes:
         console.print(f"{indent}[green]+[/] {escape(change.summary)}")
         for command in change.commands:
-            console.print(f"{indent}    $ {escape(command.display())}", highlight=False, soft_wrap=True)
+            shown = command.display() if full else compact_command(command)
+            console.print(f"{indent}    $ {escape(shown)}", highlight=False, soft_wrap=True)
     if plan.reboot_required:
         console.print(
             f"{indent}[yellow]then reboot[/] (remote hosts are rebooted and resumed; local runs stop, exit 5)"

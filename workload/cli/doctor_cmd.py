@@ -35,10 +35,10 @@ def doctor_command(
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from rich.console import Console
     from rich.table import Table
 
     from installers.doctor import Check, read_doctor_facts, run_checks
+    from workload.cli.console import make_console
     from workload.errors import EXIT_OK, EXIT_STEP_FAILED, WorkloadError
 
     specs, factory = build_targets(targets)
@@ -56,7 +56,7 @@ def doctor_command(
     with ThreadPoolExecutor(max_workers=max(1, min(targets.parallel, len(specs)))) as pool:
         results = list(pool.map(examine, specs))
 
-    console = Console(highlight=False)
+    console = make_console()
     table = Table(title="workload doctor", show_lines=False)
     for column in ("host", "check", "result", "detail", "fix"):
         table.add_column(column, overflow="fold")

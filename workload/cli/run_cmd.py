@@ -86,10 +86,9 @@ def run_command(
       workload run --profile PERF-GPU-MLPERF --inventory fleet.txt --parallel 16 \\
           --parameters "LinuxDriverVersion=550,,,DiskFilter=SizeGreaterThan:500gb"
     """
-    from rich.console import Console
     from rich.text import Text
 
-    from workload.cli.console import ConsoleReporter, hosts_table
+    from workload.cli.console import ConsoleReporter, hosts_table, make_console
     from workload.engine import Engine, RunOptions, unfinished_hosts
     from workload.errors import UsageError
     from workload.rundir import RunFolder
@@ -106,7 +105,7 @@ def run_command(
                 f"--only-failed {only_failed}: no host to run",
                 hint="every host of that run finished, or none of its unfinished hosts is among --host/--inventory",
             )
-    console = Console(stderr=False, highlight=False)
+    console = make_console()
     folder = RunFolder.create(output_dir, resolved.name)
     folder.write_json("profile.json", resolved.to_json())
     options = RunOptions(
@@ -217,6 +216,7 @@ def _write_run_json(
 @click.option("--dependencies", "-d", "dependencies_only", is_flag=True, help="Plan only the dependency steps.")
 @click.option("--strict", is_flag=True, help="Exit 4 when a step cannot be planned (it would fail if run).")
 @_output_option
+@click.option("-v", "--verbose", count=True, help="Show embedded shell scripts in full (they are shortened otherwise).")
 def plan_command(
     profile: str,
     parameters: tuple[str, ...],
@@ -225,6 +225,7 @@ def plan_command(
     dependencies_only: bool,
     strict: bool,
     output_dir: Path,
+    verbose: int,
 ) -> int:
     """Show what `run` would do on each host, changing nothing (a dry run).
 
@@ -236,10 +237,9 @@ def plan_command(
     """
     import tempfile
 
-    from rich.console import Console
     from rich.text import Text
 
-    from workload.cli.console import ConsoleReporter
+    from workload.cli.console import ConsoleReporter, make_console
     from workload.engine import Engine, RunOptions
     from workload.errors import EXIT_STEP_FAILED
     from workload.rundir import RunFolder
@@ -247,7 +247,7 @@ def plan_command(
     del output_dir  # plan writes nothing worth keeping; its logs go to a temporary folder
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
-    console = Console(highlight=False)
+    console = make_console()
     console.print(f"[bold]{resolved.name}[/]: {resolved.description}")
     with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
         folder = RunFolder.create(Path(tmp), resolved.name)
@@ -255,7 +255,7 @@ def plan_command(
         outcomes: list[HostOutcome] = []
         for spec in specs:  # one host at a time so the plans print in order
             console.print(f"\n[bold]== host {spec.name} ==[/]")
-            reporter = ConsoleReporter(console, hosts=[spec.name], show_parameters=True)
+            reporter = ConsoleReporter(console, hosts=[spec.name], show_parameters=True, verbose=verbose)
             engine = Engine(resolved, folder, factory, options, reporter)
             outcomes += engine.run([spec], plan_only=True)
     problems = [s for o in outcomes for s in o.steps if s.status == "failed"]
