@@ -67,3 +67,11 @@ def test_verdict_ok_only_when_everything_passes() -> None:
     assert not verdict.ok and verdict.accuracy_failed == 1 and verdict.invalid == 0
     assert "cosine_similarity_min" in verdict.failures[0]
     assert verdict.lines()[0].startswith("verdict: FAILED")
+
+
+def test_verdict_lines_give_every_reason_and_its_fix() -> None:
+    lines = Verdict.from_results([result(FIX / "loadgen" / "offline_invalid")]).lines()
+    assert lines[0].startswith("verdict: FAILED - 1 result(s): 0 VALID, 1 not VALID")
+    assert "min duration not met" in lines[1]
+    fixes = [line for line in lines if line.startswith("    fix: ")]
+    assert fixes and "Offline.target_qps" in fixes[0]

@@ -246,6 +246,8 @@ class Verdict:
     invalid: int
     accuracy_failed: int
     failures: tuple[str, ...] = field(default_factory=tuple)
+    #: The concrete fixes for each failure (same order as ``failures``).
+    fixes: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
 
     @classmethod
     def from_results(cls, results: Sequence[BenchmarkResult]) -> Verdict:
@@ -253,12 +255,12 @@ class Verdict:
         invalid = sum(1 for r in results if r.is_performance and r.validity != "VALID")
         acc_failed = sum(1 for r in results if r.accuracy_pass is False)
         failures: list[str] = []
+        fixes: list[tuple[str, ...]] = []
         for r in results:
             if r.failed:
-                why = r.invalid_reasons[0] if r.invalid_reasons else "validity unknown"
-                if len(r.invalid_reasons) > 1:
-                    why += f" (+{len(r.invalid_reasons) - 1} more)"
+                why = "; ".join(r.invalid_reasons) if r.invalid_reasons else "validity unknown"
                 failures.append(f"{r.label}: {why}")
+                fixes.append(tuple(r.fixes))
         return cls(
             ok=bool(results) and not failures,
             total=len(results),
@@ -266,6 +268,7 @@ class Verdict:
             invalid=invalid,
             accuracy_failed=acc_failed,
             failures=tuple(failures),
+            fixes=tuple(fixes),
         )
 
     def lines(self) -> list[str]:
@@ -276,7 +279,12 @@ class Verdict:
             f"verdict: {'OK' if self.ok else 'FAILED'} - {self.total} result(s): {self.valid} VALID, "
             f"{self.invalid} not VALID, {self.accuracy_failed} accuracy failure(s)"
         )
-        return [head, *(f"  {failure}" for failure in self.failures)]
+        lines = [head]
+        for index, failure in enumerate(self.failures):
+            lines.append(f"  {failure}")
+            fixes = self.fixes[index] if index < len(self.fixes) else ()
+            lines.extend(f"    fix: {fix}" for fix in fixes)
+        return lines
 
     def as_dict(self) -> dict[str, object]:
         return {
