@@ -12,17 +12,9 @@ import math
 import os
 import re
 from datetime import datetime
-from typing import Any
 
-from workload.metrics import names, thresholds, verdict
-from workload.metrics.model import (
-    AccuracyCheck,
-    BenchmarkResult,
-    Categorization,
-    Metadata,
-    Metric,
-    Relativity,
-)
+from workload.metrics import names, thresholds, verdict, wire
+from workload.metrics.model import AccuracyCheck, BenchmarkResult, Categorization, Metadata, Relativity
 from workload.metrics.raw import RawResult, Scalar
 
 SCENARIOS = {
@@ -154,6 +146,12 @@ def _resolve_accuracy(raw: RawResult, benchmark_full: str | None) -> tuple[list[
 
 def build(raw: RawResult, *, host: str | None = None) -> BenchmarkResult | None:
     """The result of one directory, or None when nothing usable was parsed there."""
+    parts = build_parts(raw, host=host)
+    return wire.decode(parts) if parts is not None else None
+
+
+def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | None:
+    """:func:`build`'s result in :mod:`.wire` form (plain tuples: cheap to make and to send between processes)."""
     if not raw.has_data:
         return None
     values = raw.values
@@ -198,36 +196,16 @@ def build(raw: RawResult, *, host: str | None = None) -> BenchmarkResult | None:
         if isinstance(values.get(extra), str):
             meta[extra] = values[extra]
     meta = {k: v for k, v in meta.items() if v is not None}
-    common: dict[str, Any] = {
-        "tool_version": loadgen_version,
-        "scenario_name": scenario_name,
-        "start_time": start,
-        "end_time": end,
-        "host": host,
-        "metadata": meta,
-    }
+    context = ("MLPerf", loadgen_version, scenario_name, start, end, host, meta)
 
     def metric(
         name: str, value: float, unit: str, rel: Relativity, cat: Categorization, verbosity: int, description: str
-    ) -> Metric:
-        # trusted(): every field is produced here with the right type; skipping validation matters
-        # when a fleet folder holds thousands of results (see bench/bench_results.py)
-        return Metric.trusted(
-            {
-                "name": name,
-                "value": value,
-                "unit": unit,
-                "relativity": rel,
-                "categorization": cat,
-                "description": description,
-                "verbosity": verbosity,
-                "tool_name": "MLPerf",
-                **common,
-            }
-        )
+    ) -> wire.MetricRow:
+        # a row of the one context above: the Metric objects are made once, where they are used
+        return (name, value, unit, rel, cat, description, verbosity, 0)
 
-    perf_metrics: list[Metric] = []
-    headline: Metric | None = None
+    perf_metrics: list[wire.MetricRow] = []
+    headline: wire.MetricRow | None = None
     seen: set[str] = set()
     if test_mode != "AccuracyOnly":
         headline_key = _headline_key(values, scenario, raw.scheduled_headline)
@@ -319,7 +297,7 @@ def build(raw: RawResult, *, host: str | None = None) -> BenchmarkResult | None:
                 )
             )
 
-    acc_metrics: list[Metric] = []
+    acc_metrics: list[wire.MetricRow] = []
     acc = Categorization.ACCURACY
     for check in checks:
         base = f"accuracy_{names.slug(check.name)}"
@@ -442,23 +420,7 @@ def build(raw: RawResult, *, host: str | None = None) -> BenchmarkResult | None:
     if values.get("satisfies_query_constraint") is False:
         notes.append("satisfies_query_constraint is false (NVIDIA heuristic; not a validity signal)")
 
-    return BenchmarkResult.model_construct(
-        model=model,
-        benchmark_full=benchmark_full,
-        scenario=scenario,
-        test_mode=test_mode,
-        system=system,
-        config_name=config_name,
-        validity=validity,
-        accuracy_pass=accuracy_pass,
-        accuracy_checks=checks,
-        headline=headline,
-        invalid_reasons=reasons,
-        fixes=fixes,
-        notes=notes,
-        metrics=perf_metrics + acc_metrics,
-        source=raw.directory,
-        files=[os.path.basename(f) for f in raw.files],
-        host=host,
-        loadgen_version=loadgen_version,
-    )
+    fields = (model, benchmark_full, scenario, test_mode, system, config_name, validity, accuracy_pass, reasons,
+              fixes, notes, raw.directory, [os.path.basename(f) for f in raw.files], host, loadgen_version)  # fmt: skip
+    # the headline, when there is one, was inserted first
+    return fields, [context], perf_metrics + acc_metrics, 0 if headline is not None else -1, wire.check_rows(checks)

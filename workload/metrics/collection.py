@@ -8,17 +8,27 @@ result. ``collect()`` never raises for what it finds: unreadable, corrupt or unk
 
 from __future__ import annotations
 
+import gc
+import multiprocessing as mp
 import os
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workload.metrics.build import build
+from workload.metrics.build import build_parts
 from workload.metrics.model import BenchmarkResult, Metric, ParseIssue
 from workload.metrics.parsers import PARSERS
 from workload.metrics.raw import RawResult
+from workload.metrics.wire import Encoded, decode
 
 #: the largest file read; result files are kB, a 64 MiB "metadata.json" is not one
 MAX_FILE_BYTES = 64 * 1024 * 1024
+#: below this many result directories a process pool costs more than it saves (~30 ms to start)
+PARALLEL_MIN_DIRS = 200
 _SKIP_DIR_NAMES = frozenset({".git", "__pycache__", ".venv", "node_modules"})
 
 
@@ -61,6 +71,9 @@ class Collection:
         self.issues.extend(other.issues)
 
 
+_ORDER = {name: i for i, name in enumerate(PARSERS)}
+
+
 def find_result_dirs(root: Path) -> dict[str, list[str]]:
     """Map each directory under ``root`` (itself included) that holds result files to their names."""
     found: dict[str, list[str]] = {}
@@ -79,8 +92,37 @@ def find_result_dirs(root: Path) -> dict[str, list[str]]:
         except OSError:
             continue
         if names:
-            found[current] = sorted(names, key=list(PARSERS).index)
+            found[current] = sorted(names, key=_ORDER.__getitem__)
     return dict(sorted(found.items()))
+
+
+def _read(path: str) -> bytes:
+    """The bytes of a result file (the parsers decode what they need: see ``parsers``).
+
+    One ``read`` of the size ``fstat`` gives: ``open().read(limit)`` allocates ``limit`` bytes up front,
+    and a 64 MiB allocation per file cost more than the parsing (mmap, page faults, munmap).
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size > MAX_FILE_BYTES:
+            raise _TooLarge(size)
+        data = os.read(fd, size + 1)
+        if len(data) != size:  # short read, or the file changed under us: read on to the end (or the limit)
+            parts, total = [data], len(data)
+            while chunk := os.read(fd, 1 << 20):
+                parts.append(chunk)
+                total += len(chunk)
+                if total > MAX_FILE_BYTES:
+                    raise _TooLarge(total)
+            data = b"".join(parts)
+        return data
+    finally:
+        os.close(fd)
+
+
+class _TooLarge(Exception):
+    pass
 
 
 def parse_dir(directory: str, file_names: list[str]) -> RawResult:
@@ -89,51 +131,146 @@ def parse_dir(directory: str, file_names: list[str]) -> RawResult:
     for name in file_names:
         path = os.path.join(directory, name)
         try:
-            size = os.path.getsize(path)
-            if size > MAX_FILE_BYTES:
-                raw.issue(path, f"file is {size} bytes; larger than any result file ({MAX_FILE_BYTES}), skipped")
-                continue
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
+            data = _read(path)
+        except _TooLarge:
+            raw.issue(path, f"file is larger than any result file ({MAX_FILE_BYTES} bytes), skipped")
+            continue
         except OSError as exc:
             raw.issue(path, f"cannot read: {exc.strerror or exc}")
             continue
-        if not text.strip():
+        if not data.strip():
             raw.issue(path, "file is empty")
             continue
         try:
-            PARSERS[name](path, text, raw)
+            PARSERS[name](path, data, raw)
         except Exception as exc:  # a parser bug must not hide the other results
             raw.issue(path, f"could not be parsed ({type(exc).__name__}: {exc})")
     return raw
 
 
-def collect(path: Path, *, host: str | None = None) -> Collection:
+Job = tuple[str, list[str], str | None]
+_Done = tuple[list[tuple[str, str]], Encoded | None]
+
+
+def _parts_of(directory: str, file_names: list[str], host: str | None) -> tuple[list[ParseIssue], Encoded | None]:
+    """Parse and build one directory: (its issues, its result in wire form or None). Never raises."""
+    raw = parse_dir(directory, file_names)
+    try:
+        return raw.issues, build_parts(raw, host=host)
+    except Exception as exc:  # same contract as parse_dir: report, keep going
+        return [*raw.issues, ParseIssue(path=directory, problem=f"could not build a result ({exc!r})")], None
+
+
+def _parse_chunk(jobs: list[Job]) -> list[_Done]:
+    """Worker side: parse a chunk of directories; results and issues as plain tuples (cheap to pickle)."""
+    with gc_paused():
+        out: list[_Done] = []
+        for directory, file_names, host in jobs:
+            issues, parts = _parts_of(directory, file_names, host)
+            out.append(([(i.path, i.problem) for i in issues], parts))
+        return out
+
+
+def _workers_for(n_dirs: int, workers: int | None) -> int:
+    """How many worker processes to use: 1 (serial) unless there is enough work and it is safe to fork."""
+    if workers is None:
+        if n_dirs < PARALLEL_MIN_DIRS:
+            return 1
+        workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
+    # fork is the only cheap start (spawn re-imports everything, ~0.5 s); forking a threaded process can
+    # deadlock the child on a lock another thread held, so threaded callers (the fleet) parse serially
+    if workers < 2 or n_dirs < 2 or "fork" not in mp.get_all_start_methods() or threading.active_count() > 1:
+        return 1
+    return min(workers, n_dirs)
+
+
+def _parse_all(jobs: list[Job], workers: int) -> Iterator[tuple[list[ParseIssue], BenchmarkResult | None]]:
+    """Every job's (issues, result), in job order; in ``workers`` forked processes when > 1.
+
+    If the pool cannot start or breaks (a worker killed: out of memory), the jobs not yet returned
+    are parsed here: the results are the same, only slower.
+    """
+    done = 0
+    if workers > 1:
+        # small chunks keep both workers busy to the end; each chunk is one pickle round trip
+        size = max(8, min(256, len(jobs) // (workers * 8) or 1))
+        chunks = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+        try:
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+                for chunk in pool.map(_parse_chunk, chunks):
+                    for pairs, parts in chunk:
+                        yield (
+                            [ParseIssue(path=p, problem=q) for p, q in pairs],
+                            (decode(parts) if parts is not None else None),
+                        )
+                    done += size
+        except (OSError, BrokenProcessPool):
+            pass
+    for directory, file_names, host in jobs[done:]:
+        issues, parts = _parts_of(directory, file_names, host)
+        yield issues, decode(parts) if parts is not None else None
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: parsing makes ~30 acyclic objects per metric, and every
+    few hundred allocations gen-0 collections (and, as the heap grows, full ones) rescan them all."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def find_jobs(targets: Sequence[tuple[Path, str | None]]) -> tuple[list[Job], list[ParseIssue]]:
+    """The result directories under each (path, host) target as parse jobs, plus issues for bad targets."""
+    jobs: list[Job] = []
+    issues: list[ParseIssue] = []
+    for path, host in targets:
+        path = Path(path)
+        if path.is_file():
+            if path.name not in PARSERS:
+                known = ", ".join(PARSERS)
+                issues.append(ParseIssue(path=str(path), problem=f"not a known result file ({known})"))
+                continue
+            jobs.append((str(path.parent), [path.name], host))
+        elif path.is_dir():
+            jobs.extend((directory, names, host) for directory, names in find_result_dirs(path).items())
+        else:
+            issues.append(ParseIssue(path=str(path), problem="no such file or directory"))
+    return jobs, issues
+
+
+def parse_jobs(jobs: list[Job], *, workers: int | None = None) -> Collection:
+    """Parse and build every job (see :func:`collect_many` for ``workers``); never raises."""
+    collection = Collection()
+    with gc_paused():
+        for issues, result in _parse_all(jobs, _workers_for(len(jobs), workers)):
+            collection.issues.extend(issues)
+            if result is not None:
+                collection.results.append(result)
+    return collection
+
+
+def collect_many(targets: Sequence[tuple[Path, str | None]], *, workers: int | None = None) -> Collection:
+    """:func:`collect` for several (path, host) pairs at once, sharing one process pool.
+
+    ``workers``: processes to parse in; None picks the CPU count when there are at least
+    ``PARALLEL_MIN_DIRS`` result directories (and the caller has no other threads), else parses here.
+    Results come in target order, then directory order, as if each target were collected in turn.
+    """
+    jobs, issues = find_jobs(targets)
+    collection = parse_jobs(jobs, workers=workers)
+    collection.issues[:0] = issues
+    return collection
+
+
+def collect(path: Path, *, host: str | None = None, workers: int | None = None) -> Collection:
     """Parse every result under ``path`` (a folder, or one result file) for ``host``.
 
     Never raises: a missing path or unparseable files are reported in ``Collection.issues``.
+    Large folders are parsed in a process per CPU (see :func:`collect_many`).
     """
-    collection = Collection()
-    path = Path(path)
-    if path.is_file():
-        if path.name not in PARSERS:
-            known = ", ".join(PARSERS)
-            collection.issues.append(ParseIssue(path=str(path), problem=f"not a known result file ({known})"))
-            return collection
-        dirs = {str(path.parent): [path.name]}
-    elif path.is_dir():
-        dirs = find_result_dirs(path)
-    else:
-        collection.issues.append(ParseIssue(path=str(path), problem="no such file or directory"))
-        return collection
-    for directory, file_names in dirs.items():
-        raw = parse_dir(directory, file_names)
-        collection.issues.extend(raw.issues)
-        try:
-            result = build(raw, host=host)
-        except Exception as exc:  # same contract as parse_dir: report, keep going
-            collection.issues.append(ParseIssue(path=directory, problem=f"could not build a result ({exc!r})"))
-            continue
-        if result is not None:
-            collection.results.append(result)
-    return collection
+    return collect_many([(path, host)], workers=workers)

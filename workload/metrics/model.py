@@ -8,10 +8,11 @@ a result is a value.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from enum import StrEnum
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,15 +66,23 @@ class Metric(BaseModel):
         For the parsers' hot loop only (pydantic's ``model_construct`` costs ~10x more); anything
         read from outside goes through normal validation (``model_validate_json`` in ``load_run``).
         """
-        metric = cls.__new__(cls)
-        object.__setattr__(metric, "__dict__", values)
-        object.__setattr__(metric, "__pydantic_fields_set__", _ALL_METRIC_FIELDS)
-        object.__setattr__(metric, "__pydantic_extra__", None)
-        object.__setattr__(metric, "__pydantic_private__", None)
-        return metric
+        return _trusted(cls, values, _fields_of(cls))
 
 
-_ALL_METRIC_FIELDS = set(Metric.model_fields)
+def _trusted(cls: type[_M], values: dict[str, Any], fields_set: set[str], _new: Any = object.__new__) -> _M:
+    """An instance of ``cls`` whose ``__dict__`` is ``values`` (every field, right types), unvalidated.
+
+    Sets the same four slots pydantic's own ``model_construct`` sets; ``fields_set`` is shared (never mutated).
+    """
+    instance: _M = _new(cls)
+    _set(instance, "__dict__", values)
+    _set(instance, "__pydantic_fields_set__", fields_set)
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
+
+
+_set = object.__setattr__
 
 
 class AccuracyCheck(BaseModel):
@@ -86,6 +95,11 @@ class AccuracyCheck(BaseModel):
     threshold: float | None = None
     upper_limit: float | None = None
     passed: bool | None = None
+
+    @classmethod
+    def trusted(cls, values: dict[str, Any]) -> AccuracyCheck:
+        """Like :meth:`Metric.trusted`: every field in ``values``, already valid."""
+        return _trusted(cls, values, _fields_of(cls))
 
 
 class BenchmarkResult(BaseModel):
@@ -117,6 +131,11 @@ class BenchmarkResult(BaseModel):
     host: str | None = None
     loadgen_version: str | None = None
 
+    @classmethod
+    def trusted(cls, values: dict[str, Any]) -> BenchmarkResult:
+        """Like :meth:`Metric.trusted`: every field in ``values``, already valid (models inside too)."""
+        return _trusted(cls, values, _fields_of(cls))
+
     @property
     def label(self) -> str:
         """Short human name: ``[host] bert-99 Server PerformanceOnly``."""
@@ -137,6 +156,14 @@ class BenchmarkResult(BaseModel):
             return True
         # a performance run whose validity could not be read is not a pass
         return self.is_performance and self.validity != "VALID"
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+@functools.cache
+def _fields_of(cls: type[BaseModel]) -> set[str]:
+    return set(cls.model_fields)
 
 
 class ParseIssue(BaseModel):

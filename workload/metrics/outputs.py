@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import gc
 import io
 import json
-import math
 import os
 import platform
 import socket
+import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,8 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from workload import __version__
-from workload.metrics.collection import Collection, collect
+from workload.metrics.collection import Collection, collect, collect_many, gc_paused
 from workload.metrics.model import BenchmarkResult, Metric, ParseIssue
+from workload.metrics.records import RecordRenderer, format_value, quote, vc_timestamp
 from workload.metrics.verdict import Verdict
 
 CSV_COLUMNS = (
@@ -39,7 +41,7 @@ CSV_COLUMNS = (
 JSONL_NAME = "metrics.jsonl"
 CSV_NAME = "metrics.csv"
 SUMMARY_NAME = "summary.json"
-_SEVERITY_INFORMATION = "2"
+__all__ = ["CSV_COLUMNS", "OutputContext", "csv_row", "format_value", "load_run", "vc_timestamp", "write_outputs"]
 
 
 def _platform() -> str:
@@ -63,132 +65,9 @@ class OutputContext:
     tags: tuple[str, ...] = ()
 
 
-def vc_timestamp(moment: datetime | None) -> str:
-    """.NET round-trip ("o") format, 7 fractional digits, UTC: ``2024-07-24T15:03:20.1234560Z``."""
-    if moment is None:
-        return ""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f") + "0Z"
-
-
-def format_value(value: float) -> str:
-    """Shortest exact text of a metric value (``73309.5``, ``1924537``)."""
-    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
-
-
-def _pairs(items: dict[str, str | int | float | bool | None]) -> str:
-    return ";".join(f"{k}={v}" for k, v in items.items() if v is not None)
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
 def csv_row(metric: Metric, context: OutputContext, timestamp: str, parent_id: str) -> str:
     """One metrics.csv line (with newline) for ``metric``."""
-    return _CsvWriter(context, timestamp, parent_id).row(metric)
-
-
-class _CsvWriter:
-    """metrics.csv rows; the fields shared by a run and by a result are quoted once, not per metric."""
-
-    def __init__(self, context: OutputContext, timestamp: str, parent_id: str) -> None:
-        self.context = context
-        self.timestamp = _quote(timestamp)
-        self.run_fields = ",".join(_quote(f) for f in (context.experiment_id, context.execution_system,
-                                                       context.profile_name))  # fmt: skip
-        self.app_fields = ",".join(
-            _quote(f)
-            for f in (context.app_host, context.app_name, context.app_version, context.operating_system_platform,
-                      context.platform_architecture, _SEVERITY_INFORMATION)
-        )  # fmt: skip
-        self.parent = _quote(parent_id)
-        self.tags = _quote(",".join(context.tags))
-        # OperationId: one random GUID prefix per write plus a counter (unique, and ~10x cheaper than uuid4)
-        self.id_prefix = uuid.uuid4().hex[:20]
-        self.count = 0
-        self._cache: dict[int, tuple[str, str]] = {}
-        self._specs: dict[tuple[object, ...], tuple[str, str]] = {}
-
-    def _shared(self, metric: Metric) -> tuple[str, str]:
-        key = id(metric.metadata)  # metrics of one result share one metadata dict (see build.py)
-        cached = self._cache.get(key)
-        if cached is None or cached[0] != metric.scenario_name + "\0" + (metric.host or ""):
-            head = ",".join(
-                _quote(f)
-                for f in (metric.host or self.context.client_id, metric.tool_name, metric.tool_version or "",
-                          metric.scenario_name, vc_timestamp(metric.start_time), vc_timestamp(metric.end_time))
-            )  # fmt: skip
-            tail = _quote(_pairs(metric.metadata)) + "," + _quote(_pairs({"host": metric.host})) + ',"",' + self.tags
-            cached = (metric.scenario_name + "\0" + (metric.host or ""), head + "\x00" + tail)
-            if len(self._cache) > 4096:
-                self._cache.clear()
-            self._cache[key] = cached
-        head, _, tail = cached[1].partition("\x00")
-        return head, tail
-
-    def row(self, metric: Metric) -> str:
-        head, tail = self._shared(metric)
-        self.count += 1
-        p = self.id_prefix
-        op_id = f"{p[:8]}-{p[8:12]}-{p[12:16]}-{p[16:20]}-{self.count:012x}"
-        spec_key = (metric.name, metric.unit, metric.categorization, metric.description, metric.relativity,
-                    metric.verbosity)  # fmt: skip
-        spec = self._specs.get(spec_key)
-        if spec is None:
-            after = (metric.unit, str(metric.categorization), metric.description, str(metric.relativity),
-                     str(metric.verbosity))  # fmt: skip
-            spec = (_quote(metric.name), ",".join(_quote(f) for f in after))
-            self._specs[spec_key] = spec
-        value = format_value(metric.value)
-        return (
-            f'{self.timestamp},{self.run_fields},{head},{spec[0]},"{value}",{spec[1]},{self.app_fields},'
-            f'"{op_id}",{self.parent},{tail}\n'
-        )
-
-
-class _JsonWriter:
-    """metrics.jsonl lines equal to ``Metric.model_dump_json()`` in content, built from cached pieces."""
-
-    def __init__(self) -> None:
-        self._specs: dict[tuple[str, str, str, str, str, int], str] = {}
-        self._shared: dict[int, tuple[Metric, str]] = {}
-
-    def line(self, metric: Metric) -> str:
-        spec_key = (metric.name, metric.unit, str(metric.relativity), str(metric.categorization),
-                    metric.description, metric.verbosity)  # fmt: skip
-        spec = self._specs.get(spec_key)
-        if spec is None:
-            spec = json.dumps(
-                {"name": metric.name, "unit": metric.unit, "relativity": str(metric.relativity),
-                 "categorization": str(metric.categorization), "description": metric.description,
-                 "verbosity": metric.verbosity}
-            )[1:-1]  # fmt: skip
-            self._specs[spec_key] = spec
-        cached = self._shared.get(id(metric.metadata))
-        if cached is None or not _same_context(cached[0], metric):
-            shared = json.dumps(
-                {"tool_name": metric.tool_name, "tool_version": metric.tool_version,
-                 "scenario_name": metric.scenario_name,
-                 "start_time": metric.start_time.isoformat() if metric.start_time else None,
-                 "end_time": metric.end_time.isoformat() if metric.end_time else None,
-                 "host": metric.host, "metadata": metric.metadata}
-            )[1:-1]  # fmt: skip
-            cached = (metric, shared)
-            if len(self._shared) > 4096:
-                self._shared.clear()
-            self._shared[id(metric.metadata)] = cached
-        return f'{{{spec}, "value": {_json_number(metric.value)}, {cached[1]}}}\n'
-
-
-def _same_context(a: Metric, b: Metric) -> bool:
-    return (a.metadata is b.metadata and a.host == b.host and a.scenario_name == b.scenario_name
-            and a.start_time == b.start_time and a.tool_version == b.tool_version)  # fmt: skip
-
-
-def _json_number(value: float) -> str:
-    return repr(value) if math.isfinite(value) else "null"
+    return RecordRenderer(context, timestamp, parent_id).csv_row(metric)
 
 
 def result_summary(result: BenchmarkResult) -> dict[str, object]:
@@ -210,28 +89,69 @@ def _locked(out_dir: Path) -> Iterator[None]:
 
 def _replace(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    # surrogates (undecodable bytes in a metadata string) must not abort the write of 100,000 records
+    tmp.write_bytes(text.encode("utf-8", errors="replace"))
     os.replace(tmp, path)
 
 
-def _kept_jsonl(path: Path, hosts: set[str | None]) -> str:
-    if not path.exists():
-        return ""
-    kept: list[str] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def _host_of_line(line: str) -> str | bool | None:
+    """The ``host`` of one metrics.jsonl line; False for a line that is not a JSON object (a torn write).
+
+    Lines written by :mod:`.records` start with ``{"host":`` and only that value is decoded; others are
+    parsed in full.
+    """
+    if line.startswith('{"host":') and line.endswith("}}"):
         try:
-            host = json.loads(line).get("host")
-        except (ValueError, AttributeError):
-            continue  # a torn line from an interrupted writer is dropped, not propagated
-        if host not in hosts:
-            kept.append(line + "\n")
-    return "".join(kept)
+            host, end = _raw_decode(line, 8)
+        except ValueError:
+            host, end = False, 0
+        if line.startswith(",", end) and (host is None or isinstance(host, str)):
+            return host
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    if not isinstance(record, dict):
+        return False
+    host = record.get("host")
+    return host if isinstance(host, str) else None
 
 
-def _kept_csv(path: Path, hosts: set[str | None]) -> str:
-    if not path.exists():
-        return ""
-    text = path.read_text(encoding="utf-8")
+def _kept(jsonl_path: Path, csv_path: Path, hosts: set[str | None]) -> tuple[str, str]:
+    """The records of hosts other than ``hosts`` already in the two files: (JSONL text, CSV rows text).
+
+    A torn JSONL line (an interrupted writer) is dropped, not propagated. CSV rows are matched to the
+    JSONL lines by position when the two files hold the same records in the same order (as this module
+    writes them), checked by the host field of each row; otherwise each CSV row is parsed.
+    """
+    jsonl_lines: list[str] = []
+    line_hosts: list[str | bool | None] = []
+    if jsonl_path.exists():
+        jsonl_lines = jsonl_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        line_hosts = [_host_of_line(line) for line in jsonl_lines]
+    kept_jsonl = "".join(line + "\n" for line, host in zip(jsonl_lines, line_hosts, strict=True)
+                         if host is not False and host not in hosts)  # fmt: skip
+    if not csv_path.exists():
+        return kept_jsonl, ""
+    text = csv_path.read_text(encoding="utf-8", errors="replace")
+    rows = text.splitlines()[1:] if text.startswith('"Timestamp",') else None
+    if rows is not None and len(rows) == len(line_hosts) and False not in line_hosts:
+        kept: list[str] = []
+        for row, host in zip(rows, line_hosts, strict=True):
+            marker = f',"host={host}",' if host is not None else None
+            if (marker is not None and marker not in row) or (marker is None and ',"host=' in row):
+                break  # not the same records in the same order: parse every row below
+            if host not in hosts:
+                kept.append(row + "\n")
+        else:
+            return kept_jsonl, "".join(kept)
+    return kept_jsonl, _kept_csv(text, hosts)
+
+
+def _kept_csv(text: str, hosts: set[str | None]) -> str:
     kept: list[str] = []
     host_col = CSV_COLUMNS.index("Metadata_Host")
     for row in csv.reader(io.StringIO(text)):
@@ -239,7 +159,7 @@ def _kept_csv(path: Path, hosts: set[str | None]) -> str:
             continue
         host = row[host_col].partition("host=")[2] or None
         if host not in hosts:
-            kept.append(",".join(_quote(f) for f in row) + "\n")
+            kept.append(",".join(quote(f) for f in row) + "\n")
     return "".join(kept)
 
 
@@ -259,16 +179,15 @@ def write_outputs(
     timestamp = vc_timestamp(datetime.now(UTC))
     parent_id = str(uuid.uuid4())
     jsonl_path, csv_path, summary_path = out_dir / JSONL_NAME, out_dir / CSV_NAME, out_dir / SUMMARY_NAME
-    with _locked(out_dir):
-        jsonl_parts = [_kept_jsonl(jsonl_path, hosts)]
-        csv_parts = [",".join(_quote(c) for c in CSV_COLUMNS) + "\n", _kept_csv(csv_path, hosts)]
-        csv_writer, json_writer = _CsvWriter(context, timestamp, parent_id), _JsonWriter()
-        for result in results:
-            for metric in result.metrics:
-                jsonl_parts.append(json_writer.line(metric))
-                csv_parts.append(csv_writer.row(metric))
-        _replace(jsonl_path, "".join(jsonl_parts))
-        _replace(csv_path, "".join(csv_parts))
+    # no cyclic GC while ~1M short-lived pieces are made: each collection would rescan every result
+    with _locked(out_dir), gc_paused():
+        kept_jsonl, kept_csv = _kept(jsonl_path, csv_path, hosts)
+        renderer = RecordRenderer(context, timestamp, parent_id)
+        metrics = [m for r in results for m in r.metrics]
+        csv_head = ",".join(quote(c) for c in CSV_COLUMNS) + "\n" + kept_csv
+        # the CSV is rendered in a forked child while this process does the JSONL and the summary
+        csv_writer = _ForkedCsv.start(csv_path, csv_head, renderer, metrics)
+        _replace(jsonl_path, kept_jsonl + renderer.jsonl_text(metrics))
 
         entries: list[dict[str, object]] = []
         old_issues: list[dict[str, object]] = []
@@ -298,8 +217,53 @@ def write_outputs(
             "results": entries,
             "issues": issue_entries,
         }
+        if csv_writer is None or not csv_writer.finish():
+            _replace(csv_path, csv_head + renderer.csv_text(metrics))
         _replace(summary_path, _summary_text(summary))
     return [jsonl_path, csv_path, summary_path]
+
+
+#: below this many metrics a fork costs more than it saves
+FORK_MIN_METRICS = 20_000
+
+
+@dataclass
+class _ForkedCsv:
+    """metrics.csv rendered and written to a temporary file by a forked child (a second core's work)."""
+
+    pid: int
+    tmp: Path
+    path: Path
+
+    @classmethod
+    def start(cls, path: Path, head: str, renderer: RecordRenderer, metrics: list[Metric]) -> _ForkedCsv | None:
+        """The running child, or None where forking is not worth it or not safe (then render here)."""
+        # forking a threaded process can deadlock the child on a lock another thread held
+        if len(metrics) < FORK_MIN_METRICS or not hasattr(os, "fork") or threading.active_count() > 1:
+            return None
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.child.tmp")
+        try:
+            pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:  # pragma: no cover - the child; coverage cannot see it
+            code = 1
+            try:
+                gc.disable()  # a collection would touch (and so copy) every page of the parent's heap
+                tmp.write_bytes((head + renderer.csv_text(metrics)).encode("utf-8", errors="replace"))
+                code = 0
+            finally:
+                os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
+        return cls(pid, tmp, path)
+
+    def finish(self) -> bool:
+        """Wait for the child; move its file into place. False if it failed (the caller renders the CSV)."""
+        _, status = os.waitpid(self.pid, 0)
+        if os.waitstatus_to_exitcode(status) == 0 and self.tmp.is_file():
+            os.replace(self.tmp, self.path)
+            return True
+        self.tmp.unlink(missing_ok=True)
+        return False
 
 
 def _summary_text(summary: Mapping[str, object]) -> str:
@@ -331,10 +295,8 @@ def _collect_run_hosts(path: Path) -> Collection | None:
         return None
     from workload.rundir import safe_name
 
-    collection = Collection()
-    for name in names:
-        if (path / safe_name(name)).is_dir():
-            collection.extend(collect(path / safe_name(name), host=name))
+    targets = [(path / safe_name(name), name) for name in names if (path / safe_name(name)).is_dir()]
+    collection = collect_many(targets)  # one process pool for all hosts
     return collection if collection.results or collection.issues else None
 
 

@@ -1,17 +1,26 @@
-"""Console rendering of a Collection (rich is imported inside: it is only needed to print)."""
+"""Console rendering of a Collection (rich is imported inside: it is only needed to print).
+
+Up to ``MAX_ROWS`` results get a row each; a larger collection (a fleet folder of thousands of
+results: unreadable as rows, and ~2 ms of rich layout per row) gets one row per host, benchmark,
+scenario and mode, with the count, the headline's median and range, and how many were VALID / passed.
+"""
 
 from __future__ import annotations
 
+import statistics
 from typing import TYPE_CHECKING
 
 from workload.metrics.collection import Collection
 from workload.metrics.compare import headline_of
+from workload.metrics.model import BenchmarkResult
 
 if TYPE_CHECKING:
     from rich.table import Table
 
 
 _MODES = {"PerformanceOnly": "perf", "AccuracyOnly": "accuracy", "SubmissionRun": "submission"}
+#: the most results shown one row each
+MAX_ROWS = 100
 
 
 def _value(value: float, unit: str) -> str:
@@ -21,8 +30,11 @@ def _value(value: float, unit: str) -> str:
 
 
 def render_table(collection: Collection) -> Table:
-    """One row per result: benchmark, scenario, mode, headline, validity, accuracy."""
+    """One row per result: benchmark, scenario, mode, headline, validity, accuracy (grouped past MAX_ROWS)."""
     from rich.table import Table
+
+    if len(collection.results) > MAX_ROWS:
+        return _grouped_table(collection)
 
     show_host = bool(collection.hosts)
     table = Table(title="MLPerf results", show_lines=False)
@@ -54,3 +66,54 @@ def render_table(collection: Collection) -> Table:
         ]
         table.add_row(*([result.host or "-"] if show_host else []), *row)
     return table
+
+
+def _grouped_table(collection: Collection) -> Table:
+    """One row per (host, benchmark, scenario, mode): count, headline median and range, VALID and PASS counts."""
+    from rich.table import Table
+
+    groups: dict[tuple[str, str, str, str], list[BenchmarkResult]] = {}
+    for result in collection.results:
+        key = (
+            result.host or "-",
+            result.benchmark_full or result.model or result.label.split(" ")[0],
+            result.scenario or "?",
+            _MODES.get(result.test_mode or "", result.test_mode or "?"),
+        )
+        groups.setdefault(key, []).append(result)
+    show_host = bool(collection.hosts)
+    table = Table(title=f"MLPerf results ({len(collection.results)} results in {len(groups)} groups)")
+    if show_host:
+        table.add_column("Host")
+    for name in ("Benchmark", "Scenario", "Mode", "Results", "Headline (median)", "Min - max", "Validity", "Accuracy"):
+        table.add_column(name, justify="right" if name in ("Results", "Headline (median)", "Min - max") else "left")
+    for (host, benchmark, scenario, mode), results in groups.items():
+        headlines = [m for m in map(headline_of, results) if m is not None]
+        headline = spread = "-"
+        if headlines:
+            values = sorted(m.value for m in headlines)
+            unit = headlines[0].unit
+            headline = _value(statistics.median(values), unit)
+            spread = f"{_bare(values[0], unit)} - {_bare(values[-1], unit)}"
+        judged = [r for r in results if r.validity is not None]
+        valid = sum(1 for r in judged if r.validity == "VALID")
+        validity = "-" if not judged else _counted(valid, len(judged), "VALID", "INVALID")
+        scored = [r for r in results if r.accuracy_pass is not None]
+        passed = sum(1 for r in scored if r.accuracy_pass)
+        accuracy = "-" if not scored else _counted(passed, len(scored), "PASS", "FAIL")
+        row = [benchmark, scenario, mode, str(len(results)), headline, spread, validity, accuracy]
+        table.add_row(*([host] if show_host else []), *row)
+    return table
+
+
+def _bare(value: float, unit: str) -> str:
+    """:func:`_value` without the unit (ns shown as ms, like the median next to it)."""
+    return f"{value / 1e6:,.3f}" if unit == "ns" else f"{value:,.2f}"
+
+
+def _counted(good: int, total: int, yes: str, no: str) -> str:
+    """``[green]12 VALID[/]`` or ``[green]10 VALID[/], [red]2 INVALID[/]``."""
+    parts = [f"[green]{good} {yes}[/]"] if good else []
+    if total - good:
+        parts.append(f"[red]{total - good} {no}[/]")
+    return ", ".join(parts)

@@ -28,6 +28,11 @@ _WANTED_RE = (
 # One wanted, well-formed record per match; the regex engine skips the rest (loaded_qsl_set ...) in C.
 # No ^/re.M: a pattern that starts with a literal lets the engine jump between record prefixes.
 _RECORD = re.compile(r':::MLLOG \{"key": "(' + _WANTED_RE + r'[^"]*)", "value": ([^\n]*?), "time_ms": ')
+_RECORD_B = re.compile(_RECORD.pattern.encode())
+_PREFIX_B = b":::MLLOG {"
+_ERROR_FLAG_B = _ERROR_FLAG.encode()
+_WARNING_FLAG_B = _WARNING_FLAG.encode()
+_LITERALS_B: dict[bytes, bool] = {b"true": True, b"false": False}
 _WELL_FORMED = re.compile(r"^:::MLLOG \{.*\}\}$", re.M)
 _FLAGGED = re.compile(r'^:::MLLOG .*"is_(?:error|warning)": true.*$', re.M)
 
@@ -36,6 +41,55 @@ def _decode(text: str) -> object:
     if text in _LITERALS:
         return _LITERALS[text]
     if text[:1] == '"':
+        return json.loads(text)
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def parse_bytes(path: str, data: bytes, raw: RawResult) -> None:
+    """Read the detail log ``data`` (the bytes of ``path``) into ``raw``.
+
+    The common file (ASCII, ``\\n`` line ends, no error/warning records) is read without decoding it:
+    the wanted records are matched in the bytes, and well-formedness is checked by counting line
+    starts and ends. Anything else is decoded and read by :func:`parse`, with the same outcome.
+    """
+    if b"\r" in data or not data.isascii() or _ERROR_FLAG_B in data or _WARNING_FLAG_B in data:
+        parse(path, data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n"), raw)
+        return
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    starts = data.count(b"\n" + _PREFIX_B) + data.startswith(_PREFIX_B)
+    ends = data.count(b"}}\n") + data.endswith(b"}}")
+    if not (starts == ends == lines):  # a blank or malformed line: the careful path finds and reports it
+        parse(path, data.decode("ascii"), raw)
+        return
+    put, decode = raw.put, _decode_bytes
+    for key, text in _RECORD_B.findall(data):
+        try:
+            value = decode(text)
+        except ValueError:
+            continue
+        if isinstance(value, bool | int | float | str):
+            put(key.decode(), value, PRIO_DETAIL)
+    _finish(raw, path)
+
+
+def _decode_bytes(text: bytes) -> object:
+    if text in _LITERALS_B:
+        return _LITERALS_B[text]
+    if text[:1] == b'"':
+        inner = text[1:-1]
+        # a plain string (the common case) needs no JSON decoder: no escapes, no quotes, no control bytes
+        if (
+            len(text) > 1
+            and text[-1:] == b'"'
+            and b"\\" not in inner
+            and b'"' not in inner
+            and inner.isascii()
+            and min(inner, default=32) >= 32
+        ):
+            return inner.decode()
         return json.loads(text)
     try:
         return int(text)
@@ -80,6 +134,11 @@ def parse(path: str, text: str, raw: RawResult) -> None:
             (n for n, line in enumerate(lines, 1) if not _WELL_FORMED.match(line) or not _is_json(line)), len(lines)
         )
         raw.issue(path, f"{len(lines) - good} malformed line(s), first at line {first}; the rest was read")
+    _finish(raw, path)
+
+
+def _finish(raw: RawResult, path: str) -> None:
+    """What every readable detail log adds: the file, the warning count, scenario and mode as identity."""
     raw.files.append(path)
     raw.detail_ok = True
     raw.put("num_warnings", len(raw.warnings), PRIO_DETAIL)

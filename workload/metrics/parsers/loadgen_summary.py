@@ -91,7 +91,7 @@ def parse(path: str, text: str, raw: RawResult) -> None:
     scenario: str | None = None
     for line in text.splitlines():
         stripped = line.strip()
-        if not stripped or set(stripped) == {"="}:
+        if not stripped or not stripped.strip("="):
             continue
         count = _COUNT_LINE.match(stripped)
         if count:
