@@ -24,7 +24,7 @@ from tests.test_fleet_steps import FLEET_TYPES
 from workload import registry
 from workload.cli import invoke
 from workload.cli.console import ConsoleReporter, hosts_table
-from workload.engine import Engine, HostOutcome, RunOptions, StepOutcome, kill_local_commands, unfinished_hosts
+from workload.engine import Engine, HostOutcome, RunOptions, StepOutcome, unfinished_hosts
 from workload.errors import StepError, UsageError
 from workload.hosts.base import Host, HostSpec
 from workload.hosts.local import LocalHost
@@ -223,7 +223,7 @@ def test_host_log_holds_every_step_and_the_final_error(tmp_path: Path) -> None:
     assert outcome.status == "failed"
 
 
-def test_kill_local_commands_leaves_other_children_alone(tmp_path: Path) -> None:
+def test_local_host_interrupt_stops_its_commands_and_leaves_other_children_alone(tmp_path: Path) -> None:
     other = subprocess.Popen(["sleep", "30"], start_new_session=True)  # not a LocalHost command
     try:
         host = LocalHost("x")
@@ -237,11 +237,13 @@ def test_kill_local_commands_leaves_other_children_alone(tmp_path: Path) -> None
         deadline = time.monotonic() + 5
         while not sleeping("sleep 95.5") and time.monotonic() < deadline:
             time.sleep(0.05)
-        groups = kill_local_commands()
+        started = time.monotonic()
+        host.interrupt(grace_s=2.0)
         thread.join(10)
-        assert len(groups) == 1 and not thread.is_alive()
+        assert not thread.is_alive() and time.monotonic() - started < 5
         assert result[0].returncode in (128 + signal.SIGTERM, 128 + signal.SIGKILL)
         assert "after" not in result[0].stdout
+        assert not sleeping("sleep 95.5")
         assert other.poll() is None
     finally:
         other.kill()

@@ -19,7 +19,7 @@ blocks only its own worker.
 
 Stopping (:meth:`Engine.stop`): Ctrl-C in :meth:`Engine.run`, or a failed host under
 ``fail_fast``, sets :attr:`Engine.cancel` and kills the commands running on every open host
-(:func:`interrupt_host`). Each host stops at its next step boundary, or at once when its running
+(:meth:`Host.interrupt`). Each host stops at its next step boundary, or at once when its running
 command dies, with status ``interrupted``; hosts not started yet are not started. Nothing else
 needs undoing: steps re-plan from facts on the next run, and host state is written atomically.
 """
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -485,18 +484,13 @@ class Engine:
 
 # -- stopping running commands ---------------------------------------------------------------------
 def interrupt_hosts(hosts: Sequence[Host], *, timeout_s: float) -> None:
-    """Kill the commands running on ``hosts`` now, all hosts at once; wait at most ``timeout_s``.
+    """Stop the commands running on ``hosts`` now, all hosts at once; wait at most ``timeout_s``.
 
-    Failures are ignored: a host that cannot be reached has nothing we could stop, and its worker
-    notices the stop at its next step boundary anyway.
+    Each transport stops its own commands (:meth:`Host.interrupt`: process groups killed with
+    SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`). Failures are ignored: a host that cannot be
+    reached has nothing we could stop, and its worker notices the stop at its next step boundary.
     """
-    from workload.hosts.local import LocalHost
-
-    local = [h for h in hosts if isinstance(h, LocalHost) and not callable(getattr(h, "interrupt", None))]
-    if local:
-        kill_local_commands()  # one sweep stops the commands of every local host
-    others = [h for h in hosts if h not in local]
-    threads = [threading.Thread(target=_interrupt_quietly, args=(h,), daemon=True) for h in others]
+    threads = [threading.Thread(target=_interrupt_quietly, args=(h,), daemon=True) for h in hosts]
     for thread in threads:
         thread.start()
     end = time.monotonic() + timeout_s
@@ -506,68 +500,7 @@ def interrupt_hosts(hosts: Sequence[Host], *, timeout_s: float) -> None:
 
 def _interrupt_quietly(host: Host) -> None:
     with contextlib.suppress(Exception):
-        interrupt_host(host)
-
-
-def interrupt_host(host: Host) -> None:
-    """Stop every command running on ``host`` now (SIGTERM, then SIGKILL after a grace period).
-
-    A transport that knows its running commands offers ``interrupt()`` (``SshHost`` kills their
-    process groups over a new channel: closing a channel alone would leave its command running,
-    since without a pty sshd sends no SIGHUP). For a ``LocalHost``, which has none yet,
-    :func:`kill_local_commands` finds its commands among this process's children.
-    """
-    from workload.hosts.local import LocalHost
-
-    own = getattr(host, "interrupt", None)
-    if callable(own):
-        own()
-    elif isinstance(host, LocalHost):
-        kill_local_commands()
-
-
-def kill_local_commands() -> list[int]:
-    """SIGTERM, then SIGKILL, every command a ``LocalHost`` of this process is running.
-
-    ``LocalHost`` starts each command as ``/bin/sh -c LINE`` in a new session directly under the
-    controller, so those are the children of this process that lead their own session and run
-    ``/bin/sh -c``; each one's process group holds the command and its children. Other children
-    (a daemon a test started, say) are left alone. Returns the process groups signalled.
-    """
-    groups = _local_command_groups()
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pgid in groups:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, sig)
-        if sig == signal.SIGTERM and groups:
-            end = time.monotonic() + KILL_GRACE_S
-            while time.monotonic() < end and _local_command_groups():
-                time.sleep(0.05)
-    return groups
-
-
-def _local_command_groups() -> list[int]:
-    me = os.getpid()
-    groups: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return groups
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                argv = fh.read().split(b"\0")
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        state, ppid, pgrp, session = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
-        pid = int(entry)
-        if state != "Z" and ppid == me and pid == pgrp == session and argv[:2] == [b"/bin/sh", b"-c"]:
-            groups.append(pid)
-    return groups
+        host.interrupt(grace_s=KILL_GRACE_S)
 
 
 def unfinished_hosts(run_folder: Path) -> list[str]:

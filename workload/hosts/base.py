@@ -219,6 +219,13 @@ class Host(abc.ABC):
     def close(self) -> None:
         """Release the connection; the object may reconnect on next use."""
 
+    def interrupt(self, *, grace_s: float = 2.0) -> None:
+        """Stop every command this host object is running now (SIGTERM, SIGKILL after ``grace_s``).
+
+        Their ``run`` calls then return (killed by a signal). Called from another thread when the
+        user presses Ctrl-C or a fleet stops; transports that can stop commands override it.
+        """
+
     def __enter__(self) -> Host:
         return self
 

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import IO
@@ -39,6 +40,9 @@ class LocalHost(Host):
     def __init__(self, name: str = "local", *, sudo_password: Secret | None = None) -> None:
         self.name = name
         self.sudo_password = sudo_password
+        #: Process groups of the commands running now (each command leads its own group).
+        self._running: set[int] = set()
+        self._running_lock = threading.Lock()
 
     # -- commands --------------------------------------------------------------------------------
     def _execute(
@@ -58,9 +62,13 @@ class LocalHost(Host):
             start_new_session=True,  # own session and process group: killpg reaches the children
             close_fds=True,
         )
+        with self._running_lock:
+            self._running.add(proc.pid)
         try:
             return self._pump(proc, stdin, timeout, stdout, stderr)
         finally:
+            with self._running_lock:
+                self._running.discard(proc.pid)
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
                 if pipe is not None:
                     with contextlib.suppress(OSError):
@@ -128,6 +136,26 @@ class LocalHost(Host):
         code = proc.returncode
         # Killed by signal N: report 128+N like a shell does (and like SshHost's wrapper shell).
         return (128 - code if code < 0 else code), timed_out
+
+    def interrupt(self, *, grace_s: float = 2.0) -> None:
+        """SIGTERM the process groups of the running commands, SIGKILL what is left after ``grace_s``.
+
+        The grace period lets apt/dpkg and docker exit cleanly (a SIGKILLed dpkg leaves packages
+        half-configured; the next run repairs that, but a clean stop is better).
+        """
+        with self._running_lock:
+            groups = sorted(self._running)
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGTERM)
+        end = time.monotonic() + grace_s
+        while time.monotonic() < end:
+            with self._running_lock:
+                if not self._running.intersection(groups):
+                    return
+            time.sleep(0.05)
+        for pgid in groups:
+            self._kill_group(pgid)
 
     def _kill_group(self, pgid: int) -> None:
         """SIGKILL the command's process group.
