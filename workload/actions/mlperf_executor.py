@@ -424,7 +424,7 @@ class MLPerfExecutor(Step):
 
     def _image(self, ctx: StepContext, client: Any, facts: MLPerfFacts) -> str:
         """The image to run: the given one, or the repository's recipe built (once per recipe)."""
-        from workload.mlperf.container import build_image, image_label, tar_context
+        from workload.mlperf.container import build_image, cli_build_command, image_label, named_contexts, tar_context
 
         if self.p.ContainerImage:
             if image_label(client, self.p.ContainerImage, "x") is None:
@@ -442,19 +442,27 @@ class MLPerfExecutor(Step):
                 hint="set ContainerImage to run a ready image instead",
             )
         tag = f"mlperf-inference:{facts.user.name}-{facts.machine}"
-        tmp = host.run(cmd("mktemp", timeout=30)).stdout.strip()
-        try:
-            ctx.check(cmd("tar", "-C", release, "-cf", tmp, "."))
-            context = host.read_bytes(tmp)
-        finally:
-            host.run(cmd("rm", "-f", tmp, timeout=30))
+        # Named build contexts (``COPY --from=common``) come from docker/<name> beside docker/release,
+        # as NVIDIA's Makefile passes them (``--build-context common=docker/common``).
+        contexts: dict[str, str] = {}
+        for name in named_contexts(host.read_text(posixpath.join(release, "Dockerfile"))):
+            path = posixpath.join(facts.nvidia_dir, "docker", name)
+            if not host.exists(path):
+                raise self.fail(
+                    f"{release}/Dockerfile needs the build context {name!r}, but {path} is missing",
+                    ctx,
+                    hint="set ContainerImage to run a ready image instead",
+                )
+            contexts[name] = path
+        context = self._tar(ctx, release)
+        context_hash = hashlib.sha256(context)
+        for name, path in sorted(contexts.items()):
+            context_hash.update(name.encode() + self._tar(ctx, path))
         user_recipe = host.read_text(user_file) if host.exists(user_file) else ""
-        recipe = hashlib.sha256(
-            context
-            + user_recipe.encode()
-            + (self.p.BaseImage or "").encode()
-            + f"{facts.user.uid}:{facts.user.gid}".encode()
-        ).hexdigest()[:16]
+        context_hash.update(
+            user_recipe.encode() + (self.p.BaseImage or "").encode() + f"{facts.user.uid}:{facts.user.gid}".encode()
+        )
+        recipe = context_hash.hexdigest()[:16]
         if not self.p.BuildImage or image_label(client, tag, "workload.recipe") == recipe:
             if image_label(client, tag, "workload.recipe") is None:
                 raise self.fail(f"image {tag} is not there and BuildImage is false", ctx)
@@ -462,15 +470,28 @@ class MLPerfExecutor(Step):
         args = {"BASE_IMAGE": self.p.BaseImage} if self.p.BaseImage else {}
         latest = f"{tag}-latest"
         ctx.log(f"building {latest} from {release}/Dockerfile")
-        build_image(
-            client,
-            context=context,
-            dockerfile="Dockerfile",
-            tag=latest if user_recipe else tag,
-            buildargs=args,
-            labels={"workload.recipe": recipe},
-            on_line=ctx.line_sink(echo=False),
-        )
+        if contexts:
+            ctx.check(
+                cli_build_command(
+                    context_dir=release,
+                    dockerfile=posixpath.join(release, "Dockerfile"),
+                    tag=latest if user_recipe else tag,
+                    contexts=contexts,
+                    buildargs=args,
+                    labels={"workload.recipe": recipe},
+                ),
+                hint="named build contexts need BuildKit: Docker Engine 23+ or the buildx plugin",
+            )
+        else:
+            build_image(
+                client,
+                context=context,
+                dockerfile="Dockerfile",
+                tag=latest if user_recipe else tag,
+                buildargs=args,
+                labels={"workload.recipe": recipe},
+                on_line=ctx.line_sink(echo=False),
+            )
         if user_recipe:
             ctx.log(f"building {tag} (adds user {facts.user.name}) from docker/Dockerfile.user")
             build_image(
@@ -489,6 +510,17 @@ class MLPerfExecutor(Step):
                 on_line=ctx.line_sink(echo=False),
             )
         return tag
+
+    @staticmethod
+    def _tar(ctx: StepContext, folder: str) -> bytes:
+        """The folder on the host as a tarball (a build context, and what its recipe hash covers)."""
+        host = ctx.host
+        tmp = host.run(cmd("mktemp", timeout=30)).stdout.strip()
+        try:
+            ctx.check(cmd("tar", "-C", folder, "-cf", tmp, "."))
+            return host.read_bytes(tmp)
+        finally:
+            host.run(cmd("rm", "-f", tmp, timeout=30))
 
     # -- apply -----------------------------------------------------------------------------------
     def apply(self, ctx: StepContext, plan: StepPlan) -> None:

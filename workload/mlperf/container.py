@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import tarfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workload.commands import Command, cmd
 from workload.errors import BenchmarkFailed, ConnectError
 from workload.hosts.base import DEFAULT_CAPTURE_LIMIT, LineSink, OutputCollector
 from workload.mlperf.harness import CONTAINER_WORKDIR
@@ -191,6 +193,47 @@ def build_image(
     except docker.errors.APIError as exc:
         raise BenchmarkFailed(f"building the harness image {tag} failed: {exc}") from None
     tail.close()
+
+
+#: ``COPY --from=NAME`` / ``RUN --mount=...,from=NAME`` that no ``FROM ... AS NAME`` stage defines:
+#: a BuildKit *named build context* (NVIDIA's v4.1 release Dockerfile uses ``common``).
+_FROM_REFERENCE = re.compile(r"(?:--from=|[,\s]from=)([^\s,]+)")
+_STAGE = re.compile(r"^\s*FROM\s+\S+\s+AS\s+([A-Za-z0-9_.-]+)", re.IGNORECASE | re.MULTILINE)
+
+
+def named_contexts(dockerfile: str) -> list[str]:
+    """Named build contexts a Dockerfile needs (references that are not stages or images)."""
+    stages = {name.lower() for name in _STAGE.findall(dockerfile)}
+    names = []
+    for name in _FROM_REFERENCE.findall(dockerfile):
+        if name.lower() not in stages and "/" not in name and ":" not in name and not name.isdigit():
+            names.append(name)
+    return sorted(set(names))
+
+
+def cli_build_command(
+    *,
+    context_dir: str,
+    dockerfile: str,
+    tag: str,
+    contexts: Mapping[str, str],
+    buildargs: Mapping[str, str],
+    labels: Mapping[str, str],
+) -> Command:
+    """``docker build`` through the host's CLI with BuildKit, for recipes that need named contexts.
+
+    The docker SDK talks to the Engine API, which has no named build contexts; NVIDIA's own
+    Makefile builds the same way (``DOCKER_BUILDKIT=1 docker build --build-context common=...``).
+    """
+    argv: list[str] = ["docker", "build", "--network", "host", "-t", tag, "-f", dockerfile]
+    for name, path in sorted(contexts.items()):
+        argv += ["--build-context", f"{name}={path}"]
+    for key, value in sorted(buildargs.items()):
+        argv += ["--build-arg", f"{key}={value}"]
+    for key, value in sorted(labels.items()):
+        argv += ["--label", f"{key}={value}"]
+    argv.append(context_dir)
+    return cmd(*argv, env={"DOCKER_BUILDKIT": "1"}, sudo=True, timeout=4 * 3600)
 
 
 def _indent(text: str, lines: int = 15) -> str:
