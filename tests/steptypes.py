@@ -29,7 +29,10 @@ class EchoStep(Step):
             return StepPlan.noop(f"{params.Marker} already says {params.Message!r}")
         commands = [cmd("echo", params.Message) for _ in range(params.Count)]
         if params.Marker:
-            commands.append(cmd("sh", "-c", 'printf %s "$1" > "$2"', "sh", params.Message, params.Marker))
+            # Write-then-rename: hosts of a fleet test share one marker, and a reader must never
+            # see it truncated by another host's write.
+            script = 'printf %s "$1" > "$2.$$" && mv -f "$2.$$" "$2"'
+            commands.append(cmd("sh", "-c", script, "sh", params.Message, params.Marker))
         return StepPlan(changes=(Change(f"say {params.Message!r}", tuple(commands)),))
 
     def verify(self, ctx: StepContext) -> None:

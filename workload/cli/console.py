@@ -162,10 +162,11 @@ def shown_parameters(step: Step) -> dict[str, object]:
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    """The console of a command: terminal width on a terminal, 140 columns in logs (CI, pipes)."""
+    """The console of a command: terminal width on a terminal; in logs (CI, pipes) unwrapped lines."""
     console = Console(highlight=False, stderr=stderr)
     if not console.is_terminal:
-        console = Console(highlight=False, stderr=stderr, width=140)
+        # Logs are grepped: long lines stay whole (soft wrap); tables get 140 columns.
+        console = Console(highlight=False, stderr=stderr, width=140, soft_wrap=True)
     return console
 
 
