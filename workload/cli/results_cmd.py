@@ -111,8 +111,7 @@ def results_command(
     the user.conf key to change. Exit 0 if every result is VALID and passed accuracy, 6 if not,
     2 if nothing could be parsed.
     """
-    from rich.console import Console
-
+    from workload.cli.console import make_console
     from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK
     from workload.metrics.outputs import OutputContext, write_outputs
     from workload.metrics.table import render_table
@@ -121,7 +120,7 @@ def results_command(
     collection = _load(ctx, path, host)
     verdict = Verdict.from_results(collection.results)
     # with --json, stdout carries only JSON lines; everything for humans goes to stderr
-    console = Console(stderr=as_json, highlight=False)
+    console = make_console(stderr=as_json)
     if as_json:
         for metric in collection.metrics:
             click.echo(metric.model_dump_json())
@@ -167,14 +166,14 @@ def compare_command(
     A regression is a change past --threshold percent in the wrong direction (throughput
     down, latency up, VALID/PASS lost). Exit 7 on a regression or a slow host, else 0.
     """
-    from rich.console import Console
     from rich.table import Table
 
+    from workload.cli.console import make_console
     from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
     from workload.metrics.compare import compare, compare_hosts
     from workload.metrics.model import Relativity
 
-    console = Console(highlight=False)
+    console = make_console()
     if by_host:
         if run_b is not None:
             _fail(ctx, EXIT_USAGE, "--hosts compares the hosts of one run: give a single RUN")
