@@ -18,6 +18,7 @@ the fresh lists, so versions are decided from what the sources offer right now.
 
 from __future__ import annotations
 
+import abc
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from installers.facts.packages import PackageFacts, newest, split_version
 from installers.facts.system import Architecture, OsRelease, unsupported_platform
 from workload.commands import Command, cmd
 from workload.errors import StepError
-from workload.steps import Change, StepContext, StepPlan
+from workload.steps import Change, Step, StepContext, StepPlan
 
 #: Seconds apt waits for the dpkg lock (and the explicit wait before it).
 DEFAULT_LOCK_TIMEOUT_S = 600
@@ -246,6 +247,32 @@ class PlanRefused(StepError):
     def __init__(self, problem: str, *, hint: str | None = None) -> None:
         super().__init__("plan", problem, hint=hint)
         self.problem = problem
+
+
+class AptInstallerStep(Step):
+    """An installer whose plan depends on the host's apt package lists.
+
+    Subclasses give :meth:`plan_from_host` (facts, then a pure planner that may raise
+    :class:`PlanRefused`). ``plan`` uses the lists as they are; ``apply`` runs the plan and, after
+    an :class:`AptRefresh` change, plans again from the refreshed lists (exact versions are only
+    known then), up to a bound.
+    """
+
+    @abc.abstractmethod
+    def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
+        """Read the facts and call the pure planner; ``refreshed`` says the lists were just updated."""
+
+    def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
+        try:
+            return self.plan_from_host(ctx, refreshed=refreshed)
+        except PlanRefused as exc:
+            raise self.fail(exc.problem, ctx, hint=exc.hint) from None
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        return self._plan(ctx, refreshed=False)
+
+    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
+        apply_with_refresh(ctx, plan, lambda: self._plan(ctx, refreshed=True), label=self.label)
 
 
 def require_supported(os_release: OsRelease, arch: Architecture) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from installers import apt
-from installers.apt import AptRepository, PlanRefused
+from installers.apt import AptRepository
 from installers.facts.docker import DockerInfo, read_docker_info
 from installers.facts.packages import PackageFacts, read_package_facts
 from installers.facts.system import (
@@ -36,7 +36,7 @@ from installers.facts.system import (
     read_user_home,
 )
 from workload.commands import cmd
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+from workload.steps import Change, StepContext, StepParameters, StepPlan
 
 DOCKER_PACKAGES = ("docker-ce", "docker-ce-cli", "containerd.io", "docker-compose-plugin")
 VERSIONED = ("docker-ce", "docker-ce-cli")
@@ -141,7 +141,7 @@ def gather_facts(ctx: StepContext, params: DockerParameters, *, refreshed: bool 
     )
 
 
-class DockerInstallation(Step):
+class DockerInstallation(apt.AptInstallerStep):
     """Docker Engine from Docker's apt repository; see the module docstring."""
 
     type_name: ClassVar[str] = "DockerInstallation"
@@ -152,17 +152,8 @@ class DockerInstallation(Step):
         assert isinstance(self.params, DockerParameters)
         return self.params
 
-    def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
-        try:
-            return plan_docker(self.p, gather_facts(ctx, self.p, refreshed=refreshed))
-        except PlanRefused as exc:
-            raise self.fail(exc.problem, ctx, hint=exc.hint) from None
-
-    def plan(self, ctx: StepContext) -> StepPlan:
-        return self._plan(ctx, refreshed=False)
-
-    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
-        apt.apply_with_refresh(ctx, plan, lambda: self._plan(ctx, refreshed=True), label=self.label)
+    def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
+        return plan_docker(self.p, gather_facts(ctx, self.p, refreshed=refreshed))
 
     def verify(self, ctx: StepContext) -> None:
         info = read_docker_info(ctx.host)

@@ -31,7 +31,7 @@ from installers.facts.nvidia import GpuInventory, read_gpus
 from installers.facts.packages import PackageFacts, read_package_facts
 from installers.facts.system import Architecture, OsRelease, read_architecture, read_os_release
 from workload.commands import cmd
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+from workload.steps import Change, StepContext, StepParameters, StepPlan
 
 PACKAGE = "nvidia-container-toolkit"
 REPO_NAME = "workload-nvidia-container-toolkit"
@@ -157,7 +157,7 @@ def gpu_container_problem(gpus: GpuInventory, returncode: int, output: str) -> s
     return None
 
 
-class NvidiaContainerToolkitInstallation(Step):
+class NvidiaContainerToolkitInstallation(apt.AptInstallerStep):
     """NVIDIA container toolkit + the nvidia runtime in Docker; see the module docstring."""
 
     type_name: ClassVar[str] = "NvidiaContainerToolkitInstallation"
@@ -168,17 +168,8 @@ class NvidiaContainerToolkitInstallation(Step):
         assert isinstance(self.params, ToolkitParameters)
         return self.params
 
-    def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
-        try:
-            return plan_toolkit(self.p, gather_facts(ctx, refreshed=refreshed))
-        except PlanRefused as exc:
-            raise self.fail(exc.problem, ctx, hint=exc.hint) from None
-
-    def plan(self, ctx: StepContext) -> StepPlan:
-        return self._plan(ctx, refreshed=False)
-
-    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
-        apt.apply_with_refresh(ctx, plan, lambda: self._plan(ctx, refreshed=True), label=self.label)
+    def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
+        return plan_toolkit(self.p, gather_facts(ctx, refreshed=refreshed))
 
     def verify(self, ctx: StepContext) -> None:
         info = read_docker_info(ctx.host)

@@ -72,7 +72,7 @@ from installers.facts.system import (
 )
 from workload.commands import Command, cmd
 from workload.hosts.base import Host
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+from workload.steps import Change, StepContext, StepParameters, StepPlan
 
 CUDA_REPO_NAME = "workload-nvidia-cuda"
 CUDA_REPO_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/"
@@ -566,7 +566,7 @@ def _read_optional(host: Host, path: str) -> str | None:
         return None
 
 
-class NvidiaCudaInstallation(Step):
+class NvidiaCudaInstallation(apt.AptInstallerStep):
     """NVIDIA driver + fabric manager (same exact version, held) + CUDA toolkit; see the module docstring."""
 
     type_name: ClassVar[str] = "NvidiaCudaInstallation"
@@ -602,18 +602,8 @@ class NvidiaCudaInstallation(Step):
         if params.RunFileSha256 and not SHA256_RE.match(params.RunFileSha256):
             raise ValueError("RunFileSha256: expected 64 hexadecimal digits")
 
-    def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
-        facts = gather_facts(ctx, self.p, refreshed=refreshed)
-        try:
-            return plan_nvidia_cuda(self.p, facts)
-        except PlanRefused as exc:
-            raise self.fail(exc.problem, ctx, hint=exc.hint) from None
-
-    def plan(self, ctx: StepContext) -> StepPlan:
-        return self._plan(ctx, refreshed=False)
-
-    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
-        apt.apply_with_refresh(ctx, plan, lambda: self._plan(ctx, refreshed=True), label=self.label)
+    def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
+        return plan_nvidia_cuda(self.p, gather_facts(ctx, self.p, refreshed=refreshed))
 
     def verify(self, ctx: StepContext) -> None:
         host, params = ctx.host, self.p
