@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import json
+import multiprocessing
+import os
 import re
 import shutil
 from pathlib import Path
@@ -59,6 +61,24 @@ def test_pool_parse_equals_one_process(fleet: Path) -> None:
         assert len({id(m.metadata) for m in result.metrics}) <= 1
         if result.headline is not None:
             assert any(m is result.headline for m in result.metrics)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_while_parsing_runs_once_while_the_workers_parse(fleet: Path, workers: int) -> None:
+    calls: list[tuple[int, int]] = []  # (pid, worker processes alive) at each call
+
+    def hook() -> None:
+        calls.append((os.getpid(), len(multiprocessing.active_children())))
+
+    pooled = collect_many([(fleet / h, h) for h in ("h1", "h2")], workers=workers, while_parsing=hook)
+    assert len(pooled.results) > 40
+    assert len(calls) == 1 and calls[0][0] == os.getpid()
+    assert calls[0][1] == (2 if workers == 2 else 0)  # the pool is already forked when the hook runs
+    # raw files via load_run (-> collect) and a run folder with metrics.jsonl: called once each too
+    write_outputs(fleet / "out", pooled.results, CTX)
+    for path in (fleet / "h3", fleet / "out"):
+        calls.clear()
+        assert load_run(path, while_parsing=hook).results and len(calls) == 1
 
 
 def test_wire_round_trip_keeps_equality_and_shared_metadata() -> None:

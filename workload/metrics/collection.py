@@ -12,7 +12,7 @@ import gc
 import multiprocessing as mp
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -184,8 +184,13 @@ def _workers_for(n_dirs: int, workers: int | None) -> int:
     return min(workers, n_dirs)
 
 
-def _parse_all(jobs: list[Job], workers: int) -> Iterator[tuple[list[ParseIssue], BenchmarkResult | None]]:
+def _parse_all(
+    jobs: list[Job], workers: int, while_parsing: Callable[[], object] | None = None
+) -> Iterator[tuple[list[ParseIssue], BenchmarkResult | None]]:
     """Every job's (issues, result), in job order; in ``workers`` forked processes when > 1.
+
+    ``while_parsing`` is called once: after the workers have their jobs (so it runs while they parse),
+    or before a serial parse.
 
     If the pool cannot start or breaks (a worker killed: out of memory), the jobs not yet returned
     are parsed here: the results are the same, only slower.
@@ -197,7 +202,12 @@ def _parse_all(jobs: list[Job], workers: int) -> Iterator[tuple[list[ParseIssue]
         chunks = [jobs[i : i + size] for i in range(0, len(jobs), size)]
         try:
             with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-                for chunk in pool.map(_parse_chunk, chunks):
+                # map() submits every chunk (and forks the workers) before it returns
+                parsed = pool.map(_parse_chunk, chunks)
+                hook, while_parsing = while_parsing, None  # called once, even if the pool breaks below
+                if hook is not None:
+                    hook()
+                for chunk in parsed:
                     for pairs, parts in chunk:
                         yield (
                             [ParseIssue(path=p, problem=q) for p, q in pairs],
@@ -206,6 +216,8 @@ def _parse_all(jobs: list[Job], workers: int) -> Iterator[tuple[list[ParseIssue]
                     done += size
         except (OSError, BrokenProcessPool):
             pass
+    if while_parsing is not None:
+        while_parsing()
     for directory, file_names, host in jobs[done:]:
         issues, parts = _parts_of(directory, file_names, host)
         yield issues, decode(parts) if parts is not None else None
@@ -243,34 +255,49 @@ def find_jobs(targets: Sequence[tuple[Path, str | None]]) -> tuple[list[Job], li
     return jobs, issues
 
 
-def parse_jobs(jobs: list[Job], *, workers: int | None = None) -> Collection:
-    """Parse and build every job (see :func:`collect_many` for ``workers``); never raises."""
+def parse_jobs(
+    jobs: list[Job], *, workers: int | None = None, while_parsing: Callable[[], object] | None = None
+) -> Collection:
+    """Parse and build every job (see :func:`collect_many` for ``workers`` and ``while_parsing``); never raises."""
     collection = Collection()
     with gc_paused():
-        for issues, result in _parse_all(jobs, _workers_for(len(jobs), workers)):
+        for issues, result in _parse_all(jobs, _workers_for(len(jobs), workers), while_parsing):
             collection.issues.extend(issues)
             if result is not None:
                 collection.results.append(result)
     return collection
 
 
-def collect_many(targets: Sequence[tuple[Path, str | None]], *, workers: int | None = None) -> Collection:
+def collect_many(
+    targets: Sequence[tuple[Path, str | None]],
+    *,
+    workers: int | None = None,
+    while_parsing: Callable[[], object] | None = None,
+) -> Collection:
     """:func:`collect` for several (path, host) pairs at once, sharing one process pool.
 
     ``workers``: processes to parse in; None picks the CPU count when there are at least
     ``PARALLEL_MIN_DIRS`` result directories (and the caller has no other threads), else parses here.
     Results come in target order, then directory order, as if each target were collected in turn.
+    ``while_parsing`` (the caller's own start-up work, e.g. imports) is called exactly once, while the
+    worker processes parse (or before a serial parse), so that it costs no wall time of its own.
     """
     jobs, issues = find_jobs(targets)
-    collection = parse_jobs(jobs, workers=workers)
+    collection = parse_jobs(jobs, workers=workers, while_parsing=while_parsing)
     collection.issues[:0] = issues
     return collection
 
 
-def collect(path: Path, *, host: str | None = None, workers: int | None = None) -> Collection:
+def collect(
+    path: Path,
+    *,
+    host: str | None = None,
+    workers: int | None = None,
+    while_parsing: Callable[[], object] | None = None,
+) -> Collection:
     """Parse every result under ``path`` (a folder, or one result file) for ``host``.
 
     Never raises: a missing path or unparseable files are reported in ``Collection.issues``.
-    Large folders are parsed in a process per CPU (see :func:`collect_many`).
+    Large folders are parsed in a process per CPU (see :func:`collect_many`, also for ``while_parsing``).
     """
-    return collect_many([(path, host)], workers=workers)
+    return collect_many([(path, host)], workers=workers, while_parsing=while_parsing)

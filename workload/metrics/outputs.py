@@ -19,7 +19,7 @@ import platform
 import socket
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -281,12 +281,24 @@ def _summary_text(summary: Mapping[str, object]) -> str:
     return "\n".join(parts) + "\n"
 
 
+class _Once:
+    """Calls ``hook`` the first time it is called, never again (one hook for two collect attempts)."""
+
+    def __init__(self, hook: Callable[[], object] | None) -> None:
+        self._hook = hook
+
+    def __call__(self) -> None:
+        hook, self._hook = self._hook, None
+        if hook is not None:
+            hook()
+
+
 def _strip(entries: list[dict[str, object]]) -> Iterator[dict[str, object]]:
     for entry in entries:
         yield {k: v for k, v in entry.items() if k in BenchmarkResult.model_fields}
 
 
-def _collect_run_hosts(path: Path) -> Collection | None:
+def _collect_run_hosts(path: Path, while_parsing: Callable[[], object] | None) -> Collection | None:
     """A run folder without metrics files: parse each host's folder (named in run.json) for that host."""
     try:
         run = json.loads((path / "run.json").read_text(encoding="utf-8"))
@@ -296,19 +308,23 @@ def _collect_run_hosts(path: Path) -> Collection | None:
     from workload.rundir import safe_name
 
     targets = [(path / safe_name(name), name) for name in names if (path / safe_name(name)).is_dir()]
-    collection = collect_many(targets)  # one process pool for all hosts
+    collection = collect_many(targets, while_parsing=while_parsing)  # one process pool for all hosts
     return collection if collection.results or collection.issues else None
 
 
-def load_run(path: Path) -> Collection:
+def load_run(path: Path, *, while_parsing: Callable[[], object] | None = None) -> Collection:
     """A previous run folder (``metrics.jsonl`` + ``summary.json``) as a Collection; raw files otherwise.
 
-    Never raises; problems are issues of the returned Collection.
+    Never raises; problems are issues of the returned Collection. ``while_parsing`` is called exactly
+    once, while raw files are parsed in worker processes where they are (see ``collection.collect_many``).
     """
     path = Path(path)
     jsonl_path = path / JSONL_NAME if path.is_dir() else path
     if jsonl_path.name != JSONL_NAME or not jsonl_path.is_file():
-        return _collect_run_hosts(path) or collect(path)
+        once = _Once(while_parsing)
+        return _collect_run_hosts(path, once) or collect(path, while_parsing=once)
+    if while_parsing is not None:
+        while_parsing()
     collection = Collection()
     by_key: dict[tuple[str | None, str], list[Metric]] = {}
     try:
