@@ -272,6 +272,9 @@ def test_ctrl_c_stops_every_host_writes_run_json_and_the_next_run_resumes(tmp_pa
         while not all((tmp_path / f"h{i}.sleeping").exists() for i in (1, 2)):
             assert proc.poll() is None and time.monotonic() < deadline, "the sleeps never started"
             time.sleep(0.1)
+        # The marker is written by the shell just before it starts `sleep`: give the fork a moment.
+        while len(sleeping("sleep 293.5")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert len(sleeping("sleep 293.5")) == 2
         stopped_at = time.monotonic()
         proc.send_signal(signal.SIGINT)
