@@ -128,22 +128,23 @@ def run_engine(inventory: Path, known_hosts: Path, runs: Path, **parameters: Any
 def test_a_host_lost_mid_run_fails_with_the_reason_the_others_finish_and_a_rerun_finishes_it(
     tmp_path: Path, fresh_vms: Callable[..., list[FreshVM]]
 ) -> None:
-    vms = fresh_vms(4)
+    vms = fresh_vms(16)
+    others = [i for i in range(16) if i != 1]
     inventory, known_hosts = fleet_files(tmp_path, vms)
     engine, specs = run_engine(inventory, known_hosts, tmp_path / "runs", SettleSeconds=4)
     outcomes: list[HostOutcome] = []
     runner = threading.Thread(target=lambda: outcomes.extend(engine.run(specs)))
     runner.start()
     victim = vms[1]
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 180
     while victim.exec(["test", "-e", "/root/vm-01.sleeping"])[0] != 0:  # vm-01 is in its 4 s "Settle" step
         assert runner.is_alive() and time.monotonic() < deadline, "vm-01 never reached the Settle step"
         time.sleep(0.1)
     victim.stop_sshd()
-    runner.join(180)
+    runner.join(300)
     assert not runner.is_alive()
 
-    assert [o.status for o in outcomes] == ["ok", "failed", "ok", "ok"]
+    assert [o.status for o in outcomes] == ["ok", "failed"] + ["ok"] * 14
     lost = outcomes[1]
     assert isinstance(lost.error, ConnectionLost), lost.error
     assert "the connection was lost" in str(lost.error) and "[vm-01]" in str(lost.error)
@@ -151,19 +152,17 @@ def test_a_host_lost_mid_run_fails_with_the_reason_the_others_finish_and_a_rerun
     assert [s.status for s in lost.steps] == ["changed", "failed"]
     assert "the connection was lost" in (engine.folder.root / "vm-01" / "host.log").read_text()
     assert not installed(victim, "docker-ce")
-    assert all(installed(vm, "docker-ce") for vm in (vms[0], vms[2], vms[3]))
+    assert all(installed(vms[i], "docker-ce") for i in others)
 
     # The operator brings vm-01 back and runs the same thing again: only vm-01 has work left.
     victim.start_sshd()
     engine, specs = run_engine(inventory, known_hosts, tmp_path / "runs", SettleSeconds=4)
     again = engine.run(specs)
-    assert [o.status for o in again] == ["ok"] * 4, [str(o.error) for o in again]
-    for i in (0, 2, 3):
+    assert [o.status for o in again] == ["ok"] * 16, [str(o.error) for o in again]
+    for i in others:
         assert [s.status for s in again[i].steps] == ["unchanged"] * 3
     assert again[1].steps[0].status == "unchanged" and again[1].steps[2].status == "changed"
     assert installed(victim, "docker-ce")
-    others = max(again[i].duration_s for i in (0, 2, 3))
-    assert others < again[1].duration_s, "the provisioned hosts should only have planned (no changes)"
 
 
 def test_ctrl_c_kills_the_remote_commands_and_every_host_reports_interrupted(
