@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -28,7 +29,7 @@ TEXTS = {p: p.read_bytes() for p in SOURCES}
 def mangled(draw: st.DrawFn) -> tuple[Path, bytes]:
     source = draw(st.sampled_from(SOURCES))
     data = bytearray(TEXTS[source])
-    how = draw(st.sampled_from(["truncate", "flip", "drop_lines", "bad_json", "garbage"]))
+    how = draw(st.sampled_from(["truncate", "flip", "drop_lines", "bad_json", "garbage", "bad_number", "bad_type"]))
     if how == "truncate":
         data = data[: draw(st.integers(0, len(data)))]
     elif how == "flip":
@@ -42,9 +43,21 @@ def mangled(draw: st.DrawFn) -> tuple[Path, bytes]:
     elif how == "bad_json":
         text = bytes(data).replace(b'"', b"'", draw(st.integers(1, 5))).replace(b"{", b"[", 1)
         data = bytearray(text.replace(b"true", b"tru", 1).replace(b": 1", b": NaN", 1))
+    elif how == "bad_number":
+        # numbers no metric may hold: NaN/Infinity (JSON, detail log), nan/inf (summary), overflowing literals
+        bad = draw(st.sampled_from([b"NaN", b"Infinity", b"-Infinity", b"1e999", b"nan", b"inf", b"9" * 400]))
+        data = bytearray(re.sub(rb"(: ?)-?\d+(?:\.\d+)?(?=[,\s}])", lambda m: m.group(1) + bad, bytes(data),
+                                count=draw(st.integers(1, 50))))  # fmt: skip
+    elif how == "bad_type":
+        swap = draw(st.sampled_from([b'"x"', b"null", b"[]", b"{}", b"1", b'"true"']))
+        data = bytearray(bytes(data).replace(draw(st.sampled_from([b"true", b"false", b": 1"])), swap))
     else:
         data = bytearray(draw(st.binary(max_size=300)))
     return source, bytes(data)
+
+
+#: words of the collector's last-resort handlers: a parser or builder bug, never a clear message
+INTERNAL_ERRORS = ("could not be parsed (", "could not build")
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -59,6 +72,7 @@ def test_mangled_files_give_result_or_issue(case: tuple[Path, bytes]) -> None:
         assert collection.results or collection.issues
         for issue in collection.issues:
             assert issue.path.startswith(tmp) and issue.problem
+            assert not any(words in issue.problem for words in INTERNAL_ERRORS), issue
         for result in collection.results:
             assert all(isinstance(m.value, float) for m in result.metrics)
         write_outputs(Path(tmp) / "out", collection.results, OutputContext(), issues=collection.issues)

@@ -52,6 +52,8 @@ class AccuracyResult:
             "threshold": self.threshold,
             "pass": self.passed,
             "samples": self.samples,
+            # why it failed besides the figure: the metrics verdict shows these as the reasons
+            "problems": list(self.problems),
             **names,
         }
 

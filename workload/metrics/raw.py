@@ -8,6 +8,8 @@ metric. ``priority`` decides who wins: the detail log beats metadata.json beats 
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, field
 
 from workload.metrics.model import AccuracyCheck, ParseIssue
@@ -18,6 +20,33 @@ Scalar = str | int | float | bool
 PRIO_SUMMARY = 1
 PRIO_METADATA = 2
 PRIO_DETAIL = 3
+_FLOAT_MAX = sys.float_info.max
+#: :attr:`RawResult.runner` of a result written by ``workload.loadgen.runner`` (the LoadGenExecutor)
+RUNNER_LOADGEN = "workload.loadgen.runner"
+
+
+def finite(value: Scalar) -> bool:
+    """Whether ``value`` is usable as a metric value: text, a bool, or a number that is a finite float.
+
+    NaN and infinities (``nan`` in a summary, ``NaN``/``Infinity``/``1e999`` in JSON) and integers
+    too large for a float would crash the arithmetic that explains a result, so they never get in.
+    """
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -_FLOAT_MAX <= value <= _FLOAT_MAX
+    return True
+
+
+def finite_float(value: object) -> float | None:
+    """``value`` as a finite float when it is a JSON number (not a bool), else None (NaN, inf, huge, text)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond the float range
+        return None
+    return number if math.isfinite(number) else None
 
 
 @dataclass
@@ -42,9 +71,21 @@ class RawResult:
     #: a detail log was read: the summary then only refines the headline figures (its head section)
     detail_ok: bool = False
     issues: list[ParseIssue] = field(default_factory=list)
+    #: what wrote the result: :data:`RUNNER_LOADGEN` when our LoadGen runner's ``effective_settings.json``
+    #: is next to the logs (fixes then name profile parameters); None for anything else (NVIDIA harness ...)
+    runner: str | None = None
+    #: why an accuracy check failed besides its figure (accuracy.json ``problems``: unanswered samples ...)
+    accuracy_problems: list[str] = field(default_factory=list)
 
-    def put(self, key: str, value: Scalar, prio: int) -> None:
-        """Set ``key`` unless a higher-priority source already set it."""
+    def put(self, key: str, value: Scalar, prio: int, path: str) -> None:
+        """Set ``key`` (read from ``path``) unless a higher-priority source already set it.
+
+        A number that is not finite (see :func:`finite`) is refused and recorded as an issue of ``path``.
+        """
+        if not finite(value):
+            text = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            self.issue(path, f"{key} is {text}, not a finite number; the value was ignored")
+            return
         if self._prio.get(key, -1) <= prio:
             self.values[key] = value
             self._prio[key] = prio

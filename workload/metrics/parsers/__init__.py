@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workload.metrics.parsers import accuracy_json, accuracy_txt, loadgen_detail, loadgen_summary, nvidia_metadata
+from workload.metrics.parsers import (
+    accuracy_json,
+    accuracy_txt,
+    effective_settings,
+    loadgen_detail,
+    loadgen_summary,
+    nvidia_metadata,
+)
 from workload.metrics.raw import RawResult
 
 Parser = Callable[[str, bytes, RawResult], None]
@@ -36,4 +43,6 @@ PARSERS: dict[str, Parser] = {
     "mlperf_log_summary.txt": _text(loadgen_summary.parse),
     "accuracy.txt": _text(accuracy_txt.parse),
     "accuracy.json": _text(accuracy_json.parse),
+    # not a result file: marks the folder as our LoadGen runner's (see the module)
+    "effective_settings.json": _text(effective_settings.parse),
 }

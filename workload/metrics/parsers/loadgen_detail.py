@@ -71,7 +71,7 @@ def parse_bytes(path: str, data: bytes, raw: RawResult) -> None:
         except ValueError:
             continue
         if isinstance(value, bool | int | float | str):
-            put(key.decode(), value, PRIO_DETAIL)
+            put(key.decode(), value, PRIO_DETAIL, path)
     _finish(raw, path)
 
 
@@ -108,7 +108,7 @@ def parse(path: str, text: str, raw: RawResult) -> None:
             continue
         records += 1
         if isinstance(value, bool | int | float | str):
-            raw.put(key, value, PRIO_DETAIL)
+            raw.put(key, value, PRIO_DETAIL, path)
     if _ERROR_FLAG in text or _WARNING_FLAG in text:
         for match in _FLAGGED.finditer(text):
             try:
@@ -141,7 +141,7 @@ def _finish(raw: RawResult, path: str) -> None:
     """What every readable detail log adds: the file, the warning count, scenario and mode as identity."""
     raw.files.append(path)
     raw.detail_ok = True
-    raw.put("num_warnings", len(raw.warnings), PRIO_DETAIL)
+    raw.put("num_warnings", len(raw.warnings), PRIO_DETAIL, path)
     scenario = raw.values.get("effective_scenario")
     if isinstance(scenario, str):
         raw.put_ident("scenario", scenario, PRIO_DETAIL)

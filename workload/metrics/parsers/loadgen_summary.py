@@ -8,13 +8,16 @@ Version difference: LoadGen <= 4.0 prints ``Scheduled samples per second`` as th
 (before ``Result is``) and Completed under Additional Stats; 4.1+ prints Completed first. The
 position is recorded on the RawResult so the headline follows the version that wrote the file.
 An AccuracyOnly summary holds only the warning/error lines: that is a result without perf metrics.
+LLM runs (token latencies) print a "TTFT Early Stopping Result:" and a "TPOT Early Stopping Result:"
+block instead of one "Early Stopping Result:"; each lands on the detail-log key LoadGen gives it.
+A value that is not a finite number (``Samples per second: nan``) is an issue naming the line, never a metric.
 """
 
 from __future__ import annotations
 
 import re
 
-from workload.metrics.raw import PRIO_SUMMARY, RawResult, Scalar
+from workload.metrics.raw import PRIO_SUMMARY, RawResult, Scalar, finite
 
 _LABELS: dict[str, str] = {
     "samples per second": "result_samples_per_second",
@@ -57,6 +60,12 @@ _HEADLINE_PCT = re.compile(r"^(\d+(?:\.\d+)?)(?:th)? percentile latency \(ns\)$"
 _ESTIMATE = re.compile(r"^\* early stopping (\d+(?:\.\d+)?)(?:th)? percentile estimate$")
 _COUNT_LINE = re.compile(r"^(no|\d+) (warnings|errors) encountered", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
+#: early-stopping block heading (lower case, without the colon) -> the detail-log key of its text
+_EARLY_STOPPING_BLOCKS = {
+    "early stopping result": "early_stopping_result",
+    "ttft early stopping result": "early_stopping_ttft_result",
+    "tpot early stopping result": "early_stopping_tpot_result",
+}
 
 
 def _pct(text: str) -> str:
@@ -87,7 +96,8 @@ def parse(path: str, text: str, raw: RawResult) -> None:
     understood = 0
     in_recommendations = False
     in_early_stopping = False
-    early_stopping: list[str] = []
+    early_stopping: dict[str, list[str]] = {}
+    block: list[str] = []
     scenario: str | None = None
     for line in text.splitlines():
         stripped = line.strip()
@@ -96,7 +106,7 @@ def parse(path: str, text: str, raw: RawResult) -> None:
         count = _COUNT_LINE.match(stripped)
         if count:
             n = 0 if count.group(1).lower() == "no" else int(count.group(1))
-            raw.put("num_warnings" if count.group(2).lower() == "warnings" else "num_errors", n, PRIO_SUMMARY)
+            raw.put("num_warnings" if count.group(2).lower() == "warnings" else "num_errors", n, PRIO_SUMMARY, path)
             understood += 1
             continue
         low = stripped.lower()
@@ -113,6 +123,9 @@ def parse(path: str, text: str, raw: RawResult) -> None:
             continue
         if low.endswith("early stopping result:"):
             in_recommendations, in_early_stopping = False, True
+            block = early_stopping.setdefault(
+                _EARLY_STOPPING_BLOCKS.get(_SPACES.sub(" ", low[:-1]), "early_stopping_result"), []
+            )
             continue
         if stripped.startswith("*") or (in_early_stopping and ":" not in stripped):
             estimate = _ESTIMATE.match(_SPACES.sub(" ", low.split(":", 1)[0]))
@@ -121,11 +134,11 @@ def parse(path: str, text: str, raw: RawResult) -> None:
                 # the first estimate is the scenario's own percentile (SS 90th, MS 99th)
                 es_key = "early_stopping_latency_ss" if scenario == "SingleStream" else "early_stopping_latency_ms"
                 if value is not None and not isinstance(value, bool) and es_key not in raw.values:
-                    raw.put(es_key, value, PRIO_SUMMARY)
+                    raw.put(es_key, value, PRIO_SUMMARY, path)
             if in_recommendations:
                 raw.recommendations.append(stripped.lstrip("* ").strip())
             elif in_early_stopping:
-                early_stopping.append(stripped)
+                block.append(stripped)
             continue
         in_early_stopping = False
         if ":" not in stripped:
@@ -134,24 +147,24 @@ def parse(path: str, text: str, raw: RawResult) -> None:
         label = _SPACES.sub(" ", label.strip().lower())
         value_text = value_text.strip()
         if label == "sut name":
-            raw.put("sut_name", value_text, PRIO_SUMMARY)
+            raw.put("sut_name", value_text, PRIO_SUMMARY, path)
             understood += 1
             continue
         if label == "scenario":
             scenario = value_text
             raw.put_ident("scenario", value_text, PRIO_SUMMARY)
-            raw.put("effective_scenario", value_text, PRIO_SUMMARY)
+            raw.put("effective_scenario", value_text, PRIO_SUMMARY, path)
             understood += 1
             continue
         if label == "mode":
             raw.put_ident("test_mode", value_text, PRIO_SUMMARY)
-            raw.put("effective_test_mode", value_text, PRIO_SUMMARY)
+            raw.put("effective_test_mode", value_text, PRIO_SUMMARY, path)
             understood += 1
             continue
         if label == "result is":
             seen_validity = True
             if value_text.upper() in ("VALID", "INVALID"):
-                raw.put("result_validity", value_text.upper(), PRIO_SUMMARY)
+                raw.put("result_validity", value_text.upper(), PRIO_SUMMARY, path)
                 understood += 1
             continue
         key = _LABELS.get(label)
@@ -175,6 +188,10 @@ def parse(path: str, text: str, raw: RawResult) -> None:
         value = _number(value_text)
         if value is None:
             continue
+        if not finite(value):
+            shown = stripped.partition(":")[0].strip()
+            raw.issue(path, f"{shown!r} ({key}) is {value_text!r}, not a finite number; the value was ignored")
+            continue
         if key == "result_scheduled_samples_per_sec" and section == "head" and not seen_validity:
             raw.scheduled_headline = True
         # the MultiStream "Per-query latency:" block in Additional Stats is the per-query distribution
@@ -183,13 +200,14 @@ def parse(path: str, text: str, raw: RawResult) -> None:
             key = key.replace("result_min_latency_ns", "result_min_query_latency_ns")
             key = key.replace("result_max_latency_ns", "result_max_query_latency_ns")
             key = key.replace("result_mean_latency_ns", "result_mean_query_latency_ns")
-        raw.put(key, value, PRIO_SUMMARY)
+        raw.put(key, value, PRIO_SUMMARY, path)
         understood += 1
     if understood == 0:
         raw.issue(path, "no MLPerf summary fields found (not a LoadGen summary, or empty)")
         return
     raw.files.append(path)
-    if early_stopping:
-        raw.put("early_stopping_result", " ".join(early_stopping), PRIO_SUMMARY)
+    for es_key, lines in early_stopping.items():
+        if lines:
+            raw.put(es_key, " ".join(lines), PRIO_SUMMARY, path)
     if raw.recommendations and "result_invalid_reason" not in raw.values:
-        raw.put("result_invalid_reason", " ".join(raw.recommendations), PRIO_SUMMARY)
+        raw.put("result_invalid_reason", " ".join(raw.recommendations), PRIO_SUMMARY, path)
