@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -64,10 +65,57 @@ def test_llm_server_tokens_ttft_tpot() -> None:
     v = values(r)
     assert r.model == "llama2-70b" and r.headline is not None
     assert (r.headline.name, r.headline.value, r.headline.unit) == ("tokens_per_second", 29228.22, "tokens/s")
-    assert v["tokens_per_second_p99"] == 29228.22
-    assert v["samples_per_second"] == 100.35
+    # VirtualClient's name for Server is result[scenario_key] = completed samples/s (NVIDIA's key for every
+    # benchmark), under "samples_per_second_p99"; the token rate keeps its own clear name only
+    assert v["samples_per_second"] == 100.35 and v["samples_per_second_p99"] == 100.35
+    assert "tokens_per_second_p99" not in v
     assert v["ttft_p99_ns"] == 452744202 and v["tpot_p99_ns"] == 146040006
     assert v["ttft_mean_ns"] == 198269106 and v["tpot_mean_ns"] == 123263268
+
+
+def test_real_llm_server_virtualclient_name_is_completed_samples() -> None:
+    v = values(one(FIX / "loadgen" / "llm_server_valid"))
+    assert v["tokens_per_second"] == 1190.29 and v["samples_per_second"] == 297.176  # detail log's precision
+    assert v["samples_per_second_p99"] == 297.176 and "tokens_per_second_p99" not in v
+
+
+def test_virtualclient_name_and_value_follow_scenario_key(tmp_path: Path) -> None:
+    # NVIDIA's llama2 Offline metadata.json: scenario_key is the token rate, which VC names samples_per_second_p99
+    (tmp_path / "metadata.json").write_text(json.dumps({
+        "benchmark_full": "llama2-70b-99", "benchmark_short": "llama2-70b", "scenario": "Offline",
+        "test_mode": "PerformanceOnly", "result_validity": "VALID", "scenario_key": "result_tokens_per_second",
+        "result_tokens_per_second": 1234.5, "result_samples_per_second": 4.25,
+    }))  # fmt: skip
+    r = one(tmp_path)
+    spec = {m.name: m for m in r.metrics}
+    assert r.headline is not None and (r.headline.name, r.headline.value) == ("tokens_per_second", 1234.5)
+    vc = spec["samples_per_second_p99"]
+    assert (vc.value, vc.unit, vc.relativity) == (1234.5, "tokens/s", Relativity.HIGHER_IS_BETTER)
+    assert spec["samples_per_second"].value == 4.25 and "tokens_per_second_p99" not in spec
+
+
+def test_nvidia_metadata_wrong_types_are_named_issues(tmp_path: Path) -> None:
+    src = NV / "2024.11.15-04.30.00" / A100 / "bert-99" / "Offline" / "metadata.json"
+    data = json.loads(src.read_text())
+    data["accuracy_pass"] = "true"
+    data["accuracy"][0].update({"value": "90.2", "pass": 1, "threshold": None})
+    data["early_stopping_met"] = "yes"
+    data["result_validity"] = "valid"
+    data["benchmark_short"] = 7
+    (tmp_path / "metadata.json").write_text(json.dumps(data))
+    collection = collect(tmp_path)
+    path = str(tmp_path / "metadata.json")
+    assert {i.path for i in collection.issues} == {path}
+    assert sorted(i.problem for i in collection.issues) == [
+        "accuracy[0].pass is 1, not true or false",
+        "accuracy[0].value is '90.2', not a finite number",
+        "accuracy_pass is 'true', not true or false",
+        "benchmark_short is 7, not a string",
+        "early_stopping_met is 'yes', not true or false",
+        "result_validity is 'valid', not 'VALID' or 'INVALID'",
+    ]
+    (r,) = collection.results  # what could be read is still a result: the F1 figure without a verdict
+    assert r.accuracy_pass is None and r.failed
 
 
 def test_v40_server_headline_is_scheduled() -> None:
@@ -179,13 +227,17 @@ def test_summary_fallback_matches_detail(case: str, tmp_path: Path) -> None:
 def test_accuracy_only_loadgen_summary_is_a_result_without_metrics() -> None:
     r = one(FIX / "loadgen" / "offline_accuracy")
     assert r.test_mode == "AccuracyOnly" and r.validity is None and r.headline is None
-    assert r.metrics == [] and not r.failed
+    assert r.metrics == [] and r.accuracy_pass is None
+    # no accuracy figure next to the logs: the accuracy run cannot be judged, so it is not a pass
+    assert r.failed and r.invalid_reasons == [
+        "accuracy unknown: no accuracy figure found (accuracy.txt, accuracy.json or metadata.json 'accuracy')"
+    ]
 
 
 def test_whole_tree_counts_and_hosts() -> None:
     collection = collect(FIX, host="gpu-1")
     assert collection.issues == []
-    assert len(collection.results) == 23
+    assert len(collection.results) == 25
     assert {m.host for m in collection.metrics} == {"gpu-1"}
     assert collection.hosts == ["gpu-1"]
 

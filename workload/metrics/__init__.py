@@ -4,7 +4,7 @@ Public API (imported lazily, so ``import workload.metrics`` stays cheap)::
 
     collect(path, *, host=None) -> Collection            # results + issues; never raises
     Collection.metrics / .results / .issues
-    Verdict.from_results(results) -> Verdict             # .ok only if all VALID and accuracy passed
+    Verdict.from_results(results, issues) -> Verdict     # .ok only if all VALID, accuracy passed, all files read
     write_outputs(out_dir, results, context, issues=()) -> list[Path]   # metrics.jsonl/.csv, summary.json
     OutputContext(...)                                   # experiment id, profile, client id, tags
     load_run(path) -> Collection                         # a previous run folder (metrics.jsonl) or raw files

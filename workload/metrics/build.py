@@ -122,6 +122,29 @@ def _headline_key(values: dict[str, Scalar], scenario: str | None, scheduled_hea
     return scenario_key if isinstance(scenario_key, str) and has(scenario_key) else None
 
 
+#: the scenario_key NVIDIA's harness writes into metadata.json, by scenario (first one present)
+_NVIDIA_SCENARIO_KEYS = {
+    "Offline": ("result_tokens_per_second", "result_samples_per_second"),  # tokens: llama2/mixtral
+    "Server": ("result_completed_samples_per_sec", "result_scheduled_samples_per_sec"),  # scheduled: <= v4.0
+    "SingleStream": ("result_90.00_percentile_latency_ns",),
+    "MultiStream": ("result_99.00_percentile_per_query_latency_ns",),
+}
+
+
+def _vc_scenario_key(values: dict[str, Scalar], scenario: str | None) -> str | None:
+    """The key VirtualClient reads its performance value from: metadata.json's ``scenario_key``, else the
+    key NVIDIA's harness would name for this scenario; None when that value is not a number here."""
+
+    def number(key: str) -> bool:
+        value = values.get(key)
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    given = values.get("scenario_key")
+    if isinstance(given, str):
+        return given if number(given) else None
+    return next((k for k in _NVIDIA_SCENARIO_KEYS.get(scenario or "", ()) if number(k)), None)
+
+
 def _resolve_accuracy(raw: RawResult, benchmark_full: str | None) -> tuple[list[AccuracyCheck], bool | None]:
     checks: list[AccuracyCheck] = []
     for check in raw.accuracy:
@@ -248,18 +271,22 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
                 )
                 perf_metrics.insert(0, headline)
                 seen.add(spec.name)
-                vc_name = {"ns": "latency_ns", "tokens/s": "tokens_per_second"}.get(spec.unit, "samples_per_second")
-                perf_metrics.append(
-                    metric(
-                        f"{vc_name}{suffix}",
-                        float(raw_value),
-                        spec.unit,
-                        spec.relativity,
-                        Categorization.PERFORMANCE,
-                        1,
-                        f"VirtualClient name for {spec.name}",
-                    )
+        vc_key = _vc_scenario_key(values, scenario)
+        if vc_key is not None:
+            # VirtualClient's name and value: result[scenario_key], named latency_ns if the key says latency,
+            # else samples_per_second (so LLM Offline tokens/s are "samples_per_second_p99", as VC names them)
+            vc_spec = names.spec_for(vc_key)
+            perf_metrics.append(
+                metric(
+                    f"{'latency_ns' if 'latency' in vc_key else 'samples_per_second'}{suffix}",
+                    float(values[vc_key]),
+                    vc_spec.unit if vc_spec else "",
+                    vc_spec.relativity if vc_spec else names.UNDEFINED,
+                    Categorization.PERFORMANCE,
+                    1,
+                    f"VirtualClient name for {vc_key} (the scenario_key)",
                 )
+            )
         for key, value in values.items():
             if key == "result_validity" or isinstance(value, str) or not math.isfinite(value):
                 continue
@@ -401,12 +428,18 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
     fixes: list[str] = []
     notes: list[str] = []
     if test_mode != "AccuracyOnly" and validity == "INVALID":
-        reasons, fixes = verdict.explain_invalid(values, scenario=scenario, model=model, errors=raw.errors)
+        reasons, fixes = verdict.explain_invalid(
+            values, scenario=scenario, model=model, errors=raw.errors, runner=raw.runner
+        )
     elif test_mode != "AccuracyOnly" and validity is None:
         reasons = ["no validity found (no result_validity / 'Result is' line): the run may have been cut short"]
-    acc_reasons, acc_fixes = verdict.explain_accuracy(checks, benchmark_full)
+    acc_reasons, acc_fixes = verdict.explain_accuracy(checks, benchmark_full, raw.accuracy_problems)
     reasons += acc_reasons
     fixes += acc_fixes
+    if test_mode == "AccuracyOnly" and accuracy_pass is None:
+        unknown_reason, unknown_fix = verdict.explain_unknown_accuracy(checks, benchmark_full)
+        reasons.append(unknown_reason)
+        fixes.append(unknown_fix)
     min_dur = values.get("effective_min_duration_ms")
     if (
         test_mode != "AccuracyOnly"

@@ -1,9 +1,10 @@
 """Find result files under a folder, parse them, and return a :class:`Collection`.
 
 Standard names are found at any depth (``metadata.json``, ``mlperf_log_detail.txt``,
-``mlperf_log_summary.txt``, ``accuracy.txt``, ``accuracy.json``); the files of one directory form one
-result. ``collect()`` never raises for what it finds: unreadable, corrupt or unknown files become
-:class:`ParseIssue` entries and every other result is still returned.
+``mlperf_log_summary.txt``, ``accuracy.txt``, ``accuracy.json``, and our LoadGen runner's
+``effective_settings.json``); the files of one directory form one result. ``collect()`` never raises
+for what it finds: unreadable, corrupt or unknown files become :class:`ParseIssue` entries (which
+fail the :class:`~workload.metrics.verdict.Verdict`) and every other result is still returned.
 """
 
 from __future__ import annotations

@@ -151,11 +151,14 @@ class BenchmarkResult(BaseModel):
 
     @property
     def failed(self) -> bool:
-        """INVALID, unknown validity on a performance run, or a failed accuracy check."""
+        """INVALID, unknown validity on a performance run, a failed accuracy check, or an AccuracyOnly
+        run whose accuracy is unknown (no figure, or no target to judge it by)."""
         if self.accuracy_pass is False:
             return True
+        if not self.is_performance:
+            return self.accuracy_pass is None  # an accuracy run that could not be judged is not a pass
         # a performance run whose validity could not be read is not a pass
-        return self.is_performance and self.validity != "VALID"
+        return self.validity != "VALID"
 
 
 _M = TypeVar("_M", bound=BaseModel)

@@ -19,7 +19,7 @@ import platform
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -207,7 +207,7 @@ def write_outputs(
             "experiment_id": context.experiment_id,
             "profile_name": context.profile_name,
             "app_version": context.app_version,
-            "verdict": Verdict.from_results(all_results).as_dict(),
+            "verdict": Verdict.from_results(all_results, _issues_of(issue_entries)).as_dict(),
             "counts": {
                 "results": len(entries),
                 "metrics": sum(int(str(e.get("metric_count", 0))) for e in entries),
@@ -293,6 +293,15 @@ class _Once:
             hook()
 
 
+def _issues_of(entries: Iterable[object]) -> list[ParseIssue]:
+    """The summary.json ``issues`` entries as ParseIssues (malformed entries are skipped)."""
+    return [
+        ParseIssue(path=e["path"], problem=e["problem"])
+        for e in entries
+        if isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("problem"), str)
+    ]
+
+
 def _strip(entries: list[dict[str, object]]) -> Iterator[dict[str, object]]:
     for entry in entries:
         yield {k: v for k, v in entry.items() if k in BenchmarkResult.model_fields}
@@ -349,11 +358,14 @@ def load_run(path: Path, *, while_parsing: Callable[[], object] | None = None) -
     summary_path = jsonl_path.with_name(SUMMARY_NAME)
     if summary_path.is_file():
         try:
-            for entry in json.loads(summary_path.read_text(encoding="utf-8")).get("results", []):
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            for entry in summary.get("results", []):
                 if isinstance(entry, dict):
                     host = entry.get("host")
                     summaries[(host if isinstance(host, str) else None, str(entry.get("source", "")))] = entry
-        except (ValueError, OSError, AttributeError) as exc:
+            # the files that run could not read still count against its verdict
+            collection.issues.extend(_issues_of(summary.get("issues", [])))
+        except (ValueError, OSError, AttributeError, TypeError) as exc:
             collection.issues.append(ParseIssue(path=str(summary_path), problem=f"unreadable summary ({exc})"))
     for key, metrics in by_key.items():
         entry = summaries.get(key)
@@ -362,6 +374,8 @@ def load_run(path: Path, *, while_parsing: Callable[[], object] | None = None) -
             "model": meta.get("model"), "benchmark_full": meta.get("benchmark_full"), "scenario": meta.get("scenario"),
             "test_mode": meta.get("test_mode"), "system": meta.get("system"), "config_name": meta.get("config_name"),
             "validity": meta.get("validity"), "source": key[1], "host": key[0],
+            # without summary.json, the accuracy verdict is its metric (an AccuracyOnly run without it fails)
+            "accuracy_pass": next((m.value == 1.0 for m in metrics if m.name == "accuracy_pass"), None),
         }  # fmt: skip
         try:
             result = BenchmarkResult.model_validate({**base, "metrics": metrics})
