@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -97,3 +98,41 @@ def test_compare_hosts_flags_slow_host(group: click.Group, tmp_path: Path) -> No
     assert code == 7 and "SLOW" in out and "slow hosts: n3" in out
     code, _ = run(group, "compare", str(tmp_path / "run"), "--hosts", "--threshold", "20")
     assert code == 0
+
+
+def _valid_and_corrupt(tmp_path: Path) -> Path:
+    """A folder with one VALID result and one truncated metadata.json."""
+    shutil.copytree(FIX / "loadgen" / "offline_valid", tmp_path / "in" / "good")
+    (tmp_path / "in" / "bad").mkdir()
+    (tmp_path / "in" / "bad" / "metadata.json").write_text('{"benchmark_full": "bert-99", "scenario": "Off')
+    return tmp_path / "in"
+
+
+def test_results_with_an_unreadable_file_exit_6_and_name_it(group: click.Group, tmp_path: Path) -> None:
+    folder = _valid_and_corrupt(tmp_path)
+    code, out = run(group, "results", str(folder), "--output", str(tmp_path / "out"))
+    assert code == 6, out
+    assert "verdict: FAILED - 1 result(s): 1 VALID" in out and "1 unreadable file(s)" in out
+    bad = folder / "bad" / "metadata.json"
+    assert f"unreadable: {bad}: not valid JSON" in out.replace("\n", "")  # each unread file is named once
+    assert out.count(str(bad)) == 1
+    verdict = json.loads((tmp_path / "out" / "summary.json").read_text())["verdict"]
+    assert verdict["ok"] is False and verdict["unreadable_files"] == 1
+    code, out = run(group, "results", str(folder), "--allow-invalid")
+    assert code == 0 and "1 unreadable file(s)" in out
+    # the written run folder keeps its verdict when read again
+    code, out = run(group, "results", str(tmp_path / "out"))
+    assert code == 6 and "1 unreadable file(s)" in out
+
+
+def test_results_nan_headline_of_an_invalid_result_exits_6(group: click.Group, tmp_path: Path) -> None:
+    shutil.copytree(FIX / "loadgen" / "offline_valid", tmp_path / "ok")
+    src = (FIX / "loadgen" / "offline_invalid" / "mlperf_log_summary.txt").read_text()
+    (tmp_path / "nan").mkdir()
+    (tmp_path / "nan" / "mlperf_log_summary.txt").write_text(
+        re.sub(r"Samples per second: \S+", "Samples per second: nan", src)
+    )
+    code, out = run(group, "results", str(tmp_path))
+    assert code == 6, out
+    assert "2 result(s): 1 VALID, 1 not VALID" in out and "could not build" not in out
+    assert "(result_samples_per_second) is 'nan', not a finite number" in out.replace("\n", "")

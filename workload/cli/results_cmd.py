@@ -1,8 +1,8 @@
 """``workload results`` and ``workload compare``: re-read, judge and compare MLPerf results.
 
 Only click is imported at module level; the metrics layer and rich load when a command runs.
-Exit codes: 0 ok, 2 nothing parseable / bad path, 6 INVALID or accuracy failed (unless
-``--allow-invalid``), 7 a regression or a slow host (compare).
+Exit codes: 0 ok, 2 nothing parseable / bad path, 6 INVALID, accuracy failed or unknown, or a
+result file unreadable (unless ``--allow-invalid``), 7 a regression or a slow host (compare).
 """
 
 from __future__ import annotations
@@ -72,7 +72,6 @@ def _print_explanations(console: Console, collection: Collection) -> None:
             console.print(f"  [green]fix:[/] {escape(fix)}")
         for note in result.notes:
             console.print(f"  [dim]note: {escape(note)}[/]")
-    _print_lines(console, [f"warning: {issue}" for issue in collection.issues])
 
 
 def _print_grouped_explanations(console: Console, collection: Collection) -> None:
@@ -90,7 +89,6 @@ def _print_grouped_explanations(console: Console, collection: Collection) -> Non
     for (kind, text), labels in seen.items():
         where = f"{len(labels)} result(s), e.g. {labels[0]}" if len(labels) > 1 else labels[0]
         console.print(f"  {style[kind]} {escape(text)} [dim]({escape(where)})[/]")
-    _print_lines(console, [f"warning: {issue}" for issue in collection.issues])
 
 
 def _print_lines(console: Console, lines: list[str]) -> None:
@@ -110,7 +108,11 @@ def _print_lines(console: Console, lines: list[str]) -> None:
     help="Write metrics.jsonl, metrics.csv (VirtualClient columns) and summary.json here.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON metric per line on stdout instead of the table.")
-@click.option("--allow-invalid", is_flag=True, help="Exit 0 even if a result is INVALID or failed accuracy.")
+@click.option(
+    "--allow-invalid",
+    is_flag=True,
+    help="Exit 0 even if a result is INVALID, failed accuracy or a result file could not be read.",
+)
 @click.option("--host", default=None, help="Host name to record on every metric (default: from the run folder).")
 @click.pass_context
 def results_command(
@@ -121,8 +123,8 @@ def results_command(
     \b
     PATH is a NVIDIA harness build/logs tree, a LoadGen output folder, a previous run folder
     or a single result file. Every INVALID result is explained (which constraint failed) with
-    the user.conf key to change. Exit 0 if every result is VALID and passed accuracy, 6 if not,
-    2 if nothing could be parsed.
+    the setting to change. Exit 0 if every result is VALID and passed accuracy and every result
+    file was read, 6 if not (unreadable files are named), 2 if nothing could be parsed.
     """
     collection = _load(ctx, path, host, then_import=_DISPLAY_MODULES)
     from workload.cli.console import make_console
@@ -131,7 +133,7 @@ def results_command(
     from workload.metrics.table import render_table
     from workload.metrics.verdict import Verdict
 
-    verdict = Verdict.from_results(collection.results)
+    verdict = Verdict.from_results(collection.results, collection.issues)  # it names the unreadable files
     # with --json, stdout carries only JSON lines; everything for humans goes to stderr
     console = make_console(stderr=as_json)
     if as_json:

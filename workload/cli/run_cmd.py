@@ -48,7 +48,11 @@ def _output_option(func: Any) -> Any:
     help="Repeat action rounds until this many minutes have passed (the running action finishes).",
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed action (and stop the other hosts).")
-@click.option("--allow-invalid", is_flag=True, help="Report INVALID results or failed accuracy without exit code 6.")
+@click.option(
+    "--allow-invalid",
+    is_flag=True,
+    help="Report INVALID results, failed accuracy or unreadable files without exit code 6.",
+)
 @click.option(
     "--only-failed",
     type=click.Path(path_type=Path, file_okay=False),
@@ -182,11 +186,9 @@ def _report_results(
     context = OutputContext(experiment_id=folder.run_id, profile_name=profile_name)
     write_outputs(folder.root, merged.results, context, issues=merged.issues)
     console.print(render_table(merged))
-    verdict = Verdict.from_results(merged.results)
+    verdict = Verdict.from_results(merged.results, merged.issues)  # unreadable files fail it, each named
     for line in verdict.lines():
         console.print(line, highlight=False, markup=False)
-    for issue in merged.issues:
-        console.print(f"[yellow]warning:[/] {issue}", highlight=False)
     if verdict.ok or allow_invalid:
         return EXIT_OK, main_metric
     return EXIT_INVALID_RESULTS, main_metric
