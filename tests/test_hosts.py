@@ -116,6 +116,26 @@ def test_secrets_are_masked_in_output_display_and_stream(host: Host) -> None:
     assert "s3cr3t-value" not in result.command
 
 
+def test_url_passwords_in_plain_arguments_run_real_and_show_masked(host: Host) -> None:
+    # A repository URL with a token, as a profile gives it: the command gets the real value, every
+    # display (command line, output, the error of a failure) shows user:***@.
+    url = "https://user:ghp_SECRET123@example.invalid/org/repo.git"
+    lines: list[str] = []
+    command = cmd("sh", "-c", 'echo "cloning $1"; echo "fatal: no $1" >&2; exit 128', "sh", url)
+    result = host.run(command, on_line=lambda _stream, line: lines.append(line))
+    assert result.returncode == 128
+    assert result.stdout == "cloning https://user:***@example.invalid/org/repo.git\n"
+    assert lines == [
+        "cloning https://user:***@example.invalid/org/repo.git",
+        "fatal: no https://user:***@example.invalid/org/repo.git",
+    ]
+    assert "ghp_SECRET123" not in result.command and "https://user:***@example.invalid" in result.command
+    assert "ghp_SECRET123" in command.shell_line()  # the real value is what runs
+    with pytest.raises(CommandFailed) as info:
+        host.check(command)
+    assert "ghp_SECRET123" not in str(info.value) and "user:***@" in str(info.value)
+
+
 # -- timeouts ------------------------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ a reset during the handshake, a socket timeout); everything else meets a real Op
 
 from __future__ import annotations
 
+import logging
 import socket
 import subprocess
 import threading
@@ -125,8 +126,50 @@ def test_server_refusing_the_method_lists_what_it_allows(tmp_path: Path) -> None
         with pytest.raises(ConnectError) as info:
             host.connect()
         assert "publickey" in str(info.value) and host.connect_attempts == 1
+        # The hint names the real options (-i/--identity; there is no --key).
+        assert "-i/--identity" in str(info.value) and "--key" not in str(info.value)
     finally:
         server.stop()
+
+
+def _plan_argv(sshd: SshServer, tmp_path: Path, *more: str) -> list[str]:  # noqa: F811
+    profile = tmp_path / "p.json"
+    profile.write_text('{"Description": "x", "Actions": [{"Type": "EchoStep"}]}')
+    return ["plan", "--profile", str(profile), "--known-hosts", str(sshd.known_hosts), *more]
+
+
+def test_ssh_password_from_an_environment_variable_through_the_cli(
+    sshd: SshServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.steptypes import TEST_TYPES
+    from workload import registry
+    from workload.cli import invoke
+
+    monkeypatch.setattr(registry, "STEP_TYPES", {**registry.STEP_TYPES, **TEST_TYPES})
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh keys or known_hosts of the machine
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    with local_user() as user:
+        monkeypatch.setenv("WL_TEST_SSH_PASSWORD", user.password)
+        target = f"ssh://{user.name}@127.0.0.1:{sshd.port}"
+        code = invoke(_plan_argv(sshd, tmp_path, "--host", target, "--ssh-password-env", "WL_TEST_SSH_PASSWORD"))
+        out = capsys.readouterr()
+        assert code == 0, out.out + out.err
+        assert "Actions[0] EchoStep" in out.out and user.password not in out.out + out.err
+        # The same from an inventory line.
+        inventory = tmp_path / "fleet.txt"
+        inventory.write_text(f"{target} password_env=WL_TEST_SSH_PASSWORD name=vm-pw\n")
+        assert invoke(_plan_argv(sshd, tmp_path, "--inventory", str(inventory))) == 0, capsys.readouterr()
+        assert "== host vm-pw ==" in capsys.readouterr().out
+        # A wrong password: one authentication error (exit 3) that names the variable, not the value.
+        monkeypatch.setenv("WL_TEST_SSH_PASSWORD", "not-the-password")
+        code = invoke(_plan_argv(sshd, tmp_path, "--host", target, "--ssh-password-env", "WL_TEST_SSH_PASSWORD"))
+        out = capsys.readouterr()
+        assert code == 3, out.out + out.err
+        assert "authentication failed" in out.out and "--ssh-password-env" in out.out
+        assert "not-the-password" not in out.out + out.err
 
 
 def test_agent_authentication(sshd: SshServer, ssh_agent: str) -> None:  # noqa: F811
@@ -137,7 +180,7 @@ def test_agent_authentication(sshd: SshServer, ssh_agent: str) -> None:  # noqa:
 # -- transient errors and retries ----------------------------------------------------------------
 
 
-def test_refused_connection_is_retried_then_reported(tmp_path: Path) -> None:
+def test_refused_connection_is_retried_then_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     port = free_port()  # nothing listens there
     known = tmp_path / "known_hosts"
     known.write_text("")
@@ -151,10 +194,18 @@ def test_refused_connection_is_retried_then_reported(tmp_path: Path) -> None:
     )
     host = SshHost("127.0.0.1", port=port, user="root", options=options)
     started = time.monotonic()
-    with pytest.raises(ConnectError) as info:
+    with caplog.at_level(logging.WARNING, logger="workload.hosts.ssh"), pytest.raises(ConnectError) as info:
         host.connect()
     assert "connection refused" in str(info.value) and "gave up after 3 attempts" in str(info.value)
     assert host.connect_attempts == 3 and time.monotonic() - started < 15
+    # One clean line per retry: the host once, the problem, the delay; the hint only in the final error.
+    retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert len(retries) == 2, retries
+    for number, line in enumerate(retries, start=2):
+        assert line.startswith(f"[127.0.0.1:{port}] connection refused by 127.0.0.1:{port}; retrying in ")
+        assert line.count(f"127.0.0.1:{port}]") == 1 and "hint" not in line and "\n" not in line
+        assert line.endswith(f"(attempt {number} of 3)")
+    assert "hint: check the host name and port" in str(info.value)
 
 
 def test_connect_waits_for_sshd_that_comes_up_late(fresh_sshd: SshServer) -> None:  # noqa: F811

@@ -7,12 +7,19 @@ unquoted. A deliberate shell pipeline is spelled :func:`shell` so it can be foun
 
 Secrets (passwords, tokens) are wrapped in :class:`Secret`; they render as ``***`` in
 :meth:`Command.display` (logs, ``plan`` output, error messages) and as their value only in
-:meth:`Command.shell_line`.
+:meth:`Command.shell_line`. Two kinds of secret also hide inside plain text, and
+:func:`mask_text` masks both wherever text is displayed or logged (command displays, step logs,
+command output, error messages, ``plan``/``show``): the password of a URL
+(``https://user:TOKEN@host/...``, see :func:`mask_url_passwords`), and values registered with
+:func:`register_secret` (the values of profile parameters named like secrets, passwords read
+from the environment). The real values stay in the argv that runs.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -35,13 +42,64 @@ class Secret:
 
 Arg = str | Secret
 
+#: ``scheme://user:PASSWORD@`` (the user part may be empty); group 2 is the password.
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*:)([^/\s@]+)@")
+
+#: Registered secret values shorter than this are not masked inside other text: masking every
+#: "abc" or "true" in every log line would garble logs and hide nothing (such values are still
+#: masked as whole parameter values and as Secret arguments).
+MIN_MASKED_LENGTH = 4
+
+_registered: set[str] = set()
+_registered_lock = threading.Lock()
+_registered_sorted: tuple[str, ...] = ()
+
+
+def mask_url_passwords(text: str) -> str:
+    """``text`` with the password of every URL replaced: ``https://user:***@host/path``."""
+    if "://" not in text:
+        return text
+    return _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+
+
+def url_passwords(text: str) -> list[str]:
+    """The passwords of the URLs in ``text`` (for masking them in command output too)."""
+    if "://" not in text:
+        return []
+    return [m.group(2) for m in _URL_PASSWORD.finditer(text)]
+
+
+def register_secret(value: str) -> None:
+    """Mask ``value`` in every text this process displays or logs from now on (:func:`mask_text`).
+
+    For secrets that travel as plain text (a token in a profile parameter a step passes on).
+    Values shorter than :data:`MIN_MASKED_LENGTH` are ignored here.
+    """
+    global _registered_sorted
+    if len(value) < MIN_MASKED_LENGTH:
+        return
+    with _registered_lock:
+        if value not in _registered:
+            _registered.add(value)
+            # Longest first, so a secret that contains another is masked whole.
+            _registered_sorted = tuple(sorted(_registered, key=len, reverse=True))
+
+
+def mask_text(text: str) -> str:
+    """``text`` with URL passwords and registered secrets replaced by ``***``."""
+    text = mask_url_passwords(text)
+    for secret in _registered_sorted:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
 
 def _plain(arg: Arg) -> str:
     return arg.value if isinstance(arg, Secret) else arg
 
 
 def _masked(arg: Arg) -> str:
-    return MASK if isinstance(arg, Secret) else arg
+    return MASK if isinstance(arg, Secret) else mask_text(arg)
 
 
 _EMPTY_ENV: Mapping[str, Arg] = MappingProxyType({})
@@ -92,15 +150,22 @@ class Command:
         return {k: _plain(v) for k, v in self.env.items()}
 
     def secrets(self) -> list[str]:
-        """Every secret value this command carries, so transports can mask them in output too."""
+        """Every secret value this command carries, so transports can mask them in output too.
+
+        Secret arguments and environment values, and the passwords of URLs in plain arguments
+        (``git clone https://user:TOKEN@host/repo`` may echo the URL back).
+        """
         values = [a.value for a in self.argv if isinstance(a, Secret)]
         values += [v.value for v in self.env.values() if isinstance(v, Secret)]
+        for arg in [*self.argv, *self.env.values()]:
+            if isinstance(arg, str):
+                values += url_passwords(arg)
         return [v for v in values if v]
 
     def _render(self, render: Callable[[Arg], str]) -> str:
         parts: list[str] = []
         if self.cwd:
-            parts.append(f"cd {shlex.quote(self.cwd)} &&")
+            parts.append(f"cd {shlex.quote(render(self.cwd))} &&")
         if self.env:
             parts.append("env")
             parts.extend(shlex.quote(f"{k}={render(v)}") for k, v in self.env.items())
@@ -138,3 +203,8 @@ def shell(script: str, **options: object) -> Command:
 def quote_all(args: Iterable[Arg]) -> str:
     """Masked, quoted join of arguments (for messages)."""
     return " ".join(shlex.quote(_masked(a)) for a in args)
+
+
+def masked_arg(arg: Arg) -> str:
+    """One argument as it may be shown: ``***`` for a Secret, :func:`mask_text` for text."""
+    return _masked(arg)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from workload.commands import mask_text
+
 # Exit codes (README "Exit codes" lists the same table).
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -27,9 +29,12 @@ class WorkloadError(Exception):
     exit_code: int = EXIT_INTERNAL
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
+        # Messages are shown and logged (console, host.log, run.json): URL passwords and registered
+        # secrets a step put into its message are masked here, once, for every error.
+        message = mask_text(message)
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = mask_text(hint) if hint is not None else None
 
     def __str__(self) -> str:
         if self.hint:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 if TYPE_CHECKING:
+    from workload.commands import Secret
     from workload.engine import HostFactory
     from workload.hosts.base import HostSpec
     from workload.profile import ResolvedProfile
@@ -47,6 +48,7 @@ class Targets:
     accept_new_host_key: bool = False
     sudo_password_env: str | None = None
     ask_sudo_password: bool = False
+    ssh_password_env: str | None = None
 
 
 _TARGET_FIELDS = tuple(f.name for f in fields(Targets))
@@ -82,6 +84,12 @@ def host_options(func: F) -> F:
         ),
         click.option("--identity", "-i", "identity", metavar="KEYFILE", help="SSH private key file."),
         click.option(
+            "--ssh-password-env",
+            metavar="VAR",
+            help="SSH password auth: read the password from this environment variable (never from the "
+            "command line). Inventory hosts may name their own with password_env=VAR.",
+        ),
+        click.option(
             "--known-hosts",
             metavar="FILE",
             help="known_hosts file for SSH host key checks (default ~/.ssh/known_hosts).",
@@ -96,7 +104,7 @@ def host_options(func: F) -> F:
             metavar="VAR",
             help="Read the sudo password from this environment variable (never from the command line).",
         ),
-        click.option("--ask-sudo-password", is_flag=True, help="Prompt for the sudo password."),
+        click.option("--ask-sudo-password", is_flag=True, help="Prompt for the sudo password (needs a terminal)."),
     ]
     decorated: Any = wrapper
     for option in reversed(options):
@@ -105,6 +113,7 @@ def host_options(func: F) -> F:
 
 
 def resolve_from_options(profile: str, parameters: tuple[str, ...], scenarios: str | None) -> ResolvedProfile:
+    """Load and resolve a profile from the command's options."""
     from workload.params import parse_parameters
     from workload.profile import load_profile, resolve_profile
 
@@ -114,8 +123,13 @@ def resolve_from_options(profile: str, parameters: tuple[str, ...], scenarios: s
 
 
 def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:
-    """The host specs to work on and a factory that opens each with the connection options."""
-    from workload.commands import Secret
+    """The host specs to work on and a factory that opens each with the connection options.
+
+    Everything that can be checked without connecting is checked here, before the engine starts,
+    as a :class:`~workload.errors.UsageError` naming the option or the inventory line: key files
+    exist, password variables are set, a sudo password prompt has a terminal to prompt on.
+    """
+    from workload.commands import register_secret
     from workload.errors import UsageError
     from workload.hosts import ConnectOptions, open_host, secret_from_env
     from workload.hosts.base import parse_host_spec
@@ -129,13 +143,28 @@ def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise UsageError("the same host is given twice: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
+    identity = str(Path(targets.identity).expanduser()) if targets.identity else None
+    if identity is not None:
+        check_key_file(identity, "-i/--identity ")
+    for spec in specs:
+        if spec.key_filename is not None:
+            check_key_file(spec.key_filename, f"{spec.source}: key=")
+    ssh_password: Secret | None = None
+    if targets.ssh_password_env:
+        ssh_password = secret_from_env(
+            targets.ssh_password_env,
+            what="--ssh-password-env",
+            hint=f"export {targets.ssh_password_env}=... first (the option names the variable, never the password)",
+        )
     password: Secret | None = None
     if targets.sudo_password_env:
         password = secret_from_env(targets.sudo_password_env)
     elif targets.ask_sudo_password:
-        password = Secret(click.prompt("sudo password", hide_input=True))
+        password = _prompt_sudo_password()
+        register_secret(password.value)
     options = ConnectOptions(
-        key_filename=str(Path(targets.identity).expanduser()) if targets.identity else None,
+        key_filename=identity,
+        password=ssh_password,
         known_hosts=targets.known_hosts,
         accept_new_host_keys=targets.accept_new_host_key,
         sudo_password=password,
@@ -145,3 +174,48 @@ def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:
         return open_host(spec, options)
 
     return specs, factory
+
+
+def check_key_file(path: str, where: str) -> None:
+    """Raise a UsageError naming ``where`` unless ``path`` is a readable file.
+
+    ``where`` is the prefix of the message: ``"-i/--identity "`` or ``"fleet.txt:3: key="``.
+    """
+    import os
+
+    from workload.errors import UsageError
+
+    if not os.path.exists(path):
+        raise UsageError(f"{where}{path}: no such key file", hint="give the path of an SSH private key")
+    if not os.path.isfile(path):
+        raise UsageError(f"{where}{path}: is not a file", hint="give the path of an SSH private key")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{where}{path}: cannot be read by this user")
+
+
+def _prompt_sudo_password() -> Secret:
+    """Prompt on the terminal; a UsageError when there is none (CI, a pipe, nohup)."""
+    import sys
+
+    from workload.commands import Secret
+    from workload.errors import UsageError
+
+    no_terminal = UsageError(
+        "--ask-sudo-password: there is no terminal to prompt on",
+        hint="export the password in a variable and pass --sudo-password-env VAR instead",
+    )
+    if not sys.stdin.isatty() and not _has_controlling_terminal():
+        raise no_terminal
+    try:
+        value = click.prompt("sudo password", hide_input=True)
+    except click.exceptions.Abort:  # end of input: nobody can answer
+        raise no_terminal from None
+    return Secret(str(value))
+
+
+def _has_controlling_terminal() -> bool:
+    try:
+        with open("/dev/tty", "rb"):
+            return True
+    except OSError:
+        return False

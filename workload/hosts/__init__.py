@@ -77,7 +77,8 @@ def open_host(spec: HostSpec, options: ConnectOptions | None = None) -> Host:
         if key is not None:
             key = os.path.expanduser(key)
             if not os.path.isfile(key):
-                raise UsageError(f"--host {spec.name}: the key file {key} does not exist")
+                where = spec.source if spec.key_filename else "-i/--identity"
+                raise UsageError(f"{where}: the key file {key} does not exist (host {spec.name})")
         merged = replace(options, key_filename=key, password=spec.password or options.password)
         return SshHost(spec.hostname, port=spec.port, user=spec.user, options=merged, name=spec.name)
     raise UsageError(f"--host {spec.name}: unknown scheme {spec.scheme!r}", hint="use local:// or ssh://user@host:port")

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from workload.commands import MASK, Command, Secret, cmd
+from workload.commands import MASK, Command, Secret, cmd, mask_text
 from workload.errors import EXIT_STEP_FAILED, CommandFailed, CommandTimeout, ConnectError, UsageError, WorkloadError
 
 #: Called for each output line: ``(stream, line)`` with stream ``"stdout"`` or ``"stderr"``.
@@ -115,7 +115,7 @@ class OutputCollector:
             self._pending = b""
 
     def _line(self, line: str) -> None:
-        line = mask_secrets(line, self.secrets)
+        line = mask_text(mask_secrets(line, self.secrets))
         if self.sink is not None:
             self.sink(self.stream, line.rstrip("\n"))
         self._kept.append(line)
@@ -383,7 +383,11 @@ def probe(host: Host, *argv: str) -> CommandResult:
 
 @dataclass
 class HostSpec:
-    """A parsed ``--host`` value: ``local://`` or ``ssh://user@host:port`` plus options."""
+    """A parsed ``--host`` value: ``local://`` or ``ssh://user@host:port`` plus options.
+
+    ``source`` says where the spec came from (``--host`` or ``fleet.txt:3``), so that a later
+    problem with it (a key file that does not exist) names the place to fix.
+    """
 
     scheme: str
     hostname: str = "localhost"
@@ -393,6 +397,7 @@ class HostSpec:
     password: Secret | None = None
     labels: dict[str, str] = field(default_factory=dict)
     alias: str | None = None
+    source: str | None = None
 
     @property
     def name(self) -> str:
@@ -404,31 +409,43 @@ class HostSpec:
         return f"{self.hostname}{suffix}"
 
 
-def parse_host_spec(text: str) -> HostSpec:
-    """Parse ``local://``, ``local``, ``ssh://user@host:22`` or ``user@host`` into a HostSpec."""
+def parse_host_spec(text: str, *, option: str | None = None) -> HostSpec:
+    """Parse ``local://``, ``local``, ``ssh://user@host:22`` or ``user@host`` into a HostSpec.
+
+    Errors name ``--host`` and the value, or ``option`` (an inventory's ``file:line``) when given.
+    A password in the URL is refused (it would sit in shell history and ``ps`` output) and masked
+    in the message.
+    """
     from urllib.parse import urlsplit
 
+    from workload.commands import mask_url_passwords
+
     raw = text.strip()
+    shown = mask_url_passwords(raw if "://" in raw or "@" not in raw else "ssh://" + raw)
+    where = f"--host {shown!r}" if option is None else f"{option}: host {shown!r}"
     if raw in ("", "local", "local://", "localhost://"):
-        return HostSpec(scheme="local")
+        return HostSpec(scheme="local", source=option or "--host")
     if "://" not in raw:
         raw = "ssh://" + raw
     parts = urlsplit(raw)
     if parts.scheme == "local":
-        return HostSpec(scheme="local")
+        return HostSpec(scheme="local", source=option or "--host")
     if parts.scheme != "ssh":
-        raise UsageError(
-            f"--host {text!r}: unknown scheme {parts.scheme!r}", hint="use local:// or ssh://user@host:port"
-        )
+        raise UsageError(f"{where}: unknown scheme {parts.scheme!r}", hint="use local:// or ssh://user@host:port")
     if not parts.hostname:
-        raise UsageError(f"--host {text!r}: no host name", hint="use ssh://user@host:port")
+        raise UsageError(f"{where}: no host name", hint="use ssh://user@host:port")
     try:
         port = parts.port or 22
     except ValueError:
-        raise UsageError(f"--host {text!r}: the port is not a number between 0 and 65535") from None
-    if parts.password:
-        raise UsageError(
-            f"--host {text!r}: passwords on the command line end up in shell history",
-            hint="use key or agent authentication, or set the password in an inventory file's password_env",
+        port = -1
+    if not 1 <= port <= 65535:
+        raise UsageError(f"{where}: the port is not a number between 1 and 65535")
+    if parts.password is not None:
+        hint = (
+            "put the password in an environment variable and pass --ssh-password-env VARIABLE_NAME, "
+            "or use key or agent authentication"
+            if option is None
+            else "put the password in an environment variable and write password_env=VARIABLE_NAME"
         )
-    return HostSpec(scheme="ssh", hostname=parts.hostname, user=parts.username, port=port)
+        raise UsageError(f"{where}: a password in the host URL would end up in shell history", hint=hint)
+    return HostSpec(scheme="ssh", hostname=parts.hostname, user=parts.username, port=port, source=option or "--host")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from workload.commands import Secret
+from workload.commands import Secret, register_secret
 from workload.errors import UsageError
 
 
@@ -50,16 +50,21 @@ class ConnectOptions:
             raise UsageError(f"the connect timeout must be positive, not {self.connect_timeout_s}")
 
 
-def secret_from_env(variable: str, *, what: str = "--sudo-password-env") -> Secret:
+def secret_from_env(variable: str, *, what: str = "--sudo-password-env", hint: str | None = None) -> Secret:
     """The value of an environment variable as a :class:`Secret` (for ``--sudo-password-env VAR``).
 
-    Raises :class:`UsageError` naming the option when the variable is unset or empty: a password
-    given on the command line itself would end up in shell history and ``ps`` output.
+    Raises :class:`UsageError` naming ``what`` (the option, or an inventory's ``file:line``) when
+    the variable is unset or empty: a password given on the command line itself would end up in
+    shell history and ``ps`` output. The value is registered with
+    :func:`~workload.commands.register_secret`, so it is masked in every log line.
     """
+    if not variable or not variable.replace("_", "").isalnum():
+        raise UsageError(f"{what} {variable!r}: not an environment variable name", hint="e.g. WORKLOAD_PASSWORD")
     value = os.environ.get(variable)
     if not value:
         raise UsageError(
             f"{what} {variable}: the environment variable {variable} is not set or empty",
-            hint=f"export {variable}=... first (or use --ask-sudo-password to be prompted)",
+            hint=hint or f"export {variable}=... first (or use --ask-sudo-password to be prompted)",
         )
+    register_secret(value)
     return Secret(value)

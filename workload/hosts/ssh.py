@@ -96,6 +96,7 @@ class SshHost(Host):
         self.name = name or (hostname if port == 22 else f"{hostname}:{port}")
         self.sudo_password = self.options.sudo_password
         self.connect_attempts = 0
+        self._attempts_allowed = self.options.connect_attempts
         self._client_factory = client_factory
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
@@ -137,9 +138,9 @@ class SshHost(Host):
         if self._client is not None and self.is_connected:
             return self._client
         self.close()
+        self._attempts_allowed = attempts or self.options.connect_attempts
         retrying = Retrying(
-            stop=stop_after_attempt(attempts or self.options.connect_attempts)
-            | stop_after_delay(self.options.connect_budget_s),
+            stop=stop_after_attempt(self._attempts_allowed) | stop_after_delay(self.options.connect_budget_s),
             # Exponential backoff plus jitter, so a fleet of runners does not reconnect in lockstep.
             wait=wait_exponential(multiplier=0.5, max=8.0) + wait_random(0, 1.0),
             retry=retry_if_exception(lambda e: isinstance(e, TransientConnectError)),
@@ -163,9 +164,22 @@ class SshHost(Host):
         return self._client
 
     def _log_retry(self, state: RetryCallState) -> None:
+        """One line per retry: ``[host] connection refused by h:22; retrying in 1.3s (attempt 3 of 8)``.
+
+        The problem only: the host prefix is added here once, and the hint comes with the final
+        error if every attempt fails.
+        """
         error = state.outcome.exception() if state.outcome is not None else None
+        problem = error.problem if isinstance(error, TransientConnectError) else str(error).splitlines()[0]
         delay = state.next_action.sleep if state.next_action is not None else 0.0
-        log.warning("[%s] %s; retrying in %.1fs (attempt %d)", self.name, error, delay, state.attempt_number + 1)
+        log.warning(
+            "[%s] %s; retrying in %.1fs (attempt %d of %d)",
+            self.name,
+            problem,
+            delay,
+            state.attempt_number + 1,
+            self._attempts_allowed,
+        )
 
     def _connect_once(self) -> paramiko.SSHClient:
         self.connect_attempts += 1

@@ -123,17 +123,23 @@ def connect_error(exc: Exception, target: SshTarget, options: ConnectOptions) ->
             hint="load it into an SSH agent (ssh-add KEY) and connect with the agent",
         )
     if isinstance(exc, paramiko.BadAuthenticationType):
+        allowed = list(exc.allowed_types)
+        ways = ["a key (-i/--identity KEYFILE, or key= in the inventory)", "an SSH agent"]
+        if "password" in allowed:
+            ways.append("a password (--ssh-password-env VAR, or password_env= in the inventory)")
         return ConnectError(
             target.name,
             f"{where}: the server does not accept this authentication method "
-            f"(it allows: {', '.join(exc.allowed_types) or 'nothing'})",
-            hint="use a key (--key) or an SSH agent",
+            f"(it allows: {', '.join(allowed) or 'nothing'})",
+            hint="use " + ", ".join(ways[:-1]) + " or " + ways[-1],
         )
     if isinstance(exc, paramiko.AuthenticationException):
+        if options.password is not None:
+            hint = "check the user name and the password (the variable named by --ssh-password-env / password_env)"
+        else:
+            hint = "check the user name and that the key's public half is in the user's ~/.ssh/authorized_keys"
         return ConnectError(
-            target.name,
-            f"authentication failed for {where} (tried: {_auth_methods(options)})",
-            hint="check the user name and that the key's public half is in the user's ~/.ssh/authorized_keys",
+            target.name, f"authentication failed for {where} (tried: {_auth_methods(options)})", hint=hint
         )
     if isinstance(exc, socket.gaierror):
         return ConnectError(target.name, f"cannot resolve the host name {target.hostname!r}: {exc.strerror}")
