@@ -19,3 +19,23 @@ def test_short_commands_and_secrets_are_shown_exactly_and_masked() -> None:
     assert shown == "cd /tmp && env A=1 curl -H '***' 'https://x/a b'"
     assert "token-123" not in shown
     assert compact_command(shell("echo hi")) == "bash -c 'echo hi'"
+
+
+def test_url_passwords_are_masked_in_compact_plans_and_parameters() -> None:
+    from rich.console import Console
+
+    from tests.steptypes import EchoParameters, EchoStep
+    from workload.cli.console import render_plan, shown_parameters
+    from workload.steps import Change, StepPlan
+
+    url = "https://user:ghp_SECRET123@example.invalid/r.git"
+    command = cmd("git", "clone", url, "/opt/r", env={"GIT_ASKPASS": url}, cwd="/tmp")
+    shown = compact_command(command)
+    assert "ghp_SECRET123" not in shown and "'https://user:***@example.invalid/r.git'" in shown
+    step = EchoStep(EchoParameters(Message=url, Marker="/tmp/m"), location="Actions[0]", kind="action")
+    assert shown_parameters(step)["Message"] == "https://user:***@example.invalid/r.git"
+    console = Console(record=True, width=200)
+    plan = StepPlan(changes=(Change(f"clone {url}", (command,)),), notes=(f"not pinned: {url}",))
+    render_plan(console, plan, full=True)
+    text = console.export_text()
+    assert "ghp_SECRET123" not in text and text.count("user:***@") == 4

@@ -71,3 +71,16 @@ def test_installed_wheel_lists_and_resolves_shipped_profiles(wheel: Path, tmp_pa
     )
     assert show.returncode == 0, show.stderr
     assert "NvidiaCudaInstallation" in show.stdout
+    # The first promise: plan the flagship profile from the installed package (read-only
+    # facts of this machine, no GPU needed, nothing changed).
+    plan = subprocess.run(
+        [sys.executable, "-m", "workload", "plan", "--profile", "PERF-GPU-MLPERF"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "Dependencies[5] NvidiaContainerToolkitInstallation" in plan.stdout
+    assert "Actions[1] MLPerfExecutor" in plan.stdout and "Traceback" not in plan.stdout + plan.stderr

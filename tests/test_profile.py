@@ -183,6 +183,62 @@ MALFORMED: list[tuple[str, Any, str]] = [
         "ParametersOn: conditional parameters are not supported",
     ),
     ("monitor type unknown", {"Description": "x", "Monitors": [{"Type": "PerfCounter"}]}, "unknown step type"),
+    (
+        "number too large",
+        '{"Description": "x", "Parameters": {"A": 1e999}}',
+        "bad.json: Parameters.A: inf is not a finite",
+    ),
+    (
+        "NaN in a step",
+        '{"Description": "x", "Actions": [{"Type": "EchoStep", "Parameters": {"Count": NaN}}]}',
+        "Actions[0].Parameters.Count: nan is not a finite number",
+    ),
+    (
+        "misspelled parameter",
+        {"Description": "x", "Actions": [{"Type": "EchoStep", "Parameters": {"Mesage": "hi"}}]},
+        "Actions[0].Parameters.Mesage: unknown parameter (did you mean 'Message'?) for EchoStep",
+    ),
+    (
+        "unknown parameter",
+        {"Description": "x", "Dependencies": [{"Type": "EchoStep", "Parameters": {"Frobnicate": 1}}]},
+        "Dependencies[0].Parameters.Frobnicate: unknown parameter for EchoStep",
+    ),
+    (
+        "unknown parameter with an odd name",
+        {"Description": "x", "Actions": [{"Type": "EchoStep", "Parameters": {"a.b": 1}}]},
+        'Actions[0].Parameters["a.b"]: unknown parameter for EchoStep',
+    ),
+    (
+        "action under Dependencies",
+        {"Description": "x", "Dependencies": [{"Type": "MLPerfExecutor", "Parameters": {"Model": "bert"}}]},
+        "Dependencies[0].Type: MLPerfExecutor is an action: it belongs under Actions, not Dependencies",
+    ),
+    (
+        "dependency under Actions",
+        {"Description": "x", "Actions": [{"Type": "formatdisks"}]},
+        "Actions[0].Type: FormatDisks is a dependency: it belongs under Dependencies, not Actions",
+    ),
+    (
+        "misspelled driver parameter",
+        {
+            "Description": "x",
+            "Dependencies": [
+                {
+                    "Type": "NvidiaCudaInstallation",
+                    "Parameters": {"LinuxDriverVersion": "550", "LinuxDriverVerison": "535"},
+                }
+            ],
+        },
+        "Dependencies[0].Parameters.LinuxDriverVerison: unknown parameter (did you mean 'LinuxDriverVersion'?)",
+    ),
+    (
+        "bad dotted LoadGen override",
+        {
+            "Description": "x",
+            "Actions": [{"Type": "MLPerfExecutor", "Parameters": {"Model": "bert", "bert.Server.target_qps": "fast"}}],
+        },
+        "Actions[0].Parameters[\"bert.Server.target_qps\"]: value 'fast' is not",
+    ),
 ]
 
 
@@ -195,6 +251,52 @@ def test_malformed_profiles_give_one_located_error(tmp_path: Path, case: str, co
     assert text.startswith("bad.json"), text
     assert message in text, text
     assert "Traceback" not in text
+
+
+def test_virtualclient_generic_parameters_are_accepted_on_every_step(tmp_path: Path) -> None:
+    generic = {
+        "Scenario": "S",
+        "MetricScenario": "M",
+        "Tags": "a,b",
+        "MetricFilters": "verbosity:1",
+        "LogToFile": True,
+        "PackageName": "x",
+        "SupportedPlatforms": "linux-x64",
+        "ProfilingEnabled": False,
+        "FailFast": True,
+    }
+    profile = {"Description": "x", "Actions": [{"Type": "EchoStep", "Parameters": {**generic, "message": "hi"}}]}
+    (step,) = resolve_profile(load_profile(write(tmp_path, profile))).steps
+    assert step.params.Message == "hi" and step.params.FailFast is True  # type: ignore[attr-defined]
+    # LoadGen overrides named like the key are the MLPerf executor's own family of parameters.
+    mlperf = {"Type": "MLPerfExecutor", "Parameters": {"Model": "bert", "bert.Server.target_qps": "120"}}
+    (step,) = resolve_profile(load_profile(write(tmp_path, {"Description": "x", "Actions": [mlperf]}))).steps
+    assert step.params.model_extra == {"bert.Server.target_qps": "120"}
+
+
+def test_secret_parameters_are_masked_in_the_resolved_profile(tmp_path: Path) -> None:
+    from workload.commands import mask_text
+    from workload.params import is_secret
+
+    profile = {
+        "Description": "x",
+        "Parameters": {"HfToken": "hf_abcdef123", "RepoKey": "https://x.invalid/key.gpg", "MaxTokens": "1024"},
+        "Actions": [{"Type": "EchoStep", "Parameters": {"Message": "https://u:pw-in-url-77@h.invalid/r"}}],
+    }
+    resolved = resolve_profile(load_profile(write(tmp_path, profile)))
+    saved = resolved.to_json()
+    assert saved["Parameters"] == {"HfToken": "***", "RepoKey": "https://x.invalid/key.gpg", "MaxTokens": "1024"}
+    assert saved["Actions"][0]["Parameters"]["Message"] == "https://u:***@h.invalid/r"
+    assert resolved.steps[0].params.Message == "https://u:pw-in-url-77@h.invalid/r"  # type: ignore[attr-defined]
+    # Resolving registered the values: any later text that carries them is masked.
+    assert mask_text("token hf_abcdef123 and pw-in-url-77") == "token *** and ***"
+    assert [is_secret(n, "v-123") for n in ("SshPassword", "api_key", "GitHubPAT", "Keyboard", "ClientSecret")] == [
+        True,
+        True,
+        False,
+        False,
+        True,
+    ]
 
 
 def test_missing_profile_lists_shipped_ones() -> None:

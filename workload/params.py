@@ -1,11 +1,68 @@
-"""Parameters: VirtualClient's ``--parameters`` syntax and a case-insensitive parameter map."""
+"""Parameters: VirtualClient's ``--parameters`` syntax, a case-insensitive parameter map, and
+which parameters hold secrets."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from workload.commands import MASK, mask_text
 from workload.errors import UsageError
+
+#: Words that make a parameter name a secret's name (``GitHubToken``, ``SshPassword``, ``api_key``).
+SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwords",
+        "passwd",
+        "passphrase",
+        "token",
+        "tokens",
+        "secret",
+        "secrets",
+        "credential",
+        "credentials",
+        "apikey",
+    }
+)
+#: ``Key`` names a secret too, unless the value is a URL (``ToolkitRepositoryKey``: where a public
+#: signing key is downloaded from).
+KEY_WORDS = frozenset({"key", "keys"})
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_NUMBER = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?")
+
+
+def is_secret(name: str, value: Any) -> bool:
+    """Whether a parameter's value is a secret, judged by its name and value.
+
+    Names are split into words (PascalCase, ``snake_case``, dots); a word like Password, Token,
+    Secret, Credential (any case) makes it secret; so does Key unless the value is a URL. Only
+    non-empty texts that are not numbers count (``MaxTokens: 1024`` is not a secret).
+    """
+    if not isinstance(value, str) or not value.strip() or _NUMBER.fullmatch(value.strip()):
+        return False
+    words = {w.lower() for w in _WORDS.findall(name)}
+    if words & SECRET_WORDS:
+        return True
+    return bool(words & KEY_WORDS) and "://" not in value
+
+
+def display_value(name: str, value: Any) -> Any:
+    """A parameter value as it may be displayed or written to the run folder.
+
+    ``***`` for a secret (:func:`is_secret`); texts with URL passwords and registered secrets masked.
+    """
+    if is_secret(name, value):
+        return MASK
+    if isinstance(value, str):
+        return mask_text(value)
+    return value
+
+
+def display_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`display_value` of each parameter."""
+    return {key: display_value(key, value) for key, value in parameters.items()}
 
 
 class CaseInsensitiveDict(Mapping[str, Any]):

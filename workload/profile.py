@@ -7,18 +7,21 @@ Everything here happens before any host is touched. Every problem becomes one
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from workload.errors import ProfileError
-from workload.params import CaseInsensitiveDict
+from workload.commands import register_secret, url_passwords
+from workload.errors import ProfileError, UsageError
+from workload.params import CaseInsensitiveDict, display_parameters, is_secret
 from workload.resources import profile_dir, shipped_profiles
-from workload.steps import Step, StepKind
+from workload.steps import Step, StepKind, StepParameters, unknown_parameter_problem
 
 REFERENCE_PREFIX = "$.parameters."
 SECTIONS: tuple[tuple[str, StepKind], ...] = (
@@ -73,6 +76,9 @@ class ResolvedProfile:
     metadata: dict[str, Any]
     parameters: dict[str, Any]
     steps: list[Step] = field(default_factory=list)
+    #: Problems that do not stop the run (a --parameters key nothing uses, a --scenarios name
+    #: that matches nothing); the CLI prints them.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def dependencies(self) -> list[Step]:
@@ -83,11 +89,15 @@ class ResolvedProfile:
         return [s for s in self.steps if s.kind == "action"]
 
     def to_json(self) -> dict[str, Any]:
-        """The resolved profile as written to the run folder (same format, references inlined)."""
+        """The resolved profile as written to the run folder (same format, references inlined).
+
+        Secrets are masked (:func:`workload.params.display_value`): the file is a record to read
+        and share, not a way to hand credentials on.
+        """
 
         def section(kind: StepKind) -> list[dict[str, Any]]:
             return [
-                {"Type": s.type_name, "Parameters": s.params.model_dump(exclude_none=True)}
+                {"Type": s.type_name, "Parameters": display_parameters(s.params.model_dump(exclude_none=True))}
                 for s in self.steps
                 if s.kind == kind
             ]
@@ -95,7 +105,7 @@ class ResolvedProfile:
         return {
             "Description": self.description,
             "Metadata": self.metadata,
-            "Parameters": self.parameters,
+            "Parameters": display_parameters(self.parameters),
             "Dependencies": section("dependency"),
             "Actions": section("action"),
         }
@@ -141,11 +151,26 @@ def load_profile(ref: str) -> LoadedProfile:
         raise ProfileError(label, "invalid JSON: nested too deeply") from None
     if not isinstance(raw, dict):
         raise ProfileError(label, f"the top level must be a JSON object, not {_json_type(raw)}")
+    for loc, number in _non_finite_numbers(raw, []):
+        # Python's json reads 1e999 as inf (and NaN/Infinity literals); no JSON writer can write them back.
+        raise ProfileError(f"{label}: {_format_loc(loc)}", f"{number!r} is not a finite number")
     try:
         document = ProfileDocument.model_validate(raw)
     except ValidationError as exc:
         raise _profile_error_from_validation(label, "", exc) from None
     return LoadedProfile(name=path.stem, path=path, document=document)
+
+
+def _non_finite_numbers(value: Any, loc: list[str | int]) -> Iterator[tuple[list[str | int], float]]:
+    """Every float that is infinite or NaN in a JSON document, with its path."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield loc, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite_numbers(item, [*loc, str(key)])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite_numbers(item, [*loc, index])
 
 
 def _json_type(value: Any) -> str:
@@ -154,14 +179,21 @@ def _json_type(value: Any) -> str:
     )
 
 
-def _format_loc(loc: Sequence[str | int]) -> str:
-    out = ""
+def _format_loc(loc: Sequence[str | int], prefix: str = "") -> str:
+    out = prefix
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            out = key_path(out, part)
     return out
+
+
+def key_path(prefix: str, key: str) -> str:
+    """``prefix.key``, or ``prefix["key"]`` when the key is not a plain name (``bert.Server.target_qps``)."""
+    if key.isidentifier():
+        return f"{prefix}.{key}" if prefix else key
+    return f"{prefix}[{json.dumps(key)}]"
 
 
 def _profile_error_from_validation(label: str, prefix: str, exc: ValidationError) -> ProfileError:
@@ -169,8 +201,7 @@ def _profile_error_from_validation(label: str, prefix: str, exc: ValidationError
     errors = exc.errors()
     first = errors[0]
     loc = [p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
-    where = _format_loc(loc)
-    path = f"{prefix}.{where}" if prefix and where else (prefix or where)
+    path = _format_loc(loc, prefix)
     message = first["msg"]
     if first["type"] == "missing":
         message = "required field is missing"
@@ -193,7 +224,13 @@ def resolve_profile(
     """Apply ``--parameters``, inline every ``$.Parameters.X``, validate every step's parameters.
 
     ``scenarios`` is VirtualClient's ``--scenarios`` filter: names include actions (by their
-    Scenario parameter), ``-name`` excludes actions or dependencies.
+    Scenario parameter), ``-name`` excludes actions or dependencies. An include list that
+    matches no action is a :class:`UsageError` listing the profile's scenarios; a name that
+    matches nothing while others do, and an override no step can see (not a profile parameter
+    and not referenced), become :attr:`ResolvedProfile.warnings`.
+
+    The values of secret-looking parameters and URL passwords are registered with
+    :func:`workload.commands.register_secret`, so every log and display masks them.
     """
     doc = loaded.document
     label = loaded.path.name
@@ -203,24 +240,17 @@ def resolve_profile(
     for key, value in (overrides or {}).items():
         params[key] = value
     lookup = {"parameters": {k.lower(): v for k, v in params.to_dict().items()}}
+    warnings = _unused_overrides(doc, overrides or {})
 
-    include = {s.lower() for s in scenarios if s and not s.startswith("-")}
-    exclude = {s[1:].lower() for s in scenarios if s.startswith("-")}
-
-    steps: list[Step] = []
+    all_steps: list[Step] = []
     for section, kind in SECTIONS:
         for index, element in enumerate(getattr(doc, section)):
-            location = f"{section}[{index}]"
-            step = _build_step(label, location, kind, element, lookup)
-            scenario = (step.params.Scenario or "").lower()
-            if scenario and scenario in exclude:
-                continue
-            if kind == "action" and include and scenario not in include:
-                continue
-            steps.append(step)
-    if kind_count(steps, "monitor"):
-        first = next(s for s in steps if s.kind == "monitor")
+            all_steps.append(_build_step(label, f"{section}[{index}]", kind, element, lookup))
+    if kind_count(all_steps, "monitor"):
+        first = next(s for s in all_steps if s.kind == "monitor")
         raise ProfileError(f"{label}: {first.location}", "monitors are not supported by this runner yet")
+    steps = _filter_scenarios(all_steps, scenarios, warnings)
+    _register_secrets(params.to_dict(), all_steps)
     return ResolvedProfile(
         name=loaded.name,
         path=loaded.path,
@@ -228,31 +258,134 @@ def resolve_profile(
         metadata=dict(doc.Metadata),
         parameters=params.to_dict(),
         steps=steps,
+        warnings=warnings,
     )
+
+
+def _filter_scenarios(steps: list[Step], scenarios: Sequence[str], warnings: list[str]) -> list[Step]:
+    """VirtualClient's ``--scenarios``: include actions by Scenario; ``-name`` excludes any step."""
+    include = [s.strip() for s in scenarios if s.strip() and not s.strip().startswith("-")]
+    exclude = [s.strip()[1:] for s in scenarios if s.strip().startswith("-") and s.strip()[1:]]
+    if not include and not exclude:
+        return steps
+    action_scenarios = [s.params.Scenario for s in steps if s.kind == "action" and s.params.Scenario]
+    all_scenarios = [s.params.Scenario for s in steps if s.params.Scenario]
+    known = {name.lower() for name in all_scenarios}
+    for name in exclude:
+        if name.lower() not in known:
+            warnings.append(
+                f"--scenarios -{name}: no step has Scenario {name!r}, so nothing is excluded "
+                f"(scenarios: {', '.join(all_scenarios) or 'none'})"
+            )
+    wanted = {name.lower() for name in include}
+    unwanted = {name.lower() for name in exclude}
+    kept: list[Step] = []
+    for step in steps:
+        scenario = (step.params.Scenario or "").lower()
+        if scenario and scenario in unwanted:
+            continue
+        if step.kind == "action" and wanted and scenario not in wanted:
+            continue
+        kept.append(step)
+    if include:
+        action_known = {name.lower() for name in action_scenarios}
+        missing = [name for name in include if name.lower() not in action_known]
+        if len(missing) == len(include):
+            raise UsageError(
+                f"--scenarios {','.join(include)}: no action has "
+                + ("this Scenario" if len(include) == 1 else "any of these Scenarios"),
+                hint="the actions' scenarios are: " + (", ".join(action_scenarios) or "(none: no action has one)"),
+            )
+        for name in missing:
+            warnings.append(
+                f"--scenarios {name}: no action has Scenario {name!r} (actions: {', '.join(action_scenarios)})"
+            )
+    return kept
+
+
+def _unused_overrides(doc: ProfileDocument, overrides: Mapping[str, str]) -> list[str]:
+    """A warning for each ``--parameters`` key that is not a profile parameter and that no step refers to.
+
+    VirtualClient adds such keys to the profile's Parameters without a word; they only reach a
+    step through a ``$.Parameters.X`` reference, so one that nothing refers to changes nothing
+    (usually a typo).
+    """
+    declared = {key.lower(): key for key in doc.Parameters}
+    referenced = {
+        value[len(REFERENCE_PREFIX) :].lower()
+        for section, _ in SECTIONS
+        for element in getattr(doc, section)
+        for value in element.Parameters.values()
+        if isinstance(value, str) and value.lower().startswith(REFERENCE_PREFIX)
+    }
+    warnings = []
+    for key in overrides:
+        if key.lower() in declared or key.lower() in referenced:
+            continue
+        close = difflib.get_close_matches(key.lower(), list(declared), n=1, cutoff=0.75)
+        suggestion = f" (did you mean {declared[close[0]]!r}?)" if close else ""
+        known = ", ".join(doc.Parameters) or "none"
+        warnings.append(
+            f"--parameters {key}: the profile has no parameter {key!r} and no step refers to it, "
+            f"so it changes nothing{suggestion} (profile parameters: {known})"
+        )
+    return warnings
+
+
+def _register_secrets(parameters: Mapping[str, Any], steps: Sequence[Step]) -> None:
+    """Register secret-looking values and URL passwords, so logs and displays mask them."""
+    values = [(key, value) for key, value in parameters.items()]
+    for step in steps:
+        values += list(step.params.model_dump(exclude_none=True).items())
+    for key, value in values:
+        if not isinstance(value, str):
+            continue
+        if is_secret(key, value):
+            register_secret(value)
+        for password in url_passwords(value):
+            register_secret(password)
 
 
 def kind_count(steps: Sequence[Step], kind: StepKind) -> int:
     return sum(1 for s in steps if s.kind == kind)
 
 
+_SECTION_OF: dict[str, str] = {"dependency": "Dependencies", "action": "Actions"}
+
+
 def _build_step(label: str, location: str, kind: StepKind, element: ProfileElement, lookup: dict[str, Any]) -> Step:
-    from workload.registry import canonical_name, step_class
+    from workload.registry import canonical_name, step_class, step_kind
 
     type_name = canonical_name(element.Type, location=f"{label}: {location}.Type")
+    belongs = step_kind(type_name)
+    if belongs is not None and kind in _SECTION_OF and belongs != kind:
+        article = "an action" if belongs == "action" else "a dependency"
+        raise ProfileError(
+            f"{label}: {location}.Type",
+            f"{type_name} is {article}: it belongs under {_SECTION_OF[belongs]}, not {_SECTION_OF[kind]}",
+        )
     if element.Components:
         raise ProfileError(
             f"{label}: {location}.Components",
             "composite components (Components) are not supported by this runner",
         )
+    prefix = f"{location}.Parameters"
+    cls = step_class(type_name, location=f"{label}: {location}.Type")
     resolved = CaseInsensitiveDict()
     for key, value in element.Parameters.items():
+        where = f"{label}: {key_path(prefix, key)}"
         if key in resolved:
-            raise ProfileError(f"{label}: {location}.Parameters.{key}", "parameter given twice (names ignore case)")
-        resolved[key] = _resolve_value(value, lookup, f"{label}: {location}.Parameters.{key}")
-    cls = step_class(type_name, location=f"{label}: {location}.Type")
+            raise ProfileError(where, "parameter given twice (names ignore case)")
+        problem = unknown_parameter_problem(cls.Parameters, key)
+        if problem is not None:
+            raise ProfileError(
+                where,
+                f"{problem} for {type_name}",
+                hint=f"{type_name} parameters: " + ", ".join(_declared_parameters(cls.Parameters)),
+            )
+        resolved[key] = _resolve_value(value, lookup, where)
     fields = {name.lower(): name for name in cls.Parameters.model_fields}
     data = {fields.get(k.lower(), k): v for k, v in resolved.to_dict().items()}
-    prefix = f"{location}.Parameters"
     try:
         params = cls.Parameters.model_validate(data)
         cls.check_parameters(params)
@@ -261,10 +394,16 @@ def _build_step(label: str, location: str, kind: StepKind, element: ProfileEleme
     except ValueError as exc:
         # check_parameters raises ValueError("Param: problem"); name the parameter in the path.
         param, sep, problem = str(exc).partition(": ")
-        if sep and param.isidentifier():
-            raise ProfileError(f"{label}: {prefix}.{param}", problem) from None
+        if sep and (param.isidentifier() or param in resolved):
+            raise ProfileError(f"{label}: {key_path(prefix, param)}", problem) from None
         raise ProfileError(f"{label}: {prefix}", str(exc)) from None
     return cls(params, location=location, kind=kind)
+
+
+def _declared_parameters(params: type[StepParameters]) -> list[str]:
+    """A step's own parameter names (the generic ones every step has come last, not at all here)."""
+    generic = set(StepParameters.model_fields) - {"Scenario"}
+    return [name for name in params.model_fields if name not in generic]
 
 
 def _resolve_value(value: Any, lookup: dict[str, Any], location: str) -> Any:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from workload.errors import ProfileError
 
 if TYPE_CHECKING:
-    from workload.steps import Step
+    from workload.steps import Step, StepKind
 
 #: Every step type this project ships: type name -> "module:Class".
 STEP_TYPES: dict[str, str] = {
@@ -30,8 +30,27 @@ STEP_TYPES: dict[str, str] = {
 }
 
 
+#: Where each shipped type belongs in a profile (an installer under Dependencies, an executor under
+#: Actions). Types not listed here (test steps) may appear in either section.
+STEP_KINDS: dict[str, StepKind] = {
+    "FormatDisks": "dependency",
+    "MountDisks": "dependency",
+    "GitRepoClone": "dependency",
+    "NvidiaCudaInstallation": "dependency",
+    "DockerInstallation": "dependency",
+    "NvidiaContainerToolkitInstallation": "dependency",
+    "MLPerfExecutor": "action",
+    "LoadGenExecutor": "action",
+}
+
+
 def known_types() -> list[str]:
     return sorted(STEP_TYPES)
+
+
+def step_kind(type_name: str) -> StepKind | None:
+    """Where a registered type belongs ("dependency" or "action"), or None when it may go anywhere."""
+    return STEP_KINDS.get(type_name)
 
 
 def canonical_name(type_name: str, *, location: str) -> str:
@@ -39,9 +58,13 @@ def canonical_name(type_name: str, *, location: str) -> str:
     by_lower = {known.lower(): known for known in STEP_TYPES}
     name = by_lower.get(type_name.strip().lower())
     if name is None:
+        import difflib
+
+        close = difflib.get_close_matches(type_name.strip().lower(), list(by_lower), n=1, cutoff=0.75)
+        suggestion = f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
         raise ProfileError(
             location,
-            f"unknown step type {type_name!r}",
+            f"unknown step type {type_name!r}{suggestion}",
             hint="known types: " + ", ".join(known_types()),
         )
     return name

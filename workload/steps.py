@@ -19,6 +19,7 @@ Parameters are pydantic models whose field names are the profile's PascalCase na
 from __future__ import annotations
 
 import abc
+import difflib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,18 +29,48 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticUseDefault
 
-from workload.commands import Command
+from workload.commands import Command, mask_text
 from workload.errors import StepError
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
 
 StepKind = Literal["dependency", "action", "monitor"]
 
 
+#: VirtualClient's generic component parameters (its reference notes, section 8.1) that this runner
+#: accepts on every step and ignores, so VirtualClient profiles load unchanged. ``Scenario``,
+#: ``MetricScenario``, ``Tags``, ``FailFast`` and ``SupportedPlatforms`` are declared on
+#: :class:`StepParameters` instead, because the engine uses them.
+GENERIC_PARAMETERS = frozenset(
+    name.lower()
+    for name in (
+        "PackageName",
+        "Platforms",
+        "SupportedLinuxDistributions",
+        "Role",
+        "Roles",
+        "MetricFilters",
+        "LogFileName",
+        "LogFolderName",
+        "LogToFile",
+        "ContentPathTemplate",
+        "DeferUpload",
+        "DeleteOnUpload",
+        "ProfileIteration",
+        "ProfileIterationStartTime",
+    )
+)
+#: Prefixes of generic parameter families (VirtualClient's ``ProfilingEnabled``, ``ProfilingScenario``...).
+GENERIC_PREFIXES = ("profiling",)
+
+
 class StepParameters(BaseModel):
     """Base of every step's parameter model.
 
-    Unknown parameters are kept (VirtualClient components accept many generic ones); the
-    VirtualClient common parameters used by the engine are declared here.
+    A profile may give a step only the parameters its model declares, VirtualClient's generic
+    ones (:data:`GENERIC_PARAMETERS`, kept as extras and ignored), and the extra names
+    :meth:`accepts_extra` allows; anything else is reported at profile load with a "did you
+    mean" (:func:`unknown_parameter_problem`). The VirtualClient common parameters used by the
+    engine are declared here.
     """
 
     # Numbers given for text parameters ("LinuxDriverVersion": 550) are accepted as text, like VC.
@@ -59,6 +90,33 @@ class StepParameters(BaseModel):
         if isinstance(value, str) and not value.strip():
             raise PydanticUseDefault()
         return value
+
+    @classmethod
+    def accepts_extra(cls, name: str) -> bool:
+        """Whether ``name``, not a declared parameter, still means something to this step.
+
+        Default: VirtualClient's generic parameters, and, for steps that declare
+        ``LoadGenOverrides``, LoadGen overrides given as parameters named like the key
+        (``bert.Server.target_qps``: model, scenario, key). Steps override this for their own
+        families of names.
+        """
+        lower = name.lower()
+        if lower in GENERIC_PARAMETERS or lower.startswith(GENERIC_PREFIXES):
+            return True
+        return "LoadGenOverrides" in cls.model_fields and name.count(".") == 2
+
+
+def unknown_parameter_problem(params: type[StepParameters], name: str) -> str | None:
+    """None when a step with this parameter model accepts ``name`` (any case); else the problem.
+
+    The problem says "unknown parameter" with the closest declared name (difflib), if any.
+    """
+    declared = {field.lower(): field for field in params.model_fields}
+    if name.lower() in declared or params.accepts_extra(name):
+        return None
+    close = difflib.get_close_matches(name.lower(), list(declared), n=1, cutoff=0.75)
+    suggestion = f" (did you mean {declared[close[0]]!r}?)" if close else ""
+    return f"unknown parameter{suggestion}"
 
 
 @dataclass(frozen=True)
@@ -169,7 +227,8 @@ class StepContext:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def log(self, message: str) -> None:
-        """A line for the step log and the console."""
+        """A line for the step log and the console (URL passwords and known secrets masked)."""
+        message = mask_text(message)
         self._write_log(message)
         if self.console is not None:
             self.console(message)
@@ -177,7 +236,7 @@ class StepContext:
     def _write_log(self, line: str) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(line.rstrip("\n") + "\n")
+            fh.write(mask_text(line).rstrip("\n") + "\n")
 
     def line_sink(self, *, echo: bool = True) -> LineSink:
         """A sink for command output: every line to the step log, and to the console if ``echo``."""
@@ -232,12 +291,28 @@ class Step(abc.ABC):
     def plan(self, ctx: StepContext) -> StepPlan:
         """Read facts (read-only) and return what :meth:`apply` would do."""
 
-    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
-        """Make the planned changes. The default runs every planned command with ``check``."""
+    def preflight(self, ctx: StepContext) -> None:
+        """Raise :class:`StepError` when this step cannot possibly succeed on this host.
+
+        The engine calls it for every step of a run before the first step changes anything on
+        the host (``plan`` shows the same), so a run that could never finish stops with a clear
+        message instead of half-way, after earlier steps formatted disks or cloned repositories.
+        Only read-only facts that no earlier step can change may decide it (OS release,
+        architecture, hardware). The default checks nothing.
+        """
+
+    def apply(self, ctx: StepContext, plan: StepPlan) -> StepPlan | None:
+        """Make the planned changes. The default runs every planned command with ``check``.
+
+        A step that plans again while applying (an installer re-plans after refreshing apt's
+        package lists) returns the plan whose changes it made; the engine decides the reboot from
+        that plan. None means ``plan`` itself was applied.
+        """
         for change in plan.changes:
             ctx.log(f"-> {change.summary}")
             for command in change.commands:
                 ctx.check(command)
+        return None
 
     def verify(self, ctx: StepContext) -> None:
         """Raise :class:`StepError` unless what this step promises now holds on the host."""

@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from workload.commands import mask_text
 from workload.steps import StepParameters
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ class ConsoleReporter:
             status = STATUS_STYLE.get(outcome.status, outcome.status)
             detail = ""
             if outcome.status == "unchanged" and outcome.message:
-                detail = f": {escape(outcome.message)}"
+                detail = f": {escape(mask_text(outcome.message))}"
             if self.multi:
                 self._multi_step_finished(host, step, outcome, status, detail)
                 return
@@ -136,7 +137,7 @@ class ConsoleReporter:
             return
         with self._lock:
             target = self.progress.console if self.progress is not None else self.console
-            target.print(f"[dim]\\[{escape(host)}][/] {escape(text)}", highlight=False)
+            target.print(f"[dim]\\[{escape(host)}][/] {escape(mask_text(text))}", highlight=False)
 
     def host_finished(self, host: str, outcome: HostOutcome) -> None:
         with self._lock:
@@ -156,9 +157,13 @@ def _shorten(text: str, width: int) -> str:
 
 
 def shown_parameters(step: Step) -> dict[str, object]:
-    """A step's resolved parameters, without the engine's generic ones left at their defaults."""
+    """A step's resolved parameters as they may be shown (secrets masked), without the engine's
+    generic ones left at their defaults."""
+    from workload.params import display_parameters
+
     generic = set(StepParameters.model_fields) - step.params.model_fields_set - {"Scenario"}
-    return {k: v for k, v in step.params.model_dump(exclude_none=True).items() if k not in generic}
+    shown = {k: v for k, v in step.params.model_dump(exclude_none=True).items() if k not in generic}
+    return display_parameters(shown)
 
 
 def make_console(*, stderr: bool = False) -> Console:
@@ -177,7 +182,9 @@ def compact_command(command: Command) -> str:
     (NAME is the ``$0`` given after it). ``plan`` shows this by default; ``plan -v`` and the step
     logs show every command in full.
     """
-    argv = [str(arg) for arg in command.argv]
+    from workload.commands import masked_arg
+
+    argv = [masked_arg(arg) for arg in command.argv]
     parts: list[str] = []
     for index, text in enumerate(argv):
         after_c = index > 0 and argv[index - 1] == "-c"
@@ -188,18 +195,22 @@ def compact_command(command: Command) -> str:
             parts.append(shlex.quote(text))
     shown = " ".join(parts)
     if command.env:
-        shown = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in command.env.items()) + " " + shown
+        shown = "env " + " ".join(shlex.quote(f"{k}={masked_arg(v)}") for k, v in command.env.items()) + " " + shown
     if command.cwd:
-        shown = f"cd {shlex.quote(command.cwd)} && {shown}"
+        shown = f"cd {shlex.quote(masked_arg(command.cwd))} && {shown}"
     return shown
 
 
 def render_plan(console: Console, plan: StepPlan, *, indent: str = "", full: bool = False) -> None:
-    """A plan in words: each change with its exact (masked) commands, or the no-op reason."""
+    """A plan in words: each change with its exact (masked) commands, or the no-op reason.
+
+    Every text is masked (:func:`~workload.commands.mask_text`): steps write parameter values,
+    such as a repository URL with a token, into summaries and notes.
+    """
     if not plan.changed:
-        console.print(f"{indent}[cyan]no change[/]: {escape(plan.noop_reason or 'nothing to do')}")
+        console.print(f"{indent}[cyan]no change[/]: {escape(mask_text(plan.noop_reason or 'nothing to do'))}")
     for change in plan.changes:
-        console.print(f"{indent}[green]+[/] {escape(change.summary)}")
+        console.print(f"{indent}[green]+[/] {escape(mask_text(change.summary))}")
         for command in change.commands:
             shown = command.display() if full else compact_command(command)
             console.print(f"{indent}    $ {escape(shown)}", highlight=False, soft_wrap=True)
@@ -208,7 +219,7 @@ def render_plan(console: Console, plan: StepPlan, *, indent: str = "", full: boo
             f"{indent}[yellow]then reboot[/] (remote hosts are rebooted and resumed; local runs stop, exit 5)"
         )
     for note in plan.notes:
-        console.print(f"{indent}[dim]note: {escape(note)}[/]")
+        console.print(f"{indent}[dim]note: {escape(mask_text(note))}[/]")
 
 
 def hosts_table(outcomes: list[HostOutcome], main_metric: dict[str, str], *, total_steps: int | None = None) -> Table:

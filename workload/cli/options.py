@@ -113,13 +113,16 @@ def host_options(func: F) -> F:
 
 
 def resolve_from_options(profile: str, parameters: tuple[str, ...], scenarios: str | None) -> ResolvedProfile:
-    """Load and resolve a profile from the command's options."""
+    """Load and resolve a profile from the command's options; print its warnings on stderr."""
     from workload.params import parse_parameters
     from workload.profile import load_profile, resolve_profile
 
     overrides = parse_parameters(parameters)
     scenario_list = [s.strip() for s in (scenarios or "").split(",") if s.strip()]
-    return resolve_profile(load_profile(profile), overrides, scenarios=scenario_list)
+    resolved = resolve_profile(load_profile(profile), overrides, scenarios=scenario_list)
+    for warning in resolved.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return resolved
 
 
 def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:

@@ -31,9 +31,12 @@ def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | Non
     """Show PROFILE resolved: parameters (after --parameters) and every step with its parameters.
 
     PROFILE is a shipped name (PERF-GPU-MLPERF, with or without .json) or a path to a JSON file.
-    Nothing connects to any host.
+    Nothing connects to any host. Secrets are shown as *** (parameters named like a password,
+    token, secret or key, and passwords inside URLs).
     """
     import json
+
+    from workload.params import display_parameters
 
     resolved = resolve_from_options(profile, parameters, scenarios)
     if as_json:
@@ -42,7 +45,7 @@ def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | Non
     click.echo(f"{resolved.name}: {resolved.description}")
     click.echo(f"  file: {resolved.path}")
     click.echo("Parameters:")
-    for key, value in resolved.parameters.items():
+    for key, value in display_parameters(resolved.parameters).items():
         click.echo(f"  {key} = {json.dumps(value)}")
     for title, steps in (("Dependencies", resolved.dependencies), ("Actions", resolved.actions)):
         click.echo(f"{title}:")
@@ -50,6 +53,6 @@ def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | Non
             click.echo("  (none)")
         for step in steps:
             click.echo(f"  {step.label}")
-            for key, value in step.params.model_dump(exclude_none=True).items():
+            for key, value in display_parameters(step.params.model_dump(exclude_none=True)).items():
                 click.echo(f"      {key} = {json.dumps(value, default=str)}")
     return 0

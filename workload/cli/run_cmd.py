@@ -217,7 +217,12 @@ def _write_run_json(
 @host_options
 @click.option("--dependencies", "-d", "dependencies_only", is_flag=True, help="Plan only the dependency steps.")
 @click.option("--strict", is_flag=True, help="Exit 4 when a step cannot be planned (it would fail if run).")
-@_output_option
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Ignored: plan writes no run folder. Accepted so that a run command line works as a plan one.",
+)
 @click.option("-v", "--verbose", count=True, help="Show embedded shell scripts in full (they are shortened otherwise).")
 def plan_command(
     profile: str,
@@ -226,7 +231,7 @@ def plan_command(
     targets: Targets,
     dependencies_only: bool,
     strict: bool,
-    output_dir: Path,
+    output_dir: Path | None,
     verbose: int,
 ) -> int:
     """Show what `run` would do on each host, changing nothing (a dry run).
@@ -235,7 +240,8 @@ def plan_command(
     Each step reads facts from the host (read-only commands) and prints the exact commands it
     would run, or "no change" with the reason. On a fresh machine the plans of later steps are
     previews: they depend on what earlier steps install, and `run` re-plans each step right
-    before applying it.
+    before applying it. plan writes no run folder (its step logs go to a temporary folder that
+    is removed, and --output-dir is ignored); everything it finds is printed.
     """
     import tempfile
 
@@ -246,7 +252,7 @@ def plan_command(
     from workload.errors import EXIT_STEP_FAILED
     from workload.rundir import RunFolder
 
-    del output_dir  # plan writes nothing worth keeping; its logs go to a temporary folder
+    del output_dir  # accepted for run's command lines; plan writes nothing to keep
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
     console = make_console()
