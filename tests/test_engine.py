@@ -4,24 +4,55 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from tests.steptypes import TEST_TYPES
+from tests.steptypes import TEST_TYPES, EchoParameters
 from workload import registry
-from workload.engine import Engine, HostOutcome, RunOptions, StepOutcome
-from workload.errors import ConnectError, RebootRequired
+from workload.commands import cmd
+from workload.engine import PREFLIGHT_NOTE, Engine, HostOutcome, RunOptions, StepOutcome, read_boot_id
+from workload.errors import ConnectError, RebootRequired, StepError
 from workload.hosts.base import Host, HostSpec, parse_host_spec
 from workload.hosts.local import LocalHost
 from workload.profile import load_profile, resolve_profile
 from workload.rundir import RunFolder
-from workload.steps import Step
+from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+
+
+class RefreshThenRebootStep(Step):
+    """Like an apt installer: its first plan only refreshes (no reboot known yet); apply plans again
+    from the "refreshed lists" and that plan installs a driver that needs a reboot."""
+
+    type_name: ClassVar[str] = "RefreshThenRebootStep"
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        return StepPlan(changes=(Change("refresh the package lists", (cmd("true"),)),))
+
+    def apply(self, ctx: StepContext, plan: StepPlan) -> StepPlan:
+        super().apply(ctx, plan)
+        refreshed = StepPlan(changes=(Change("install driver 550.144.03", (cmd("true"),)),), reboot_required=True)
+        super().apply(ctx, refreshed)
+        return refreshed
+
+
+class NeverHereStep(Step):
+    """A step whose preflight says this host can never run it (like a driver step on a GPU-less host)."""
+
+    type_name: ClassVar[str] = "NeverHereStep"
+    Parameters: ClassVar[type[StepParameters]] = EchoParameters
+
+    def preflight(self, ctx: StepContext) -> None:
+        raise self.fail("this host has no NVIDIA GPU", ctx, hint="run it on a GPU machine")
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        raise self.fail("plan must not be reached after a failed preflight", ctx)
 
 
 @pytest.fixture(autouse=True)
 def test_step_types(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "STEP_TYPES", {**registry.STEP_TYPES, **TEST_TYPES})
+    here = {name: f"tests.test_engine:{name}" for name in ("RefreshThenRebootStep", "NeverHereStep")}
+    monkeypatch.setattr(registry, "STEP_TYPES", {**registry.STEP_TYPES, **TEST_TYPES, **here})
 
 
 class Recorder:
@@ -172,3 +203,93 @@ def test_dependencies_only(tmp_path: Path) -> None:
     engine, _ = engine_for(tmp_path, profile, dependencies_only=True)
     (outcome,) = engine.run([parse_host_spec("local://")])
     assert outcome.status == "ok" and len(outcome.steps) == 1
+
+
+def test_the_reboot_is_decided_by_the_plan_applied_not_the_first_one(tmp_path: Path) -> None:
+    """The audit's case: the pre-refresh plan says "no reboot", the plan applied after the refresh
+    installs a new driver. The engine must stop for the reboot instead of verifying a stale driver."""
+    profile = make_profile(tmp_path, {"Description": "t", "Dependencies": [{"Type": "RefreshThenRebootStep"}]})
+    engine, _ = engine_for(tmp_path, profile)
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "reboot-required", outcome.error
+    assert isinstance(outcome.error, RebootRequired)
+    log = (engine.folder.root / "local" / "01-RefreshThenRebootStep.log").read_text()
+    assert "plan: 1 change(s), 1 command(s)\n" in log
+    assert "applied: 1 change(s), 1 command(s); then a reboot\n" in log
+
+
+def write_state(tmp_path: Path, pending: dict[str, str]) -> None:
+    (tmp_path / "state.json").write_text(json.dumps({"pending_reboot": pending}))
+
+
+def pending_reboot(tmp_path: Path) -> Any:
+    return json.loads((tmp_path / "state.json").read_text()).get("pending_reboot")
+
+
+def test_a_resumed_reboot_is_cleared_and_a_later_step_may_ask_for_its_own(tmp_path: Path) -> None:
+    """Resumed after the reboot EchoStep asked for (an old boot id): the key goes, and RebootStep's
+    own reboot is asked for (exit 5), not refused as "still needs a reboot after rebooting"."""
+    marker = tmp_path / "marker"
+    document = {
+        "Description": "t",
+        "Dependencies": [{"Type": "EchoStep", "Parameters": {"Marker": str(marker)}}, {"Type": "RebootStep"}],
+    }
+    write_state(tmp_path, {"step": "Dependencies[0] EchoStep", "boot_id": "boot-before-the-reboot"})
+    engine, _ = engine_for(tmp_path, make_profile(tmp_path, document))
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "reboot-required", outcome.error
+    assert pending_reboot(tmp_path) == {"step": "Dependencies[1] RebootStep", "boot_id": read_boot_id(LocalHost())}
+
+
+def test_a_resumed_reboot_leaves_no_pending_key_behind(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    document = {"Description": "t", "Dependencies": [{"Type": "EchoStep", "Parameters": {"Marker": str(marker)}}]}
+    write_state(tmp_path, {"step": "Dependencies[0] EchoStep", "boot_id": "boot-before-the-reboot"})
+    engine, _ = engine_for(tmp_path, make_profile(tmp_path, document))
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "ok", outcome.error
+    assert pending_reboot(tmp_path) is None
+
+
+def test_the_step_that_asked_still_wanting_a_reboot_after_it_fails(tmp_path: Path) -> None:
+    document = {"Description": "t", "Dependencies": [{"Type": "RebootStep"}]}
+    write_state(tmp_path, {"step": "Dependencies[0] RebootStep", "boot_id": "boot-before-the-reboot"})
+    engine, _ = engine_for(tmp_path, make_profile(tmp_path, document))
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "failed"
+    assert "Dependencies[0] RebootStep: the host still needs a reboot after rebooting" in str(outcome.error)
+    # Not rebooted yet (same boot id): asked again, not refused.
+    write_state(tmp_path, {"step": "Dependencies[0] RebootStep", "boot_id": read_boot_id(LocalHost())})
+    engine, _ = engine_for(tmp_path, make_profile(tmp_path, document))
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "reboot-required", outcome.error
+
+
+def test_preflight_stops_the_run_before_any_step_changes_the_host(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    document = {
+        "Description": "t",
+        "Dependencies": [
+            {"Type": "EchoStep", "Parameters": {"Scenario": "FormatFirst", "Marker": str(marker)}},
+            {"Type": "NeverHereStep", "Parameters": {"Scenario": "Driver"}},
+        ],
+    }
+    engine, recorder = engine_for(tmp_path, make_profile(tmp_path, document))
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "failed"
+    assert ("local", "start", "Dependencies[0] EchoStep (FormatFirst)") not in recorder.events
+    assert not marker.exists(), "the first step ran although the run could never finish"
+    assert [(s.label, s.status) for s in outcome.steps] == [("Dependencies[1] NeverHereStep (Driver)", "failed")]
+    assert isinstance(outcome.error, StepError)
+    assert str(outcome.error) == (
+        "[local] Dependencies[1] NeverHereStep (Driver): this host has no NVIDIA GPU\n"
+        f"{PREFLIGHT_NOTE}\n"
+        "  hint: run it on a GPU machine"
+    )
+    assert outcome.reason == "[local] Dependencies[1] NeverHereStep (Driver): this host has no NVIDIA GPU"
+
+    # `plan` shows the same: the first step's plan, and the impossible one with the reason.
+    engine, _ = engine_for(tmp_path, make_profile(tmp_path, document))
+    (planned,) = engine.run([parse_host_spec("local://")], plan_only=True)
+    assert [s.status for s in planned.steps] == ["planned", "failed"]
+    assert planned.steps[1].message == str(outcome.error)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from workload.commands import cmd
-from workload.errors import Interrupted, RebootRequired, StepError, WorkloadError
+from workload.errors import FactError, Interrupted, RebootRequired, StepError, WorkloadError
 from workload.hosts.base import Host, HostSpec
 from workload.profile import ResolvedProfile
 from workload.rundir import RunFolder
@@ -50,6 +50,8 @@ HostStatus = Literal["ok", "failed", "reboot-required", "interrupted"]
 HostFactory = Callable[[HostSpec], Host]
 
 PENDING_REBOOT_KEY = "pending_reboot"
+#: Said under a preflight failure, by ``run`` and ``plan`` alike.
+PREFLIGHT_NOTE = "found by the preflight before the first step: `run` stops there and changes nothing on this host"
 
 #: How long a stop waits for the hosts' kill commands (each runs over its host's own connection).
 INTERRUPT_TIMEOUT_S = 20.0
@@ -181,6 +183,8 @@ class Engine:
         self.cancel_reason = ""
         self.interrupted = False
         self._open: dict[str, Host] = {}
+        #: Per host: the step whose pending reboot the host has done since the last run.
+        self._rebooted_for: dict[str, str] = {}
         self._lock = threading.Lock()
 
     # -- fleet -----------------------------------------------------------------------------------
@@ -319,10 +323,16 @@ class Engine:
             fh.write(lines)
 
     def _plan_host(self, host: Host, outcome: HostOutcome) -> None:
-        """Plan every step without changing anything; a step that cannot be planned is reported."""
+        """Plan every step without changing anything; a step that cannot be planned is reported.
+
+        A step whose preflight fails is reported as failed with that reason: ``run`` would stop
+        there before its first step, so nothing would change on the host.
+        """
         state = HostState(host, self.options.state_path)
         exports: dict[str, str] = dict(state.get("exports", {}) or {})
-        for index, step in enumerate(self._steps(), start=1):
+        steps = list(enumerate(self._steps(), start=1))
+        impossible = {index: exc for index, _step, exc in self._preflight(host, state, steps, exports)}
+        for index, step in steps:
             if self.cancel.is_set():
                 raise Interrupted(f"[{host.name}] stopped before {step.label}: {self.cancel_reason}")
             ctx = self._context(host, state, index, step, exports)
@@ -330,12 +340,54 @@ class Engine:
             self.reporter.step_started(host.name, step)
             started = time.monotonic()
             try:
+                if index in impossible:
+                    raise impossible[index]
                 plan = step.plan(ctx)
                 result = StepOutcome(step.label, "planned", time.monotonic() - started, plan=plan)
             except WorkloadError as exc:
-                result = StepOutcome(step.label, "failed", time.monotonic() - started, message=str(exc))
+                message = _with_preflight_note(exc) if index in impossible else str(exc)
+                result = StepOutcome(step.label, "failed", time.monotonic() - started, message=message)
             outcome.steps.append(result)
             self.reporter.step_finished(host.name, step, result)
+
+    def _preflight(
+        self, host: Host, state: HostState, steps: Sequence[tuple[int, Step]], exports: dict[str, str]
+    ) -> list[tuple[int, Step, WorkloadError]]:
+        """Every step's :meth:`~workload.steps.Step.preflight` on this host: the ones that cannot run."""
+        impossible: list[tuple[int, Step, WorkloadError]] = []
+        for index, step in steps:
+            ctx = self._context(host, state, index, step, exports)
+            ctx.dry_run = True
+            try:
+                step.preflight(ctx)
+            except (StepError, FactError) as exc:
+                impossible.append((index, step, exc))
+        return impossible
+
+    def _stop_if_impossible(
+        self,
+        host: Host,
+        state: HostState,
+        steps: Sequence[tuple[int, Step]],
+        exports: dict[str, str],
+        outcome: HostOutcome,
+    ) -> None:
+        """Raise, before anything changes, when a step of the run cannot succeed on this host."""
+        impossible = self._preflight(host, state, steps, exports)
+        if not impossible:
+            return
+        for _index, step, exc in impossible:
+            self.reporter.step_started(host.name, step)
+            result = StepOutcome(step.label, "failed", message=_with_preflight_note(exc))
+            self._host_line(host.name, f"== {step.label}: failed (preflight) {exc}")
+            outcome.steps.append(result)
+            self.reporter.step_finished(host.name, step, result)
+        _index, step, first = impossible[0]
+        problem = _problem(first, host.name, step.label)
+        others = [f"{s.label}: {_problem(e, host.name, s.label)}" for _i, s, e in impossible[1:]]
+        lines = [problem, PREFLIGHT_NOTE]
+        lines += [f"also impossible here: {text}" for text in others]
+        raise StepError(step.label, "\n".join(lines), host=host.name, hint=first.hint)
 
     def _steps(self) -> list[Step]:
         if self.options.dependencies_only:
@@ -347,6 +399,8 @@ class Engine:
         state = HostState(host, self.options.state_path)
         exports: dict[str, str] = dict(state.get("exports", {}) or {})
         steps = list(enumerate(self._steps(), start=1))
+        self._note_reboot_done(host, state)
+        self._stop_if_impossible(host, state, steps, exports, outcome)
         for index, step in steps:
             if step.kind == "dependency":
                 self._run_step(host, state, index, step, exports, outcome)  # raises: dependencies fail fast
@@ -395,19 +449,12 @@ class Engine:
         started = time.monotonic()
         result = StepOutcome(step.label, "failed")
         try:
-            plan = step.plan(ctx)
-            result.plan = plan
-            ctx.log(f"plan: {describe_plan(plan)}")
-            if plan.changed:
-                step.apply(ctx, plan)
-            if plan.reboot_required:
+
+            def reboot(ctx: StepContext) -> StepContext:
                 self._reboot(ctx, step, state)
-                plan = step.plan(ctx)
-                if plan.reboot_required:
-                    raise step.fail("the host still needs a reboot after rebooting", ctx)
-                if plan.changed:
-                    step.apply(ctx, plan)
-            step.verify(ctx)
+                return ctx
+
+            result.plan = drive_step(step, ctx, reboot).plan
             result.status = "changed" if result.plan and result.plan.changed else "unchanged"
             result.message = (
                 "" if result.status == "changed" else (result.plan.noop_reason or "") if result.plan else ""
@@ -435,17 +482,35 @@ class Engine:
             outcome.steps.append(result)
             self.reporter.step_finished(host.name, step, result)
 
+    def _note_reboot_done(self, host: Host, state: HostState) -> None:
+        """Clear a pending reboot the host has done since (its boot id changed).
+
+        The step that asked for it is remembered for this run only: if that step still wants a
+        reboot, rebooting did not help and :meth:`_reboot` fails instead of asking again. Any
+        other step may ask for a reboot of its own later.
+        """
+        pending = state.get(PENDING_REBOOT_KEY)
+        if not isinstance(pending, dict):
+            if pending is not None:
+                state.set(PENDING_REBOOT_KEY, None)
+            return
+        if pending.get("boot_id") != read_boot_id(host):
+            with self._lock:
+                self._rebooted_for[host.name] = str(pending.get("step", ""))
+            state.set(PENDING_REBOOT_KEY, None)
+            self._write_host_log(host.name, f"== resuming after the reboot {pending.get('step', 'a step')} asked for")
+
     def _reboot(self, ctx: StepContext, step: Step, state: HostState) -> None:
         """Reboot a remote host and wait for it; stop a local run with RebootRequired."""
         from workload.hosts.local import LocalHost
 
         host = ctx.host
         boot_id = read_boot_id(host)
-        pending = state.get(PENDING_REBOOT_KEY)
         if isinstance(host, LocalHost):
-            if pending and pending.get("boot_id") != boot_id:
-                # We were asked to reboot before and the machine did reboot; the plan still wants one.
-                state.set(PENDING_REBOOT_KEY, None)
+            with self._lock:
+                rebooted_for = self._rebooted_for.get(host.name)
+            if rebooted_for == step.label:
+                # This step asked for a reboot before, the machine did reboot, and it still wants one.
                 raise step.fail("the host still needs a reboot after rebooting", ctx)
             state.set(PENDING_REBOOT_KEY, {"step": step.label, "boot_id": boot_id})
             raise RebootRequired(
@@ -522,6 +587,61 @@ def unfinished_hosts(run_folder: Path) -> list[str]:
         raise UsageError(f"--only-failed {run_folder}: cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, KeyError, TypeError):
         raise UsageError(f"--only-failed {run_folder}: {path} is not the run.json of a workload run") from None
+
+
+@dataclass(frozen=True)
+class DrivenStep:
+    """What :func:`drive_step` did: the plan made first, the plan applied, the plan after a reboot."""
+
+    plan: StepPlan
+    #: The plan whose changes were made: ``plan``, or the step's own re-plan during apply (an
+    #: installer plans again from apt's refreshed lists, and only that plan knows the versions).
+    applied: StepPlan
+    after_reboot: StepPlan | None = None
+
+
+def drive_step(step: Step, ctx: StepContext, reboot: Callable[[StepContext], StepContext]) -> DrivenStep:
+    """One step's life on one host: plan -> apply -> (reboot -> re-plan -> apply) -> verify.
+
+    The reboot is decided from the plan actually applied, not the first one: a plan made before
+    ``apt-get update`` cannot know that the refreshed lists bring a new driver. ``reboot`` reboots
+    the host (or raises :class:`~workload.errors.RebootRequired`) and returns the context to go on
+    with. After the reboot the step is planned again; if it still wants a reboot, it fails.
+    Raises :class:`~workload.errors.StepError` when verify fails.
+    """
+    plan = step.plan(ctx)
+    ctx.log(f"plan: {describe_plan(plan)}")
+    applied = plan
+    if plan.changed:
+        applied = step.apply(ctx, plan) or plan
+        if applied is not plan:
+            ctx.log(f"applied: {describe_plan(applied)}")
+    after: StepPlan | None = None
+    if applied.reboot_required:
+        ctx = reboot(ctx)
+        after = step.plan(ctx)
+        ctx.log(f"plan after the reboot: {describe_plan(after)}")
+        if after.reboot_required:
+            raise step.fail("the host still needs a reboot after rebooting", ctx)
+        if after.changed and (step.apply(ctx, after) or after).reboot_required:
+            raise step.fail("the host still needs a reboot after rebooting", ctx)
+    step.verify(ctx)
+    return DrivenStep(plan, applied, after)
+
+
+def _with_preflight_note(error: WorkloadError) -> str:
+    """The error's message, the preflight note, then its hint (the hint stays last, as everywhere)."""
+    text = f"{error.message}\n{PREFLIGHT_NOTE}"
+    return f"{text}\n  hint: {error.hint}" if error.hint else text
+
+
+def _problem(error: WorkloadError, host: str, label: str) -> str:
+    """An error's message without the ``[host] step: `` prefix it starts with (to re-word it)."""
+    message = error.message
+    for prefix in (f"[{host}] {label}: ", f"[{host}] ", f"{label}: "):
+        if message.startswith(prefix):
+            return message[len(prefix) :]
+    return message
 
 
 def read_boot_id(host: Host) -> str:
