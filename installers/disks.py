@@ -8,7 +8,12 @@ FormatDisks (VirtualClient-compatible parameters plus ``Raid0``)
   only narrow this; ``OSDisk:true`` is refused at profile load. Apply re-reads the facts and runs
   nothing unless the fresh plan is the same (no formatting on facts older than the command).
   ``Raid0: true`` stripes the blank NVMe disks matched (``Raid0Devices`` of them, default all,
-  at least 2) into ``/dev/md/<RaidName>`` with mdadm and formats the array instead.
+  at least 2) into ``/dev/md/<RaidName>`` with mdadm and formats the array instead. The array is
+  persisted so the reboot after the driver install assembles it under the same name: its
+  ``mdadm --detail --brief`` line is added to ``MdadmConfPath`` (``/etc/mdadm/mdadm.conf``) unless
+  the file already lists its UUID, and the initramfs (which carries a copy of that file) is
+  updated where ``update-initramfs`` exists. A RAID formatted earlier whose UUID the file lacks
+  gets just that. Tests let loop devices take part with the step option ``raid0_allow_non_nvme``.
 
 MountDisks
   Mounts every ext4/xfs/btrfs volume on the disks the filter picks at
@@ -57,6 +62,9 @@ SCRATCH_EXPORT = "MLPERF_SCRATCH_PATH"
 STATE_KEY = "MountDisks"
 FSTAB_OPTIONS = "defaults,nofail,x-systemd.device-timeout=10s"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+MDADM_CONF = "/etc/mdadm/mdadm.conf"
+#: Step option (tests): let non-NVMe disks (loop devices) be RAID0 members.
+ALLOW_NON_NVME_OPTION = "raid0_allow_non_nvme"
 
 
 class PlanRefused(WorkloadError):
@@ -79,6 +87,8 @@ class FormatDisksParameters(StepParameters):
     FileSystem: str = "ext4"
     #: ext4 labels hold at most 16 bytes.
     Label: str = "workload-scratch"
+    #: Where a new RAID0 array is recorded so it is assembled at boot; tests point it at a temporary file.
+    MdadmConfPath: str = MDADM_CONF
 
 
 def partition_path(disk_path: str) -> str:
@@ -145,6 +155,40 @@ def _single_disk_change(disk: Disk, params: FormatDisksParameters) -> Change:
     return Change(f"{summary} labelled {params.Label}", commands)
 
 
+# Idempotent: the array's line is appended only where the file does not list its UUID yet.
+PERSIST_RAID_SCRIPT = (
+    'conf=$1 array=$2; line=$(mdadm --detail --brief "$array") || exit $?; '
+    "uuid=$(printf '%s\\n' \"$line\" | sed -n 's/.*UUID=\\([0-9a-fA-F:]*\\).*/\\1/p'); "
+    '[ -n "$uuid" ] || { echo "mdadm printed no UUID for $array: $line" >&2; exit 1; }; '
+    'mkdir -p "$(dirname "$conf")"; '
+    'if grep -qis "UUID=$uuid" "$conf"; then echo "$conf already lists $array ($uuid)"; '
+    'else printf \'%s\\n\' "$line" >> "$conf" && echo "added to $conf: $line"; fi'
+)
+UPDATE_INITRAMFS_SCRIPT = (
+    "if command -v update-initramfs >/dev/null 2>&1; then exec update-initramfs -u; fi; "
+    'echo "no update-initramfs on this host: nothing to update"'
+)
+
+
+def _persist_raid_commands(array: str, params: FormatDisksParameters) -> tuple[Command, ...]:
+    """Record ``array`` in the mdadm.conf (once), then refresh the initramfs copy of the system one."""
+    commands = [
+        cmd("sh", "-c", PERSIST_RAID_SCRIPT, "persist-raid", params.MdadmConfPath, array, sudo=True, timeout=120)
+    ]
+    if params.MdadmConfPath == MDADM_CONF:
+        commands.append(cmd("sh", "-c", UPDATE_INITRAMFS_SCRIPT, "update-initramfs", sudo=True, timeout=1800))
+    return tuple(commands)
+
+
+def _uuid_hex(text: str) -> str:
+    """An md UUID in either spelling (blkid ``8-4-4-4-12``, mdadm ``8:8:8:8``) as 32 lowercase hex digits."""
+    return re.sub(r"[^0-9a-f]", "", text.lower())
+
+
+def _recorded_arrays(conf_text: str) -> set[str]:
+    return {_uuid_hex(m) for m in re.findall(r"\bUUID=([0-9a-fA-F:-]+)", conf_text)}
+
+
 def _raid_change(members: Sequence[Disk], params: FormatDisksParameters) -> Change:
     array = f"/dev/md/{params.RaidName}"
     commands = (
@@ -162,14 +206,44 @@ def _raid_change(members: Sequence[Disk], params: FormatDisksParameters) -> Chan
         ),
         cmd("udevadm", "settle", "--timeout=60", sudo=True, timeout=120),
         cmd("mkfs.ext4", "-q", "-F", "-m", "0", "-L", params.Label, array, sudo=True, timeout=3600),
+        *_persist_raid_commands(array, params),
     )
     size = format_size(sum(d.size for d in members))
     names = ", ".join(d.path for d in members)
-    return Change(f"stripe {names} into RAID0 {array} ({size}) and format it as ext4 labelled {params.Label}", commands)
+    return Change(
+        f"stripe {names} into RAID0 {array} ({size}), format it as ext4 labelled {params.Label} "
+        f"and record it in {params.MdadmConfPath}",
+        commands,
+    )
 
 
-def plan_format(params: FormatDisksParameters, facts: DiskFacts, *, has_mdadm: bool = True) -> StepPlan:
-    """What FormatDisks would do (pure). Raises :class:`PlanRefused` for an impossible RAID0."""
+def _unrecorded_raid(matched: Sequence[Disk], params: FormatDisksParameters, mdadm_conf: str) -> tuple[str, str] | None:
+    """(array device, md UUID) of our formatted RAID whose UUID ``mdadm_conf`` does not list, if any."""
+    recorded = _recorded_arrays(mdadm_conf)
+    for disk in matched:
+        for member in disk.device.walk():
+            if member.fstype != "linux_raid_member" or not member.uuid:
+                continue
+            for node in member.children:
+                ours = node.label == params.Label and node.fstype == params.FileSystem
+                if ours and node.type.startswith("raid") and _uuid_hex(member.uuid) not in recorded:
+                    return node.path, member.uuid
+    return None
+
+
+def plan_format(
+    params: FormatDisksParameters,
+    facts: DiskFacts,
+    *,
+    has_mdadm: bool = True,
+    mdadm_conf: str | None = None,
+    allow_non_nvme: bool = False,
+) -> StepPlan:
+    """What FormatDisks would do (pure). Raises :class:`PlanRefused` for an impossible RAID0.
+
+    ``mdadm_conf``: the text of ``MdadmConfPath`` (None: not read; "" where it does not exist).
+    ``allow_non_nvme``: the test option that lets loop devices be RAID0 members.
+    """
     flt = Filter.parse(params.DiskFilter)
     matched = flt.select(facts.disks, purpose="format")
     notes: list[str] = list(facts.notes)
@@ -188,17 +262,32 @@ def plan_format(params: FormatDisksParameters, facts: DiskFacts, *, has_mdadm: b
             eligible.append(disk)
         else:
             notes.append(f"left alone: {disk.path} ({format_size(disk.size)}) {reason}")
+    done = list(dict.fromkeys(done))  # a RAID shows under each of its members
     if done:
         notes.append("already formatted: " + ", ".join(done))
     if params.Raid0:
-        members = [d for d in eligible if d.is_nvme]
+        members = [d for d in eligible if d.is_nvme or allow_non_nvme]
         notes.extend(
-            f"left alone: {d.path} is blank but not NVMe (Raid0 stripes NVMe disks)" for d in eligible if not d.is_nvme
+            f"left alone: {d.path} is blank but not NVMe (Raid0 stripes NVMe disks)"
+            for d in eligible
+            if d not in members
         )
         if params.Raid0Devices is not None:
             members = members[: params.Raid0Devices]
         need = params.Raid0Devices or 2
         if done and len(members) < need:
+            unrecorded = _unrecorded_raid(matched, params, mdadm_conf) if mdadm_conf is not None else None
+            if unrecorded is not None:
+                array, uuid = unrecorded
+                return StepPlan(
+                    changes=(
+                        Change(
+                            f"record RAID0 {array} (UUID {uuid}) in {params.MdadmConfPath} so it is assembled at boot",
+                            _persist_raid_commands(array, params),
+                        ),
+                    ),
+                    notes=(*notes, "already formatted: " + ", ".join(done)),
+                )
             return StepPlan.noop("RAID0 already formatted: " + ", ".join(done), notes=tuple(notes))
         if len(members) < need:
             found = ", ".join(d.path for d in members) or "none"
@@ -242,17 +331,24 @@ class FormatDisks(Step):
             raise ValueError(f"RaidName: {params.RaidName!r} must be 1-32 letters, digits, '.', '_' or '-'")
         if params.Raid0Devices is not None and params.Raid0Devices < 2:
             raise ValueError(f"Raid0Devices: RAID0 needs at least 2 disks, got {params.Raid0Devices}")
+        if not params.MdadmConfPath.startswith("/") or any(c.isspace() for c in params.MdadmConfPath):
+            raise ValueError(f"MdadmConfPath: {params.MdadmConfPath!r} must be an absolute path without spaces")
 
-    def _plan(self, host: Host) -> StepPlan:
+    def _plan(self, host: Host, *, allow_non_nvme: bool) -> StepPlan:
         facts = read_disk_facts(host)
         has_mdadm = True
+        mdadm_conf: str | None = None
         if self.p.Raid0:
             has_mdadm = host.run(cmd("sh", "-c", "command -v mdadm", timeout=30)).ok
-        return plan_format(self.p, facts, has_mdadm=has_mdadm)
+            try:
+                mdadm_conf = host.read_text(self.p.MdadmConfPath)
+            except FileNotFoundError:
+                mdadm_conf = ""
+        return plan_format(self.p, facts, has_mdadm=has_mdadm, mdadm_conf=mdadm_conf, allow_non_nvme=allow_non_nvme)
 
     def plan(self, ctx: StepContext) -> StepPlan:
         try:
-            return self._plan(ctx.host)
+            return self._plan(ctx.host, allow_non_nvme=bool(ctx.options.get(ALLOW_NON_NVME_OPTION, False)))
         except (PlanRefused, ValueError) as exc:
             raise self.fail(str(exc), ctx) from None
 

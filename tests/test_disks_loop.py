@@ -177,3 +177,55 @@ def test_min_free_space_fails_naming_the_volume(make_loop: Callable[[], str], ho
         mnt(dev, tmp_path, MinFreeSpace="1tb").plan(ctx)
     assert f"the scratch volume {dev}p1 is only" in str(info.value)
     assert "MinFreeSpace requires 1.0 TiB (1tb)" in str(info.value)
+
+
+def md_unavailable() -> str | None:
+    if not Path("/proc/mdstat").exists():
+        return "this kernel has no md (software RAID) driver: /proc/mdstat is missing"
+    if subprocess.run(["sh", "-c", "command -v mdadm"], capture_output=True).returncode != 0:
+        return "mdadm is not installed (apt-get install mdadm)"
+    return None
+
+
+def test_raid0_of_two_loops_is_built_recorded_formatted_mounted_and_removed(
+    make_loop: Callable[[], str], host: LocalHost, tmp_path: Path
+) -> None:
+    reason = md_unavailable()
+    if reason:
+        pytest.skip(reason)
+    first, second = make_loop(), make_loop()
+    name = f"wltest{os.getpid() % 100000}"
+    array = f"/dev/md/{name}"
+    conf = tmp_path / "mdadm.conf"  # never the machine's own /etc/mdadm/mdadm.conf (nor its initramfs)
+    step = FormatDisks(
+        FormatDisksParameters(
+            DiskFilter=f"DiskPath:{first},{second}", Raid0=True, RaidName=name, MdadmConfPath=str(conf)
+        ),
+        location="Dependencies[0]",
+        kind="dependency",
+    )
+    ctx = context(host, tmp_path)
+    ctx.options = {"raid0_allow_non_nvme": True}
+    (tmp_path / "fstab").write_text("")
+    try:
+        plan = run_step(step, ctx)
+        assert plan.changed and f"stripe {first}, {second} into RAID0 {array}" in plan.changes[0].summary
+        assert sh("blkid", "-p", "-o", "value", "-s", "LABEL", array) == "workload-scratch"
+        brief = sh("mdadm", "--detail", "--brief", array)
+        assert conf.read_text() == brief + "\n"  # recorded once, exactly what mdadm says
+        again = run_step(step, ctx)
+        assert not again.changed and again.noop_reason is not None
+        assert again.noop_reason.startswith("RAID0 already formatted:")
+        assert conf.read_text() == brief + "\n"
+
+        mounted = run_step(mnt(first, tmp_path), ctx)
+        assert mounted.changed
+        scratch = ctx.exports["MLPERF_SCRATCH_PATH"]
+        source = sh("findmnt", "-n", "-o", "SOURCE", "--target", scratch)
+        assert os.path.realpath(source) == os.path.realpath(array)
+    finally:
+        for point in sh("sh", "-c", f"findmnt -n -o TARGET --source {array} || true").split():
+            subprocess.run(["umount", point], capture_output=True)
+        subprocess.run(["mdadm", "--stop", array], capture_output=True)
+        subprocess.run(["mdadm", "--zero-superblock", first, second], capture_output=True)
+    assert not Path(array).exists()

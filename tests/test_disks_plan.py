@@ -7,6 +7,8 @@ from dataclasses import replace
 import pytest
 
 from installers.disks import (
+    PERSIST_RAID_SCRIPT,
+    UPDATE_INITRAMFS_SCRIPT,
     FormatDisks,
     FormatDisksParameters,
     MountDisks,
@@ -120,7 +122,10 @@ def test_raid0_stripes_the_blank_nvme_disks() -> None:
         ],
         ["udevadm", "settle", "--timeout=60"],
         ["mkfs.ext4", "-q", "-F", "-m", "0", "-L", "workload-scratch", "/dev/md/scratch"],
+        ["sh", "-c", PERSIST_RAID_SCRIPT, "persist-raid", "/etc/mdadm/mdadm.conf", "/dev/md/scratch"],
+        ["sh", "-c", UPDATE_INITRAMFS_SCRIPT, "update-initramfs"],
     ]
+    assert plan.changes[0].summary.endswith("and record it in /etc/mdadm/mdadm.conf")
     two = plan_format(FormatDisksParameters(Raid0=True, Raid0Devices=2), load_facts("azure_nd"))
     assert "--raid-devices=2" in argvs(two)[0] and "/dev/nvme2n1" not in argvs(two)[0]
 
@@ -134,6 +139,92 @@ def test_raid0_with_too_few_disks_or_no_mdadm_is_refused() -> None:
         plan_format(FormatDisksParameters(Raid0=True, DiskFilter="DiskPath:/dev/nvme0n1"), load_facts("azure_nd"))
     with pytest.raises(PlanRefused, match="Raid0 needs mdadm"):
         plan_format(FormatDisksParameters(Raid0=True), load_facts("azure_nd"), has_mdadm=False)
+
+
+def raid_vm(md_uuid: str = "3b7a1c2d-5e6f-7a8b-9c0d-1e2f3a4b5c6d") -> DiskFacts:
+    """Two NVMe disks striped by FormatDisks into md127 (ext4, our label), and the OS disk."""
+    from installers.facts.disks import build_facts, parse_lsblk
+
+    md = (
+        '{"name":"md127","path":"/dev/md127","size":1998,"type":"raid0","fstype":"ext4",'
+        '"uuid":"fs-uuid","label":"workload-scratch"}'
+    )
+
+    def member(name: str) -> str:
+        return (
+            f'{{"name":"{name}","path":"/dev/{name}","size":1000,"type":"disk","tran":"nvme",'
+            f'"fstype":"linux_raid_member","uuid":"{md_uuid}","label":"vm:scratch","children":[{md}]}}'
+        )
+
+    text = (
+        '{"blockdevices":[{"name":"sda","path":"/dev/sda","size":9999999,"type":"disk","children":['
+        '{"name":"sda1","path":"/dev/sda1","size":9999000,"type":"part","fstype":"ext4","uuid":"root",'
+        f'"mountpoints":["/"]}}]}},{member("nvme0n1")},{member("nvme1n1")}]}}'
+    )
+    return build_facts(parse_lsblk(text), mounts=[Mount("/", "/dev/sda1", "ext4", 9999000, 5000)])
+
+
+def test_a_formatted_raid_missing_from_mdadm_conf_is_recorded_then_left_alone() -> None:
+    """A RAID0 the reboot would not assemble under its name gets its mdadm.conf line (and nothing else)."""
+    params = FormatDisksParameters(Raid0=True)
+    plan = plan_format(params, raid_vm(), mdadm_conf="# mdadm.conf\nHOMEHOST <system>\n")
+    assert [c.summary for c in plan.changes] == [
+        "record RAID0 /dev/md127 (UUID 3b7a1c2d-5e6f-7a8b-9c0d-1e2f3a4b5c6d) in /etc/mdadm/mdadm.conf "
+        "so it is assembled at boot"
+    ]
+    assert argvs(plan)[0][-2:] == ["/etc/mdadm/mdadm.conf", "/dev/md127"]
+    recorded = "ARRAY /dev/md/scratch metadata=1.2 name=vm:scratch UUID=3b7a1c2d:5e6f7a8b:9c0d1e2f:3a4b5c6d\n"
+    done = plan_format(params, raid_vm(), mdadm_conf=recorded)
+    assert not done.changed and done.noop_reason == "RAID0 already formatted: /dev/md127 (ext4, label workload-scratch)"
+    # A test's own mdadm.conf: recorded there, and the host's initramfs is left alone.
+    mine = plan_format(params.model_copy(update={"MdadmConfPath": "/tmp/t/mdadm.conf"}), raid_vm(), mdadm_conf="")
+    assert [a[3] for a in argvs(mine)] == ["persist-raid"]
+
+
+def test_raid0_of_non_nvme_disks_only_with_the_test_option() -> None:
+    from installers.facts.disks import build_facts, parse_lsblk
+
+    loop = '{{"name":"loop{0}","path":"/dev/loop{0}","size":67108864,"type":"loop","ro":false}}'
+    text = (
+        '{"blockdevices":[{"name":"sda","path":"/dev/sda","size":9999999,"type":"disk","children":['
+        '{"name":"sda1","path":"/dev/sda1","size":9999000,"type":"part","fstype":"ext4","mountpoints":["/"]}]},'
+        f"{loop.format(3)},{loop.format(4)}]}}"
+    )
+    loops = build_facts(parse_lsblk(text), mounts=[Mount("/", "/dev/sda1", "ext4", 9999000, 5000)])
+    params = FormatDisksParameters(Raid0=True, DiskFilter="DiskPath:/dev/loop3,/dev/loop4")
+    with pytest.raises(PlanRefused, match="Raid0 needs at least 2 blank NVMe disks"):
+        plan_format(params, loops)
+    plan = plan_format(params, loops, allow_non_nvme=True)
+    assert argvs(plan)[0][-2:] == ["/dev/loop3", "/dev/loop4"]
+
+
+def test_the_raid_record_is_written_once(tmp_path: object) -> None:
+    """The persist script on this machine, with a stand-in mdadm printing what `mdadm --detail --brief` prints."""
+    import os
+    from pathlib import Path
+
+    from workload.hosts.local import LocalHost
+
+    tmp = Path(str(tmp_path))
+    (tmp / "bin").mkdir()
+    fake = tmp / "bin" / "mdadm"
+    fake.write_text(
+        "#!/bin/sh\n[ \"$*\" = '--detail --brief /dev/md127' ] || exit 1\n"
+        "echo 'ARRAY /dev/md/scratch metadata=1.2 name=vm:scratch UUID=3b7a1c2d:5e6f7a8b:9c0d1e2f:3a4b5c6d'\n"
+    )
+    fake.chmod(0o755)
+    conf = tmp / "etc" / "mdadm" / "mdadm.conf"
+    params = FormatDisksParameters(Raid0=True, MdadmConfPath=str(conf))
+    (persist,) = plan_format(params, raid_vm(), mdadm_conf="").commands
+    persist = persist.with_options(env={"PATH": f"{tmp / 'bin'}:{os.environ['PATH']}"})
+    host = LocalHost()
+    first = host.check(persist)
+    second = host.check(persist)
+    line = "ARRAY /dev/md/scratch metadata=1.2 name=vm:scratch UUID=3b7a1c2d:5e6f7a8b:9c0d1e2f:3a4b5c6d\n"
+    assert conf.read_text() == line
+    assert first.stdout.startswith(f"added to {conf}: ARRAY /dev/md/scratch")
+    assert second.stdout == f"{conf} already lists /dev/md127 (3b7a1c2d:5e6f7a8b:9c0d1e2f:3a4b5c6d)\n"
+    assert not plan_format(params, raid_vm(), mdadm_conf=conf.read_text()).changed
 
 
 @pytest.mark.parametrize(
