@@ -1,9 +1,12 @@
 """apt/dpkg command builders shared by the installers.
 
 Every apt command here is non-interactive (``DEBIAN_FRONTEND=noninteractive``, keep existing
-config files) and waits a bounded time for the dpkg lock (``-o DPkg::Lock::Timeout=N``). Before
-the first apt command of a step, :func:`wait_for_dpkg_lock` plans an explicit wait that names the
-lock holder (``unattended-upgr``, pid) while it waits and in its failure message.
+config files) and waits a bounded time for the dpkg lock (``-o DPkg::Lock::Timeout=N``). That
+option covers only dpkg's locks, not apt's own: ``apt-get update`` fails at once while apt-daily
+holds ``/var/lib/apt/lists/lock``, and downloads while someone holds ``/var/cache/apt/archives/lock``.
+So before the first apt command of a step, :func:`wait_for_dpkg_lock` plans an explicit wait for
+all four locks (:data:`APT_LOCKS`) that names the holder (``unattended-upgr``, pid, and the lock
+file) while it waits and in its failure message.
 
 Retries: only idempotent network operations are retried (:func:`with_retry` around
 ``apt-get update`` and downloads). ``apt-get install`` of exact versions is idempotent too, but it
@@ -24,14 +27,27 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from installers.facts.packages import PackageFacts, newest, split_version
-from installers.facts.system import Architecture, OsRelease, unsupported_platform
+from installers.facts.system import (
+    Architecture,
+    OsRelease,
+    read_architecture,
+    read_os_release,
+    unsupported_platform,
+)
 from workload.commands import Command, cmd
 from workload.errors import StepError
 from workload.steps import Change, Step, StepContext, StepPlan
 
 #: Seconds apt waits for the dpkg lock (and the explicit wait before it).
 DEFAULT_LOCK_TIMEOUT_S = 600
-DPKG_LOCKS = ("/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock")
+#: Every lock apt and dpkg take: dpkg's two (what DPkg::Lock::Timeout waits for), the package
+#: lists' (``apt-get update``, apt-daily) and the download cache's (``apt-get install`` downloads).
+APT_LOCKS = (
+    "/var/lib/dpkg/lock-frontend",
+    "/var/lib/dpkg/lock",
+    "/var/lib/apt/lists/lock",
+    "/var/cache/apt/archives/lock",
+)
 APT_ENV = {
     "DEBIAN_FRONTEND": "noninteractive",
     # Ubuntu's needrestart would otherwise open a dialog after upgrades of libraries.
@@ -108,15 +124,16 @@ LOCK_WAIT_SCRIPT = (
     'i=$(stat -c %i "$f"); while read -r _ _ _ _ p d _; do case "$d" in *":$i") '
     '[ "$p" -gt 0 ] 2>/dev/null && who="$(cat /proc/$p/comm 2>/dev/null || echo ?) (pid $p) holds $f" && break;; '
     'esac; done </proc/locks; [ -n "$who" ] && break; done; [ -z "$who" ] && break; '
-    'if [ $(($(date +%s) - s)) -ge "$t" ]; then echo "the dpkg lock is still held after ${t}s: $who '
-    '(unattended-upgrades on a fresh VM usually finishes within minutes; wait or stop it)" >&2; exit 75; fi; '
-    'if [ "$who" != "$said" ]; then echo "waiting for the dpkg lock: $who"; said=$who; fi; sleep 2; done; '
-    'if [ -n "$said" ]; then echo "the dpkg lock is free after $(($(date +%s) - s))s"; fi; exit 0'
+    'if [ $(($(date +%s) - s)) -ge "$t" ]; then echo "the apt/dpkg lock is still held after ${t}s: $who '
+    '(unattended-upgrades or apt-daily on a fresh VM usually finish within minutes; wait or stop them)" >&2; '
+    "exit 75; fi; "
+    'if [ "$who" != "$said" ]; then echo "waiting for the apt/dpkg lock: $who"; said=$who; fi; sleep 2; done; '
+    'if [ -n "$said" ]; then echo "the apt/dpkg locks are free after $(($(date +%s) - s))s"; fi; exit 0'
 )
 
 
-def wait_for_dpkg_lock(timeout_s: int = DEFAULT_LOCK_TIMEOUT_S, locks: Sequence[str] = DPKG_LOCKS) -> Command:
-    """Wait until nobody holds the dpkg locks, printing who does; fail (exit 75) after ``timeout_s``."""
+def wait_for_dpkg_lock(timeout_s: int = DEFAULT_LOCK_TIMEOUT_S, locks: Sequence[str] = APT_LOCKS) -> Command:
+    """Wait until nobody holds the apt/dpkg locks, printing who holds which; fail (exit 75) after ``timeout_s``."""
     return cmd(
         "sh",
         "-c",
@@ -271,8 +288,16 @@ class AptInstallerStep(Step):
     def plan(self, ctx: StepContext) -> StepPlan:
         return self._plan(ctx, refreshed=False)
 
-    def apply(self, ctx: StepContext, plan: StepPlan) -> None:
-        apply_with_refresh(ctx, plan, lambda: self._plan(ctx, refreshed=True), label=self.label)
+    def apply(self, ctx: StepContext, plan: StepPlan) -> StepPlan:
+        """Apply, re-planning after each refresh; returns the plan applied last (its reboot counts)."""
+        return apply_with_refresh(ctx, plan, lambda: self._plan(ctx, refreshed=True), label=self.label)
+
+    def preflight(self, ctx: StepContext) -> None:
+        """Refuse an OS or architecture these apt-based installers do not support."""
+        try:
+            require_supported(read_os_release(ctx.host), read_architecture(ctx.host))
+        except PlanRefused as exc:
+            raise self.fail(exc.problem, ctx, hint=exc.hint) from None
 
 
 def require_supported(os_release: OsRelease, arch: Architecture) -> None:

@@ -3,14 +3,18 @@
 Each check is a pure function of facts returning a :class:`Check`: ``pass``, ``fail`` (with the
 command that fixes it) or ``skip`` (not applicable here, e.g. no NVSwitch so no fabric manager).
 :func:`read_doctor_facts` gathers the facts from a host; :func:`run_checks` applies every check.
+
+The scratch space is checked at ``--scratch PATH`` or, without it, at the ``MLPERF_SCRATCH_PATH``
+that MountDisks recorded in the host's state (``/var/lib/workload/state.json``).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 
-from installers.facts.docker import DockerInfo, read_docker_info
+from installers.facts.docker import DockerInfo, read_docker_info, read_nvidia_ctk_version
 from installers.facts.nvidia import (
     FABRIC_MANAGER_UNIT,
     FabricManagerFacts,
@@ -48,6 +52,10 @@ class DoctorFacts:
     reboot: RebootPending
     scratch: FreeSpace | None  # None where no scratch path was given or df failed
     scratch_path: str | None = None
+    #: ``nvidia-ctk --version`` (None: the NVIDIA container toolkit's CLI is missing or broken).
+    ctk_version: str | None = None
+    #: Where ``scratch_path`` came from: "--scratch", or "MountDisks" (the host's state).
+    scratch_source: str = "--scratch"
 
 
 def check_gpu_visible(gpus: GpuInventory) -> Check:
@@ -141,16 +149,30 @@ def check_nvidia_runtime(docker: DockerInfo) -> Check:
     )
 
 
-def check_disk_space(scratch: FreeSpace | None, path: str | None, min_free_gb: float) -> Check:
+def check_container_toolkit(ctk_version: str | None, docker: DockerInfo) -> Check:
+    name = "container toolkit"
+    if ctk_version is not None:
+        return Check(name, "pass", f"nvidia-ctk {ctk_version}")
+    if not docker.has_nvidia_runtime:
+        fix = "run the NvidiaContainerToolkitInstallation step"
+    else:  # registered in Docker, but its CLI is gone: a half-removed package
+        fix = "sudo apt-get install --reinstall nvidia-container-toolkit-base nvidia-container-toolkit"
+    return Check(name, "fail", "nvidia-ctk is not installed or does not answer (`nvidia-ctk --version`)", fix)
+
+
+def check_disk_space(
+    scratch: FreeSpace | None, path: str | None, min_free_gb: float, *, source: str = "--scratch"
+) -> Check:
     name = "scratch space"
     if path is None:
-        return Check(name, "skip", "no scratch path given (--scratch PATH)")
+        return Check(name, "skip", "no scratch path given (--scratch PATH) and none recorded by MountDisks")
     if scratch is None:
         return Check(
             name, "fail", f"cannot read the free space of {path}", f"check that {path} is reachable: df -h {path}"
         )
     free_gb = scratch.available_bytes / 1e9
-    detail = f"{free_gb:,.0f} GB free on {scratch.mount_point} (for {path}); need {min_free_gb:,.0f} GB"
+    where = path if source == "--scratch" else f"{path}, recorded by {source}"
+    detail = f"{free_gb:,.0f} GB free on {scratch.mount_point} (for {where}); need {min_free_gb:,.0f} GB"
     if free_gb >= min_free_gb:
         return Check(name, "pass", detail)
     return Check(name, "fail", detail, "put the scratch path on a bigger disk (FormatDisks/MountDisks steps)")
@@ -170,12 +192,36 @@ def run_checks(facts: DoctorFacts, *, min_free_gb: float = DEFAULT_MIN_FREE_GB) 
         check_fabric_manager(facts.gpus, facts.fabric_manager, facts.fm_policies),
         check_docker(facts.docker),
         check_nvidia_runtime(facts.docker),
-        check_disk_space(facts.scratch, facts.scratch_path, min_free_gb),
+        check_container_toolkit(facts.ctk_version, facts.docker),
+        check_disk_space(facts.scratch, facts.scratch_path, min_free_gb, source=facts.scratch_source),
         check_reboot(facts.reboot),
     ]
 
 
-def read_doctor_facts(host: Host, *, scratch_path: str | None = None) -> DoctorFacts:
+def recorded_scratch_path(host: Host, state_path: str | None = None) -> str | None:
+    """The MLPERF_SCRATCH_PATH MountDisks recorded in the host's state, if any.
+
+    ``state_path`` defaults to ``$WORKLOAD_STATE_PATH``, else the state's usual place, like ``run``.
+    """
+    from installers.disks import SCRATCH_EXPORT, STATE_KEY
+    from workload.steps import HostState
+
+    state = HostState(host, state_path or os.environ.get("WORKLOAD_STATE_PATH") or None)
+    mounted = state.get(STATE_KEY)
+    if isinstance(mounted, dict) and isinstance(mounted.get("scratch_path"), str):
+        return str(mounted["scratch_path"])
+    exports = state.get("exports")
+    if isinstance(exports, dict) and isinstance(exports.get(SCRATCH_EXPORT), str):
+        return str(exports[SCRATCH_EXPORT])
+    return None
+
+
+def read_doctor_facts(host: Host, *, scratch_path: str | None = None, state_path: str | None = None) -> DoctorFacts:
+    """Every fact the checks need; without ``scratch_path``, the one MountDisks recorded on the host."""
+    source = "--scratch"
+    if scratch_path is None:
+        scratch_path = recorded_scratch_path(host, state_path)
+        source = "MountDisks"
     gpus = read_gpus(host)
     policies: dict[str, AptPolicy] = {}
     if gpus.driver_version and gpus.nvswitch:
@@ -189,4 +235,6 @@ def read_doctor_facts(host: Host, *, scratch_path: str | None = None) -> DoctorF
         reboot=read_reboot_pending(host),
         scratch=read_free_space(host, scratch_path) if scratch_path else None,
         scratch_path=scratch_path,
+        ctk_version=read_nvidia_ctk_version(host),
+        scratch_source=source,
     )

@@ -7,10 +7,13 @@ Ensures, on Ubuntu 22.04/24.04 or Debian 12:
 * the ``nvidia`` runtime is in ``/etc/docker/daemon.json`` (``nvidia-ctk runtime configure
   --runtime=docker``, the step users most often miss: "unknown or invalid runtime name: nvidia");
 * the Docker daemon has loaded it (``docker info`` lists ``nvidia`` among its runtimes; restarted
-  when not).
+  when not);
+* ``nvidia-ctk --version`` answers (reinstalled when the package is there but the tool is not).
 
-Verify: the ``nvidia`` runtime is registered, and where a GPU and its driver are present, a
-container sees them: ``docker run --rm --gpus all <Image> nvidia-smi -L``.
+Verify: ``nvidia-ctk`` answers, the ``nvidia`` runtime is registered, and where GPUs are on the
+PCI bus, a container sees them: ``docker run --rm --gpus all <Image> nvidia-smi -L``. GPUs whose
+driver is not loaded fail verify (with the fix: NvidiaCudaInstallation, or the reboot it needs):
+the toolkit is only useful once containers can reach them.
 
 Example::
 
@@ -26,7 +29,7 @@ from typing import ClassVar
 
 from installers import apt
 from installers.apt import AptRepository, PlanRefused
-from installers.facts.docker import DockerInfo, read_docker_info
+from installers.facts.docker import DockerInfo, read_docker_info, read_nvidia_ctk_version
 from installers.facts.nvidia import GpuInventory, read_gpus
 from installers.facts.packages import PackageFacts, read_package_facts
 from installers.facts.system import Architecture, OsRelease, read_architecture, read_os_release
@@ -34,6 +37,8 @@ from workload.commands import cmd
 from workload.steps import Change, StepContext, StepParameters, StepPlan
 
 PACKAGE = "nvidia-container-toolkit"
+#: Holds ``nvidia-ctk`` since toolkit 1.13 (the main package depends on it at the same version).
+BASE_PACKAGE = "nvidia-container-toolkit-base"
 REPO_NAME = "workload-nvidia-container-toolkit"
 DAEMON_JSON = "/etc/docker/daemon.json"
 
@@ -57,6 +62,8 @@ class ToolkitFacts:
     daemon_json_has_nvidia: bool
     repo_configured: bool
     refreshed: bool = False
+    #: ``nvidia-ctk --version`` (None: the tool is missing or does not answer).
+    ctk_version: str | None = None
 
 
 def daemon_json_has_nvidia(text: str | None) -> bool:
@@ -92,6 +99,23 @@ def plan_toolkit(params: ToolkitParameters, facts: ToolkitFacts) -> StepPlan:
     )
     changes: list[Change] = []
     installing = bool(decision.pins) or decision.refresh is not None
+    installed = facts.packages.version(PACKAGE)
+    refresh = decision.refresh
+    if not installing and installed is not None and facts.ctk_version is None:
+        # The package says installed but its tool is gone (deleted, or a half-removed base package).
+        changes.append(
+            Change(
+                f"reinstall the NVIDIA container toolkit: {PACKAGE} {installed} is installed but nvidia-ctk "
+                "does not answer",
+                (
+                    apt.wait_for_dpkg_lock(lock),
+                    apt.apt_get("install", "--reinstall", BASE_PACKAGE, PACKAGE, lock_timeout=lock),
+                ),
+            )
+        )
+        installing = True
+        if not facts.refreshed:
+            refresh = apt.refresh_change(lock_timeout=lock)
     if decision.pins:
         changes.append(
             Change(
@@ -117,13 +141,14 @@ def plan_toolkit(params: ToolkitParameters, facts: ToolkitFacts) -> StepPlan:
                 (cmd("systemctl", "restart", "docker", sudo=True, timeout=300),),
             )
         )
-    if decision.refresh is not None:
+    if refresh is not None:
         preview = tuple(replace(c, summary=f"(preview) {c.summary}") for c in changes)
         notes = (decision.note,) if decision.note else ()
-        return StepPlan(changes=(decision.refresh, *preview), notes=notes)
+        return StepPlan(changes=(refresh, *preview), notes=notes)
     if not changes:
         return StepPlan.noop(
-            f"{PACKAGE} {facts.packages.version(PACKAGE)} installed and the nvidia runtime is registered in Docker"
+            f"{PACKAGE} {installed} installed (nvidia-ctk {facts.ctk_version}) and the nvidia runtime "
+            "is registered in Docker"
         )
     return StepPlan(changes=tuple(changes))
 
@@ -143,7 +168,26 @@ def gather_facts(ctx: StepContext, *, refreshed: bool = False) -> ToolkitFacts:
         daemon_json_has_nvidia=daemon_json_has_nvidia(daemon_json),
         repo_configured=host.exists(posixpath.join(apt.SOURCES_DIR, f"{REPO_NAME}.list")),
         refreshed=refreshed,
+        ctk_version=read_nvidia_ctk_version(host),
     )
+
+
+def undriven_gpus_problem(gpus: GpuInventory) -> tuple[str, str] | None:
+    """(problem, fix) where GPUs are on the PCI bus but their driver does not answer (pure).
+
+    No GPU on the bus: nothing to check. GPUs without a working driver: containers cannot use
+    them, so the toolkit's promise does not hold yet.
+    """
+    if gpus.driver_loaded or gpus.count == 0:
+        return None
+    fixes = {
+        "not-installed": "run NvidiaCudaInstallation before this step",
+        "no-driver": "reboot to load the installed driver (NvidiaCudaInstallation does with RebootRequired: true)",
+        "mismatch": "reboot: the loaded driver is older than the installed one",
+    }
+    fix = fixes.get(gpus.status, "run NvidiaCudaInstallation, then check `nvidia-smi` and `dmesg | grep -i nvrm`")
+    state = gpus.message or gpus.status
+    return f"{gpus.count} NVIDIA GPU(s) on the PCI bus, but their driver does not answer ({state})", fix
 
 
 def gpu_container_problem(gpus: GpuInventory, returncode: int, output: str) -> str | None:
@@ -172,6 +216,12 @@ class NvidiaContainerToolkitInstallation(apt.AptInstallerStep):
         return plan_toolkit(self.p, gather_facts(ctx, refreshed=refreshed))
 
     def verify(self, ctx: StepContext) -> None:
+        if read_nvidia_ctk_version(ctx.host) is None:
+            raise self.fail(
+                "nvidia-ctk does not answer (`nvidia-ctk --version`)",
+                ctx,
+                hint=f"sudo apt-get install --reinstall {BASE_PACKAGE} {PACKAGE}",
+            )
         info = read_docker_info(ctx.host)
         if not info.has_nvidia_runtime:
             raise self.fail(
@@ -180,8 +230,11 @@ class NvidiaContainerToolkitInstallation(apt.AptInstallerStep):
                 hint="sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
             )
         gpus = read_gpus(ctx.host)
-        if not gpus.driver_loaded:
-            ctx.log(f"no GPU check in a container: the NVIDIA driver does not answer ({gpus.message or gpus.status})")
+        undriven = undriven_gpus_problem(gpus)
+        if undriven is not None:
+            raise self.fail(undriven[0], ctx, hint=undriven[1])
+        if gpus.count == 0:
+            ctx.log("no NVIDIA GPU on this host: no GPU check in a container")
             return
         probe = cmd("docker", "run", "--rm", "--gpus", "all", self.p.Image, "nvidia-smi", "-L", sudo=True, timeout=600)
         result = ctx.run(probe)

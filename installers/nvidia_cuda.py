@@ -1,6 +1,6 @@
 """NvidiaCudaInstallation: NVIDIA driver, fabric manager and CUDA toolkit, pinned exactly.
 
-Ensures, on Ubuntu 22.04/24.04 or Debian 12 (x86_64/aarch64):
+Ensures, on Ubuntu 22.04/24.04 (x86_64/aarch64):
 
 * ``build-essential`` (the driver's DKMS build and the MLPerf harness need a compiler);
 * the driver packages of the branch (``nvidia-driver-550-server``, ``nvidia-dkms-550-server``;
@@ -15,6 +15,12 @@ Ensures, on Ubuntu 22.04/24.04 or Debian 12 (x86_64/aarch64):
   ``/usr/local/cuda-<LinuxCudaVersion>`` is missing;
 * ``PATH``/``LD_LIBRARY_PATH`` lines in the real user's ``~/.bashrc``, once (marker comments).
 
+Refused before anything changes (:func:`check_possible`, the step's preflight): Debian, whose
+archive and NVIDIA's Debian repository do not ship Ubuntu's ``nvidia-driver-<branch>-server``
+packages this step pins; any other OS or architecture; a host with no NVIDIA GPU on its PCI bus
+(tests pass the option ``allow_no_gpu``); and a driver installed from NVIDIA's ``.run`` file
+(``nvidia-smi`` that no package owns), which packages installed over it would break.
+
 The exact version is ``LinuxDriverPackageVersion`` when given (``550.127.05`` or apt's full
 ``550.127.05-0ubuntu1``); otherwise the installed version of the branch package, or, on a host
 without it, the newest version apt offers after refreshing its lists. That one version is used
@@ -25,7 +31,7 @@ says so, the engine reboots, and the re-plan afterwards is a no-op; verify then 
 ``nvidia-smi`` reports the planned version and ``nv-fabricmanager --version`` the same.
 
 Idempotency: everything is decided from the host's facts (dpkg, apt-mark, nvidia-smi,
-nv-fabricmanager, files), so a provisioned host plans no change.
+nv-fabricmanager, ``nvcc --version``, files), so a provisioned host plans no change.
 
 Example::
 
@@ -40,7 +46,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
 from pydantic import field_validator
@@ -50,8 +56,12 @@ from installers.apt import AptRepository, PlanRefused
 from installers.download import SHA256_RE, DownloadState, download_commands, file_name, read_download_state
 from installers.facts.nvidia import (
     FABRIC_MANAGER_UNIT,
+    CudaToolkit,
+    DriverOrigin,
     FabricManagerFacts,
     GpuInventory,
+    read_cuda_toolkit,
+    read_driver_origin,
     read_fabric_manager,
     read_gpus,
 )
@@ -69,6 +79,7 @@ from installers.facts.system import (
     read_architecture,
     read_os_release,
     read_user_home,
+    unsupported_platform,
 )
 from workload.commands import Command, cmd
 from workload.hosts.base import Host
@@ -80,6 +91,8 @@ CUDA_REPO_KEY_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repo
 BUILD_PACKAGES = ("build-essential",)
 PREFERENCES_DIR = "/etc/apt/preferences.d"
 RUNFILE_TIMEOUT_S = 3600.0
+#: The Ubuntu releases whose archive (and NVIDIA's repository for them) ship the packages pinned here.
+SUPPORTED_UBUNTU = ("22.04", "24.04")
 
 
 class NvidiaCudaParameters(StepParameters):
@@ -121,6 +134,7 @@ class CudaFacts:
     gpus: GpuInventory
     fabric_manager: FabricManagerFacts
     user: UserHome
+    #: ``<cuda home>/bin/nvcc --version`` reports LinuxCudaVersion.
     toolkit_installed: bool
     runfile: DownloadState
     bashrc_has_block: bool
@@ -131,6 +145,23 @@ class CudaFacts:
     refreshed: bool = False
     #: Test option: plan for a host with no NVIDIA GPU (the driver cannot load there).
     allow_no_gpu: bool = False
+    #: Who installed the nvidia-smi on the PATH (a package, or NVIDIA's .run file).
+    driver_origin: DriverOrigin = field(default_factory=DriverOrigin)
+
+
+@dataclass(frozen=True)
+class PreflightFacts:
+    """What decides whether this step can work on a host at all (read before any step runs)."""
+
+    os: OsRelease
+    arch: Architecture
+    gpus: GpuInventory
+    driver_origin: DriverOrigin = field(default_factory=DriverOrigin)
+    allow_no_gpu: bool = False
+
+    @classmethod
+    def of(cls, facts: CudaFacts) -> PreflightFacts:
+        return cls(facts.os, facts.arch, facts.gpus, facts.driver_origin, facts.allow_no_gpu)
 
 
 @dataclass(frozen=True)
@@ -142,6 +173,8 @@ class VerifyFacts:
     fabric_manager: FabricManagerFacts
     toolkit_installed: bool
     allow_no_gpu: bool = False
+    #: Why the toolkit does not work (from ``nvcc --version``), when it does not.
+    toolkit_problem: str = ""
 
     @classmethod
     def of(cls, facts: CudaFacts) -> VerifyFacts:
@@ -326,16 +359,52 @@ def _install_change(
     ), False
 
 
-def plan_nvidia_cuda(params: NvidiaCudaParameters, facts: CudaFacts) -> StepPlan:
-    """Decide what NvidiaCudaInstallation must change on a host with these facts (pure)."""
-    apt.require_supported(facts.os, facts.arch)
-    gpus = facts.gpus
+def check_possible(params: NvidiaCudaParameters, facts: PreflightFacts) -> None:
+    """Raise :class:`PlanRefused` where this step cannot work at all, whatever it installs (pure).
+
+    The step's preflight: the engine asks it before the first step of a run changes anything.
+    """
+    release, main = facts.os, driver_packages(params)[0]
+    if release.id == "debian":
+        raise PlanRefused(
+            f"{release.label} is not supported by NvidiaCudaInstallation (supported: Ubuntu 22.04, Ubuntu 24.04): "
+            f"it installs Ubuntu's {main} packages, which neither Debian's archive nor NVIDIA's Debian "
+            "repository ships",
+            hint="use Ubuntu 22.04 or 24.04 for GPU hosts; on Debian, install the NVIDIA driver yourself "
+            "and leave NvidiaCudaInstallation out of the profile",
+        )
+    if release.id != "ubuntu" or release.version_id not in SUPPORTED_UBUNTU:
+        raise PlanRefused(
+            f"{release.label} is not supported (supported: Ubuntu 22.04, Ubuntu 24.04)",
+            hint="use Ubuntu 22.04 or 24.04 on x86_64 or aarch64",
+        )
+    problem = unsupported_platform(release, facts.arch)
+    if problem is not None:
+        raise PlanRefused(problem, hint="use Ubuntu 22.04 or 24.04 on x86_64 or aarch64")
+    origin, gpus = facts.driver_origin, facts.gpus
+    if origin.from_runfile:
+        version = gpus.driver_version or gpus.library_version
+        which = f"NVIDIA driver {version}" if version else "NVIDIA driver"
+        remove = f"sudo {origin.uninstaller} --silent" if origin.uninstaller else "sudo nvidia-uninstall --silent"
+        raise PlanRefused(
+            f"an {which} installed from NVIDIA's .run file is on this host ({origin.smi_path} belongs to no "
+            f"package); installing {main} over it would leave two drivers overwriting each other's files",
+            hint=f"remove it first ({remove}), reboot, and run again; or keep it and leave "
+            "NvidiaCudaInstallation out of the profile",
+        )
     gpu_visible = gpus.pci_gpus > 0 or gpus.status in ("ok", "mismatch")
     if not gpu_visible and not facts.allow_no_gpu:
         raise PlanRefused(
             "no NVIDIA GPU is visible on this host's PCI bus, so the driver could not load",
             hint="run this step on a GPU machine (tests pass the option allow_no_gpu)",
         )
+
+
+def plan_nvidia_cuda(params: NvidiaCudaParameters, facts: CudaFacts) -> StepPlan:
+    """Decide what NvidiaCudaInstallation must change on a host with these facts (pure)."""
+    check_possible(params, PreflightFacts.of(facts))
+    gpus = facts.gpus
+    gpu_visible = gpus.pci_gpus > 0 or gpus.status in ("ok", "mismatch")
     fm_wanted = wants_fabric_manager(params, gpus)
     target = _decide_target(params, facts, fm_wanted)
     lock = params.DpkgLockTimeout
@@ -344,9 +413,13 @@ def plan_nvidia_cuda(params: NvidiaCudaParameters, facts: CudaFacts) -> StepPlan
     if isinstance(target, str):
         if not facts.refreshed:
             # Decide versions only from fresh lists: the preview needs them, and so does exactness.
+            # A preview: the refreshed lists decide (the engine reboots on the plan it applies).
+            installed = facts.packages.version(driver_packages(params)[0])
+            wanted = params.LinuxDriverPackageVersion
+            changing = installed is None or (wanted and upstream_version(wanted) != upstream_version(installed))
             return StepPlan(
                 changes=(apt.refresh_change(lock_timeout=lock),),
-                reboot_required=params.RebootRequired and facts.packages.version(driver_packages(params)[0]) is None,
+                reboot_required=params.RebootRequired and bool(changing),
                 notes=(f"{target} yet; the exact versions are chosen after `apt-get update`",),
             )
         if not facts.cuda_repo_configured:
@@ -537,6 +610,7 @@ def gather_facts(ctx: StepContext, params: NvidiaCudaParameters, *, refreshed: b
     begin, _ = bashrc_markers(params)
     bashrc = posixpath.join(user.home, ".bashrc")
     has_block = host.run(cmd("grep", "-qxF", begin, bashrc, sudo=True, timeout=60)).returncode == 0
+    toolkit = read_cuda_toolkit(host, cuda_home(params)) if params.LinuxCudaVersion else None
     runfile = (
         read_download_state(host, runfile_path(params))
         if params.CudaRequired and params.LinuxLocalRunFile
@@ -549,14 +623,21 @@ def gather_facts(ctx: StepContext, params: NvidiaCudaParameters, *, refreshed: b
         gpus=read_gpus(host),
         fabric_manager=read_fabric_manager(host),
         user=user,
-        toolkit_installed=bool(params.LinuxCudaVersion) and host.exists(cuda_home(params)),
+        toolkit_installed=toolkit is not None and toolkit.provides(params.LinuxCudaVersion or ""),
         runfile=runfile,
         bashrc_has_block=has_block,
         cuda_repo_configured=host.exists(posixpath.join(apt.SOURCES_DIR, f"{CUDA_REPO_NAME}.list")),
         apt_pin=_read_optional(host, apt_pin_path(params)),
         refreshed=refreshed,
         allow_no_gpu=bool(ctx.options.get("allow_no_gpu", False)),
+        driver_origin=read_driver_origin(host),
     )
+
+
+def _toolkit_problem(params: NvidiaCudaParameters, toolkit: CudaToolkit | None) -> str:
+    if toolkit is None or toolkit.provides(params.LinuxCudaVersion or ""):
+        return ""
+    return toolkit.problem or f"{toolkit.home}/bin/nvcc reports CUDA {toolkit.release}, not {params.LinuxCudaVersion}"
 
 
 def _read_optional(host: Host, path: str) -> str | None:
@@ -605,19 +686,36 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
     def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
         return plan_nvidia_cuda(self.p, gather_facts(ctx, self.p, refreshed=refreshed))
 
+    def preflight(self, ctx: StepContext) -> None:
+        host = ctx.host
+        facts = PreflightFacts(
+            os=read_os_release(host),
+            arch=read_architecture(host),
+            gpus=read_gpus(host),
+            driver_origin=read_driver_origin(host),
+            allow_no_gpu=bool(ctx.options.get("allow_no_gpu", False)),
+        )
+        try:
+            check_possible(self.p, facts)
+        except PlanRefused as exc:
+            raise self.fail(exc.problem, ctx, hint=exc.hint) from None
+
     def verify(self, ctx: StepContext) -> None:
         host, params = ctx.host, self.p
         gpus = read_gpus(host)
-        fm = read_fabric_manager(host)
-        # apt's offers are only needed to word the fix of a fabric manager mismatch.
-        wants_policies = wants_fabric_manager(params, gpus) and fm.version != gpus.driver_version
-        names = fabric_manager_packages(params) if wants_policies else ()
+        # apt's offers word the exact fixes (full versions) of a wrong driver or fabric manager.
+        names = [
+            *driver_packages(params),
+            *(fabric_manager_packages(params) if wants_fabric_manager(params, gpus) else ()),
+        ]
+        toolkit = read_cuda_toolkit(host, cuda_home(params)) if params.CudaRequired else None
         facts = VerifyFacts(
             packages=read_package_facts(host, names),
             gpus=gpus,
-            fabric_manager=fm,
-            toolkit_installed=bool(params.LinuxCudaVersion) and host.exists(cuda_home(params)),
+            fabric_manager=read_fabric_manager(host),
+            toolkit_installed=toolkit is not None and toolkit.provides(params.LinuxCudaVersion or ""),
             allow_no_gpu=bool(ctx.options.get("allow_no_gpu", False)),
+            toolkit_problem=_toolkit_problem(params, toolkit),
         )
         problems = verify_problems(params, facts)
         if problems:
@@ -626,39 +724,33 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
 
 
 def verify_problems(params: NvidiaCudaParameters, facts: VerifyFacts) -> list[tuple[str, str]]:
-    """What is wrong after apply: (problem, how to fix) pairs, most basic first (pure)."""
+    """What is wrong after apply: (problem, how to fix) pairs, most basic first (pure).
+
+    Every fix is a command apt accepts: full package versions (``550.127.05-0ubuntu0.22.04.1``,
+    not ``550.127.05``) taken from what apt offers, with the holds lifted and put back around it.
+    """
     problems: list[tuple[str, str]] = []
-    main = driver_packages(params)[0]
+    drivers = driver_packages(params)
+    main = drivers[0]
     installed = facts.packages.version(main)
     if installed is None:
-        return [(f"{main} is not installed", f"sudo apt-get install {main}")]
+        return [(f"{main} is not installed", "run NvidiaCudaInstallation again (workload run ... --dependencies)")]
     want = params.LinuxDriverPackageVersion or installed
     want_up = upstream_version(want)
     if upstream_version(installed) != want_up:
-        problems.append(
-            (f"{main} is {installed}, not {want}", f"sudo apt-get install --allow-downgrades {main}={want}")
-        )
+        problems.append((f"{main} is {installed}, not {want}", _reinstall_fix(drivers, want_up, facts)))
     gpus = facts.gpus
     gpu_visible = gpus.pci_gpus > 0 or gpus.status in ("ok", "mismatch")
     loaded = gpus.driver_version
     if params.RebootRequired and (gpu_visible or not facts.allow_no_gpu) and loaded != want_up:
         state = f"nvidia-smi reports driver {loaded}" if loaded else f"nvidia-smi: {gpus.message or gpus.status}"
         problems.append((f"the loaded NVIDIA driver is not {want_up} ({state})", "reboot the host to load it"))
-    if wants_fabric_manager(params, gpus):
+    fm_wanted = wants_fabric_manager(params, gpus)
+    if fm_wanted:
         fm = facts.fabric_manager.version
         reference = loaded or want_up
         if fm != reference:
-            fixes = [
-                apt.pin(n, v)
-                for n in fabric_manager_packages(params)
-                for v in [_match_upstream(_versions_for(facts, n), reference, installed)]
-                if v
-            ]
-            fix = (
-                f"sudo apt-mark unhold {' '.join(fabric_manager_packages(params))}; "
-                f"sudo apt-get install --allow-downgrades {' '.join(fixes) or fabric_manager_packages(params)[1]}; "
-                f"sudo apt-mark hold {' '.join(fabric_manager_packages(params))}"
-            )
+            fix = _reinstall_fix(fabric_manager_packages(params), reference, facts)
             problems.append((f"fabric manager is {fm or 'not installed'} but the NVIDIA driver is {reference}", fix))
         elif loaded and not facts.fabric_manager.service.is_active:
             problems.append(
@@ -667,6 +759,35 @@ def verify_problems(params: NvidiaCudaParameters, facts: VerifyFacts) -> list[tu
                     f"sudo systemctl restart {FABRIC_MANAGER_UNIT}; see why: journalctl -u {FABRIC_MANAGER_UNIT}",
                 )
             )
+    pinned = [*drivers, *(fabric_manager_packages(params) if fm_wanted else ())]
+    loose = [n for n in pinned if facts.packages.version(n) is not None and n not in facts.packages.holds]
+    if loose:
+        problems.append(
+            (
+                f"{', '.join(loose)} not held: an apt upgrade can move the driver and the fabric manager apart",
+                f"sudo apt-mark hold {' '.join(loose)}",
+            )
+        )
     if params.CudaRequired and not facts.toolkit_installed:
-        problems.append((f"{cuda_home(params)} does not exist", f"sudo sh {runfile_path(params)} --silent --toolkit"))
+        why = facts.toolkit_problem or f"{cuda_home(params)}/bin/nvcc does not work"
+        problems.append(
+            (
+                f"the CUDA {params.LinuxCudaVersion} toolkit does not work: {why}",
+                f"sudo sh {runfile_path(params)} --silent --toolkit",
+            )
+        )
     return problems
+
+
+def _reinstall_fix(names: Sequence[str], upstream: str, facts: VerifyFacts) -> str:
+    """Unhold, install ``names`` at the full apt versions of ``upstream``, hold again."""
+    pins = []
+    for name in names:
+        full = _match_upstream(_versions_for(facts, name), upstream, facts.packages.version(name))
+        if full is not None:
+            pins.append(apt.pin(name, full))
+    held = " ".join(names)
+    target = (
+        " ".join(pins) if pins else f"{names[-1]}=<the {upstream} version that `apt-cache policy {names[-1]}` lists>"
+    )
+    return f"sudo apt-mark unhold {held}; sudo apt-get install --allow-downgrades {target}; sudo apt-mark hold {held}"

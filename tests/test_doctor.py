@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from installers.doctor import (
     DoctorFacts,
+    check_container_toolkit,
     check_disk_space,
     check_driver_loaded,
     check_fabric_manager,
@@ -37,6 +41,7 @@ def healthy(**kw: object) -> DoctorFacts:
         "reboot": RebootPending(False),
         "scratch": FreeSpace("/mnt/scratch", "/mnt", 2_000 * 10**9),
         "scratch_path": "/mnt/scratch",
+        "ctk_version": "1.17.3",
     }
     base.update(kw)
     return DoctorFacts(**base)  # type: ignore[arg-type]
@@ -50,6 +55,7 @@ def test_healthy_nvswitch_host_passes_everything() -> None:
         ("fabric manager", "pass"),
         ("Docker works", "pass"),
         ("nvidia runtime", "pass"),
+        ("container toolkit", "pass"),
         ("scratch space", "pass"),
         ("no reboot pending", "pass"),
     ]
@@ -87,8 +93,48 @@ def test_runtime_disk_and_reboot_checks() -> None:
     small = check_disk_space(FreeSpace("/mnt", "/", 50 * 10**9), "/mnt", 500)
     assert small.status == "fail" and small.detail == "50 GB free on / (for /mnt); need 500 GB"
     assert check_disk_space(None, None, 500).status == "skip"
+    recorded = check_disk_space(
+        FreeSpace("/mnt/a/scratch", "/mnt/a", 900 * 10**9), "/mnt/a/scratch", 500, source="MountDisks"
+    )
+    assert recorded.detail == "900 GB free on /mnt/a (for /mnt/a/scratch, recorded by MountDisks); need 500 GB"
     pending = check_reboot(RebootPending(True, ("nvidia-dkms-550-server",)))
     assert pending.status == "fail" and "nvidia-dkms-550-server" in pending.detail and pending.fix == "sudo reboot"
+
+
+def test_container_toolkit_check_names_nvidia_ctk() -> None:
+    assert check_container_toolkit("1.17.3", DOCKER_OK) == run_checks(healthy())[5]
+    gone = check_container_toolkit(None, DOCKER_OK)
+    assert gone.status == "fail" and "--reinstall nvidia-container-toolkit-base" in gone.fix
+    never = check_container_toolkit(None, DockerInfo(installed=True, server_version="27.3.1", runtimes=("runc",)))
+    assert never.fix == "run the NvidiaContainerToolkitInstallation step"
+
+
+def test_doctor_checks_the_scratch_path_mountdisks_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --scratch, the scratch row uses MLPERF_SCRATCH_PATH from the host state MountDisks wrote."""
+    from installers.doctor import read_doctor_facts
+    from workload.cli import invoke
+    from workload.hosts.local import LocalHost
+
+    scratch = tmp_path / "mnt_nvme1n1" / "scratch"
+    scratch.mkdir(parents=True)
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"MountDisks": {"scratch_path": str(scratch), "scratch_volume": "/dev/nvme1n1"}}))
+    monkeypatch.setenv("WORKLOAD_STATE_PATH", str(state))
+    row = next(c for c in run_checks(read_doctor_facts(LocalHost()), min_free_gb=0.001) if c.name == "scratch space")
+    assert row.status == "pass" and f"(for {scratch}, recorded by MountDisks)" in row.detail
+    invoke(["doctor", "--min-free-gb", "0.001"])
+    line = next(line for line in capsys.readouterr().out.splitlines() if "scratch space" in line)
+    assert "pass" in line
+    # Nothing recorded and no --scratch: skipped, saying so.
+    state.write_text("{}")
+    row = next(c for c in run_checks(read_doctor_facts(LocalHost())) if c.name == "scratch space")
+    assert row.status == "skip" and row.detail.endswith("and none recorded by MountDisks")
+    # --scratch wins over the recorded path.
+    state.write_text(json.dumps({"MountDisks": {"scratch_path": "/nonexistent/scratch"}}))
+    row = next(c for c in run_checks(read_doctor_facts(LocalHost(), scratch_path="/tmp")) if c.name == "scratch space")
+    assert "(for /tmp)" in row.detail
 
 
 def test_doctor_command_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:

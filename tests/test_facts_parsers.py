@@ -50,6 +50,9 @@ PARSERS: dict[str, Callable[[Path], Any]] = {
     "fm_version": lambda p: nvidia.parse_fabric_manager_version(p.read_text()),
     "pci_scan": lambda p: nvidia.parse_pci_scan(p.read_text()),
     "docker_info": _docker_info,
+    "ctk_version": lambda p: docker_facts.parse_nvidia_ctk_version(p.read_text()),
+    "nvcc_version": lambda p: nvidia.parse_nvcc_release(p.read_text()),
+    "driver_origin": lambda p: nvidia.parse_driver_origin(p.read_text()),
 }
 
 

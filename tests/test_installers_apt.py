@@ -72,8 +72,8 @@ def test_lock_wait_names_the_holder_then_succeeds_when_it_exits(
     finally:
         proc.wait(timeout=10)
     assert 1.5 <= waited < 15
-    assert f"waiting for the dpkg lock: unattended-upgr (pid {proc.pid}) holds {lock}" in result.stdout
-    assert "the dpkg lock is free after" in result.stdout
+    assert f"waiting for the apt/dpkg lock: unattended-upgr (pid {proc.pid}) holds {lock}" in result.stdout
+    assert "the apt/dpkg locks are free after" in result.stdout
 
 
 def test_lock_wait_fails_after_its_bound_naming_the_holder(host: LocalHost, lock_holder: tuple[Path, Path]) -> None:
@@ -87,7 +87,32 @@ def test_lock_wait_fails_after_its_bound_naming_the_holder(host: LocalHost, lock
         proc.wait(timeout=10)
     message = str(info.value)
     assert "exited with code 75" in message
-    assert f"the dpkg lock is still held after 1s: unattended-upgr (pid {proc.pid})" in message
+    assert f"the apt/dpkg lock is still held after 1s: unattended-upgr (pid {proc.pid}) holds {lock}" in message
+
+
+def test_the_wait_covers_apts_own_locks_not_only_dpkgs() -> None:
+    """DPkg::Lock::Timeout waits for dpkg's locks only: `apt-get update` fails at once on the lists
+    lock apt-daily holds, and downloads on the archives lock. The explicit wait takes all four."""
+    argv = apt.wait_for_dpkg_lock(30).argv
+    assert argv[-4:] == (
+        "/var/lib/dpkg/lock-frontend",
+        "/var/lib/dpkg/lock",
+        "/var/lib/apt/lists/lock",
+        "/var/cache/apt/archives/lock",
+    )
+    refresh = apt.refresh_change(lock_timeout=30)
+    assert refresh.commands[0].argv == argv  # the wait comes before `apt-get update`
+
+
+def test_lock_wait_names_the_lock_that_is_held(host: LocalHost, lock_holder: tuple[Path, Path]) -> None:
+    exe, _ = lock_holder
+    lists = exe.parent / "lists-lock"
+    proc = _hold(exe, lists, 3)
+    try:
+        result = host.check(apt.wait_for_dpkg_lock(30, [str(exe.parent / "dpkg-lock"), str(lists)]))
+    finally:
+        proc.wait(timeout=10)
+    assert f"waiting for the apt/dpkg lock: unattended-upgr (pid {proc.pid}) holds {lists}" in result.stdout
 
 
 def test_lock_wait_is_instant_when_free(host: LocalHost, tmp_path: Path) -> None:

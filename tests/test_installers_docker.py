@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -16,9 +17,10 @@ from installers.nvidia_container_toolkit import (
     daemon_json_has_nvidia,
     gpu_container_problem,
     plan_toolkit,
+    undriven_gpus_problem,
 )
 from tests.fixtures.facts.builders import AZUREUSER, DEBIAN_12, ROCKY_9, ROOT, UBUNTU_22, UBUNTU_24, X86, inventory
-from tests.test_installers_nvidia_cuda import short
+from tests.test_installers_nvidia_cuda import LOCK_WAIT, short
 
 DOCKER_VERSIONS = ("5:27.3.1-1~ubuntu.22.04~jammy", "5:27.3.0-1~ubuntu.22.04~jammy", "5:26.1.4-1~ubuntu.22.04~jammy")
 RUNNING = DockerInfo(installed=True, server_version="27.3.1", runtimes=("io.containerd.runc.v2", "runc"))
@@ -59,7 +61,7 @@ def test_fresh_host_installs_docker_and_adds_the_user_to_the_group() -> None:
         (
             "install Docker Engine: docker-ce, docker-ce-cli, containerd.io, docker-compose-plugin",
             [
-                "wait-for-dpkg-lock 600 /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock",
+                LOCK_WAIT,
                 "apt-get install docker-ce docker-ce-cli containerd.io docker-compose-plugin",
             ],
         ),
@@ -146,6 +148,7 @@ def tfacts(**kw: Any) -> ToolkitFacts:
         "daemon_json_has_nvidia": False,
         "repo_configured": False,
         "refreshed": True,
+        "ctk_version": "1.17.3",
     }
     base.update(kw)
     return ToolkitFacts(**base)
@@ -155,7 +158,7 @@ def test_toolkit_fresh_install_configures_and_restarts_docker() -> None:
     plan = plan_toolkit(ToolkitParameters(), tfacts())
     assert [[short(x) for x in c.commands] for c in plan.changes] == [
         [
-            "wait-for-dpkg-lock 600 /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock",
+            LOCK_WAIT,
             "apt-get install nvidia-container-toolkit",
         ],
         ["nvidia-ctk runtime configure --runtime=docker"],
@@ -202,3 +205,34 @@ def test_daemon_json_and_gpu_container_checks() -> None:
     assert gpu_container_problem(gpus, 0, ok.splitlines()[0]) == "a container sees 1 GPU(s), the host has 2"
     err = 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].'
     assert "could not select device driver" in str(gpu_container_problem(gpus, 125, err))
+
+
+def test_toolkit_whose_nvidia_ctk_is_gone_is_reinstalled() -> None:
+    installed = pkgs({"nvidia-container-toolkit": "1.17.3-1"}, {"nvidia-container-toolkit": ("1.17.3-1",)})
+    registered = DockerInfo(installed=True, server_version="27.3.1", runtimes=("nvidia", "runc"))
+    ok = plan_toolkit(ToolkitParameters(), tfacts(packages=installed, docker=registered, daemon_json_has_nvidia=True))
+    assert not ok.changed
+    assert ok.noop_reason == (
+        "nvidia-container-toolkit 1.17.3-1 installed (nvidia-ctk 1.17.3) and the nvidia runtime is registered in Docker"
+    )
+    gone = tfacts(packages=installed, docker=registered, daemon_json_has_nvidia=True, ctk_version=None)
+    plan = plan_toolkit(ToolkitParameters(), gone)
+    assert [[short(x) for x in c.commands] for c in plan.changes] == [
+        [LOCK_WAIT, "apt-get install --reinstall nvidia-container-toolkit-base nvidia-container-toolkit"],
+        ["nvidia-ctk runtime configure --runtime=docker"],
+        ["systemctl restart docker"],
+    ]
+    stale = plan_toolkit(ToolkitParameters(), dataclasses.replace(gone, refreshed=False))
+    assert isinstance(stale.changes[0], AptRefresh)
+
+
+def test_gpus_without_a_driver_fail_the_toolkit_check_with_the_fix() -> None:
+    """GPUs on the PCI bus whose driver does not answer: no container can use them."""
+    assert undriven_gpus_problem(inventory(loaded="550.127.05", gpus=2)) is None
+    assert undriven_gpus_problem(inventory(loaded=None, gpus=0, nvswitches=0)) is None  # no GPU: nothing to check
+    problem = undriven_gpus_problem(inventory(loaded=None, gpus=2, status="no-driver"))
+    assert problem is not None
+    assert problem[0].startswith("2 NVIDIA GPU(s) on the PCI bus, but their driver does not answer")
+    assert "reboot" in problem[1]
+    missing = undriven_gpus_problem(inventory(loaded=None, gpus=2, status="not-installed"))
+    assert missing is not None and missing[1] == "run NvidiaCudaInstallation before this step"

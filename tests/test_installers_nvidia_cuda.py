@@ -7,14 +7,17 @@ from typing import Any
 
 import pytest
 
-from installers.apt import AptRefresh, PlanRefused
+from installers.apt import APT_LOCKS, AptRefresh, PlanRefused
+from installers.facts.nvidia import DriverOrigin
 from installers.facts.system import Architecture
 from installers.nvidia_cuda import (
     CudaFacts,
     NvidiaCudaInstallation,
     NvidiaCudaParameters,
+    PreflightFacts,
     VerifyFacts,
     apt_pin_text,
+    check_possible,
     plan_nvidia_cuda,
     verify_problems,
 )
@@ -44,6 +47,10 @@ DRIVER, DKMS, FM, META = (
 # The repository offers a NEWER fabric manager (and driver) than the one we pin.
 OFFERED = {DRIVER: ("550.144.03", "550.127.05"), DKMS: ("550.144.03", "550.127.05"), FM: ("550.144.03", "550.127.05")}
 PROVISIONED = {DRIVER: v("550.127.05"), DKMS: v("550.127.05"), FM: v("550.127.05"), "build-essential": "12.9ubuntu3"}
+
+
+#: How the explicit lock wait reads in a snapshot: all four apt/dpkg locks.
+LOCK_WAIT = "wait-for-dpkg-lock 600 " + " ".join(APT_LOCKS)
 
 
 def params(**kw: Any) -> NvidiaCudaParameters:
@@ -109,7 +116,7 @@ def test_fresh_ubuntu_host_with_nvswitch_pins_driver_and_fm_exactly() -> None:
         (
             "install build tools (build-essential)",
             [
-                "wait-for-dpkg-lock 600 /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock",
+                LOCK_WAIT,
                 "apt-get install build-essential",
             ],
         ),
@@ -166,7 +173,7 @@ def test_plan_before_refresh_starts_with_apt_update_and_previews_the_rest() -> N
     plan = plan_nvidia_cuda(params(), facts(refreshed=False))
     assert isinstance(plan.changes[0], AptRefresh)
     assert [short(c) for c in plan.changes[0].commands] == [
-        "wait-for-dpkg-lock 600 /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock",
+        LOCK_WAIT,
         "retry 4 5 apt-get update",
     ]
     assert all(c.summary.startswith("(preview) ") for c in plan.changes[1:])
@@ -212,7 +219,7 @@ def test_mismatched_fm_is_downgraded_to_exactly_the_driver_version() -> None:
     )
     full = v("550.127.05")
     assert snapshot(plan)[0][1] == [
-        "wait-for-dpkg-lock 600 /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock",
+        LOCK_WAIT,
         f"apt-mark unhold {FM}",
         f"apt-get install --allow-downgrades {FM}={full}",
         f"apt-mark hold {FM}",
@@ -260,10 +267,67 @@ def test_nvidia_repo_pins_meta_and_binary_fabric_manager_packages() -> None:
     assert f"apt-get install {META}=550.127.05-1 {FM}=550.127.05-1" in fm_cmds
 
 
-@pytest.mark.parametrize("os_release", [UBUNTU_22, UBUNTU_24, DEBIAN_12])
+@pytest.mark.parametrize("os_release", [UBUNTU_22, UBUNTU_24])
 def test_supported_systems_plan_the_same_packages(os_release: Any) -> None:
     plan = plan_nvidia_cuda(params(LinuxDriverPackageVersion="550.127.05"), facts(os=os_release))
     assert any(short(c).startswith(f"apt-get install {DKMS}=") for c in plan.commands)
+
+
+def test_debian_is_refused_naming_the_supported_ubuntu_releases() -> None:
+    """Neither Debian nor NVIDIA's debian12 repository has nvidia-driver-550-server: refuse up front,
+    instead of refreshing, adding NVIDIA's repository and then failing on "no apt source offers"."""
+    with pytest.raises(PlanRefused) as info:
+        check_possible(params(), PreflightFacts(DEBIAN_12, X86, inventory(loaded=None)))
+    assert info.value.problem.startswith(
+        "Debian GNU/Linux 12 (bookworm) is not supported by NvidiaCudaInstallation "
+        "(supported: Ubuntu 22.04, Ubuntu 24.04): it installs Ubuntu's nvidia-driver-550-server packages"
+    )
+    assert info.value.hint is not None and "leave NvidiaCudaInstallation out of the profile" in info.value.hint
+    with pytest.raises(PlanRefused, match="Debian GNU/Linux 12"):
+        plan_nvidia_cuda(params(), facts(os=DEBIAN_12, packages=package_facts(), refreshed=True))
+
+
+def test_a_driver_from_the_run_file_is_refused_not_overwritten() -> None:
+    """nvidia-smi answers but no package owns it: NVIDIA's .run installer put it there."""
+    runfile = DriverOrigin("/usr/bin/nvidia-smi", None, "/usr/bin/nvidia-uninstall")
+    with pytest.raises(PlanRefused) as info:
+        plan_nvidia_cuda(params(), facts(gpus=inventory(loaded="550.90.07"), driver_origin=runfile))
+    assert info.value.problem == (
+        "an NVIDIA driver 550.90.07 installed from NVIDIA's .run file is on this host (/usr/bin/nvidia-smi "
+        "belongs to no package); installing nvidia-driver-550-server over it would leave two drivers "
+        "overwriting each other's files"
+    )
+    assert info.value.hint is not None and "sudo /usr/bin/nvidia-uninstall --silent" in info.value.hint
+    # The packaged driver is ours to manage: no refusal.
+    packaged = DriverOrigin("/usr/bin/nvidia-smi", "nvidia-utils-550-server", None)
+    plan = plan_nvidia_cuda(params(), provisioned(driver_origin=packaged))
+    assert not plan.changed
+
+
+def test_a_driver_bump_behind_stale_lists_previews_a_reboot_and_the_refreshed_plan_has_one() -> None:
+    """The audit's case: provisioned at 550.127.05, LinuxDriverPackageVersion raised to a version
+    the stale lists lack. The engine reboots on the plan applied after the refresh (the second)."""
+    stale = {DRIVER: ("550.127.05",), DKMS: ("550.127.05",), FM: ("550.127.05",)}
+    bumped = params(LinuxDriverPackageVersion="550.144.03")
+    holds = {DRIVER, DKMS, FM}
+    before = plan_nvidia_cuda(
+        bumped, provisioned(packages=package_facts(installed=PROVISIONED, holds=holds, offered=stale))
+    )
+    assert [type(c) for c in before.changes] == [AptRefresh] and before.reboot_required
+    after = plan_nvidia_cuda(
+        bumped, provisioned(packages=package_facts(installed=PROVISIONED, holds=holds, offered=OFFERED), refreshed=True)
+    )
+    assert after.reboot_required
+    assert f"apt-get install {DKMS}={v('550.144.03')} {DRIVER}={v('550.144.03')}" in [short(c) for c in after.commands]
+    # Only the fabric manager is missing from the stale lists: the driver stays, so no reboot is previewed.
+    driver_only = {DRIVER: v("550.127.05"), DKMS: v("550.127.05"), "build-essential": "12.9ubuntu3"}
+    same = plan_nvidia_cuda(
+        params(LinuxDriverPackageVersion="550.127.05"),
+        provisioned(
+            packages=package_facts(installed=driver_only, holds={DRIVER, DKMS}), fabric_manager=fabric_manager(None)
+        ),
+    )
+    assert [type(c) for c in same.changes] == [AptRefresh] and not same.reboot_required
 
 
 def test_unsupported_os_or_arch_is_refused_before_anything_changes() -> None:
@@ -329,6 +393,41 @@ def test_verify_states_both_versions_and_the_fix() -> None:
     assert verify_problems(params(), VerifyFacts.of(provisioned())) == []
     unloaded = verify_problems(params(), VerifyFacts.of(provisioned(gpus=inventory(loaded="550.90.07"))))
     assert unloaded[0][0].startswith("the loaded NVIDIA driver is not 550.127.05 (nvidia-smi reports driver 550.90.07)")
+
+
+def test_verify_fix_names_the_full_apt_version_and_lifts_the_hold() -> None:
+    """`apt-get install nvidia-driver-550-server=550.144.03` is rejected: apt wants the full version."""
+    problems = verify_problems(params(LinuxDriverPackageVersion="550.144.03"), VerifyFacts.of(provisioned()))
+    problem, fix = problems[0]
+    assert problem == f"{DRIVER} is {v('550.127.05')}, not 550.144.03"
+    assert fix == (
+        f"sudo apt-mark unhold {DRIVER} {DKMS}; "
+        f"sudo apt-get install --allow-downgrades {DRIVER}={v('550.144.03')} {DKMS}={v('550.144.03')}; "
+        f"sudo apt-mark hold {DRIVER} {DKMS}"
+    )
+
+
+def test_verify_requires_the_holds() -> None:
+    loose = provisioned(packages=package_facts(installed=PROVISIONED, holds={DRIVER}, offered=OFFERED))
+    assert verify_problems(params(), VerifyFacts.of(loose)) == [
+        (
+            f"{DKMS}, {FM} not held: an apt upgrade can move the driver and the fabric manager apart",
+            f"sudo apt-mark hold {DKMS} {FM}",
+        )
+    ]
+
+
+def test_verify_runs_nvcc_not_just_looks_for_the_folder() -> None:
+    broken = dataclasses.replace(
+        VerifyFacts.of(provisioned(toolkit_installed=False)),
+        toolkit_problem="/usr/local/cuda-12.4/bin/nvcc does not exist",
+    )
+    assert verify_problems(params(), broken) == [
+        (
+            "the CUDA 12.4 toolkit does not work: /usr/local/cuda-12.4/bin/nvcc does not exist",
+            "sudo sh /var/cache/workload/cuda_12.4.0_550.54.14_linux.run --silent --toolkit",
+        )
+    ]
 
 
 @pytest.mark.parametrize(

@@ -76,12 +76,6 @@ def read_docker_info(host: Host, *, sudo: bool = True) -> DockerInfo:
     return parse_docker_info(result.returncode, result.stdout, result.stderr)
 
 
-def parse_docker_version(text: str) -> str | None:
-    """``Docker version 27.3.1, build ce12230`` -> ``27.3.1``."""
-    match = re.search(r"Docker version\s+([^\s,]+)", text)
-    return match.group(1) if match else None
-
-
 def parse_nvidia_ctk_version(text: str) -> str | None:
     """``NVIDIA Container Toolkit CLI version 1.17.3`` -> ``1.17.3``."""
     match = re.search(r"NVIDIA Container Toolkit CLI version\s+([^\s]+)", text)
@@ -89,5 +83,6 @@ def parse_nvidia_ctk_version(text: str) -> str | None:
 
 
 def read_nvidia_ctk_version(host: Host) -> str | None:
+    """The NVIDIA container toolkit's CLI version, or None where ``nvidia-ctk`` is missing or fails."""
     result = probe(host, "nvidia-ctk", "--version")
     return parse_nvidia_ctk_version(result.stdout) if result.ok else None

@@ -295,3 +295,81 @@ def read_fabric_manager(host: Host) -> FabricManagerFacts:
     result = probe(host, "nv-fabricmanager", "--version")
     version = parse_fabric_manager_version(result.stdout + result.stderr) if result.ok else None
     return FabricManagerFacts(version=version, service=read_service(host, FABRIC_MANAGER_UNIT))
+
+
+# -- where the driver came from ----------------------------------------------------------------------
+# NVIDIA's .run installer puts nvidia-smi in /usr/bin without telling dpkg, and leaves its
+# uninstaller next to it. dpkg is asked about the path and its resolved path (/bin is /usr/bin on
+# merged-/usr systems, and dpkg knows only one of the two names).
+DRIVER_ORIGIN_SCRIPT = r"""
+p=$(command -v nvidia-smi) || exit 0
+echo "nvidia-smi $p"
+for q in "$p" "$(readlink -f "$p")"; do
+  o=$(dpkg-query -S "$q" 2>/dev/null | head -n 1) && [ -n "$o" ] && { echo "package ${o%%: *}"; break; }
+done
+u=$(command -v nvidia-uninstall) && echo "uninstaller $u"
+exit 0
+"""
+
+
+@dataclass(frozen=True)
+class DriverOrigin:
+    """Who installed the ``nvidia-smi`` on the PATH: a Debian package, or nobody dpkg knows."""
+
+    smi_path: str | None = None  # None: no nvidia-smi at all
+    package: str | None = None  # the dpkg package that owns it
+    uninstaller: str | None = None  # nvidia-uninstall, which only NVIDIA's .run installer leaves
+
+    @property
+    def from_runfile(self) -> bool:
+        """A driver installed from NVIDIA's .run file (or by hand): nvidia-smi that no package owns."""
+        return self.smi_path is not None and self.package is None
+
+
+def parse_driver_origin(text: str) -> DriverOrigin:
+    """Parse the output of :data:`DRIVER_ORIGIN_SCRIPT` (``key value`` lines)."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(" ")
+        if key in ("nvidia-smi", "package", "uninstaller") and value.strip():
+            values.setdefault(key, value.strip())
+    return DriverOrigin(values.get("nvidia-smi"), values.get("package"), values.get("uninstaller"))
+
+
+def read_driver_origin(host: Host) -> DriverOrigin:
+    result = host.run(cmd("sh", "-c", DRIVER_ORIGIN_SCRIPT, timeout=60))
+    return parse_driver_origin(result.stdout)
+
+
+# -- CUDA toolkit ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CudaToolkit:
+    """What ``<home>/bin/nvcc --version`` says: the toolkit's release, or why it does not answer."""
+
+    home: str
+    release: str | None = None  # "12.4"
+    problem: str = ""
+
+    def provides(self, version: str) -> bool:
+        return self.release == version
+
+
+def parse_nvcc_release(text: str) -> str | None:
+    """``Cuda compilation tools, release 12.4, V12.4.99`` -> ``12.4``."""
+    match = re.search(r"Cuda compilation tools, release (\d+\.\d+)", text)
+    return match.group(1) if match else None
+
+
+def read_cuda_toolkit(host: Host, home: str) -> CudaToolkit:
+    """Run the toolkit's own nvcc: a folder that exists is not a toolkit that works."""
+    nvcc = f"{home}/bin/nvcc"
+    result = host.run(cmd(nvcc, "--version", timeout=60))
+    release = parse_nvcc_release(result.stdout) if result.ok else None
+    if release is not None:
+        return CudaToolkit(home, release)
+    if not result.ok and not host.exists(nvcc):
+        return CudaToolkit(home, problem=f"{nvcc} does not exist")
+    said = _first_line(result.stdout + "\n" + result.stderr) or "no output"
+    if result.ok:
+        return CudaToolkit(home, problem=f"`{nvcc} --version` names no CUDA release: {said}")
+    return CudaToolkit(home, problem=f"`{nvcc} --version` exited {result.returncode}: {said}")

@@ -233,12 +233,16 @@ class RebootPending:
     packages: tuple[str, ...] = ()
 
 
-def read_reboot_pending(host: Host) -> RebootPending:
-    """Debian/Ubuntu's flag file: packages write ``/var/run/reboot-required`` when a reboot is due."""
-    if not host.exists("/var/run/reboot-required"):
+REBOOT_REQUIRED_FLAG = "/var/run/reboot-required"
+
+
+def read_reboot_pending(host: Host, flag: str = REBOOT_REQUIRED_FLAG) -> RebootPending:
+    """Debian/Ubuntu's flag file: packages write ``/var/run/reboot-required`` when a reboot is due,
+    and their names to ``<flag>.pkgs`` (``flag`` is a parameter so tests need not touch the real one)."""
+    if not host.exists(flag):
         return RebootPending(required=False)
     try:
-        pkgs = host.read_text("/var/run/reboot-required.pkgs")
+        pkgs = host.read_text(f"{flag}.pkgs")
     except FileNotFoundError:
         pkgs = ""
     names = tuple(dict.fromkeys(p.strip() for p in pkgs.splitlines() if p.strip()))

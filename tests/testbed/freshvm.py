@@ -393,15 +393,17 @@ class FreshVM:
         code, out = self.exec(["cat", "/run/nvidia-driver-loaded"])
         return out.strip() if code == 0 and out.strip() else None
 
-    def hold_dpkg_lock(self, seconds: float) -> int:
-        """Start an ``unattended-upgr`` process holding the dpkg locks for ``seconds``; return its pid.
+    def hold_dpkg_lock(self, seconds: float, locks: Sequence[str] = ()) -> int:
+        """Start an ``unattended-upgr`` process holding apt/dpkg locks for ``seconds``; return its pid.
 
-        Returns once both /var/lib/dpkg/lock-frontend and /var/lib/dpkg/lock are held (fcntl
-        locks, what apt and dpkg test), so an ``apt-get install`` started afterwards is blocked.
+        Returns once every lock is held (fcntl locks, what apt and dpkg test): by default
+        /var/lib/dpkg/lock-frontend and /var/lib/dpkg/lock, so an ``apt-get install`` started
+        afterwards is blocked; ``locks=["/var/lib/apt/lists/lock"]`` is apt-daily's refresh.
         """
         assert self.container is not None
         ready = f"/run/standin/lockholder-{uuid.uuid4().hex[:8]}"
-        self.container.exec_run(["/usr/lib/standin/unattended-upgrade", str(seconds), ready], detach=True)
+        argv = ["/usr/lib/standin/unattended-upgrade", str(seconds), ready, *locks]
+        self.container.exec_run(argv, detach=True)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             code, out = self.exec(["cat", ready])
