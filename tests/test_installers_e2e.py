@@ -7,6 +7,7 @@ with real names and versions from a local apt repository that offers a NEWER fab
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,12 +17,16 @@ import pytest
 
 from installers.docker import DockerInstallation
 from installers.doctor import read_doctor_facts, run_checks
+from installers.facts.packages import read_package_facts
 from installers.nvidia_container_toolkit import NvidiaContainerToolkitInstallation
 from installers.nvidia_cuda import NvidiaCudaInstallation
+from workload.engine import drive_step
+from workload.errors import StepError
 from workload.hosts import ConnectOptions, Host, open_host, parse_host_spec
 from workload.steps import HostState, Step, StepContext, StepParameters, StepPlan
 
 pytestmark = pytest.mark.slow
+FIXTURES = Path(__file__).parent / "fixtures" / "facts"
 
 # The test bed has no lspci; this one reads the VM's hardware file like the stand-in nvidia-smi,
 # so NVSwitch auto-detection runs the same code path as on a real machine (lspci -n -D -d 10de:).
@@ -58,12 +63,15 @@ def make_step(cls: type[Step], index: int, **params: Any) -> Step:
 
 
 class Runner:
-    """Drives steps like the engine does: plan -> apply -> (reboot, re-plan) -> verify."""
+    """Drives steps with the engine's own :func:`~workload.engine.drive_step` (plan -> apply ->
+    reboot when the APPLIED plan wants one -> re-plan -> verify); only the reboot is the test
+    bed's (a container restart, then a new connection)."""
 
     def __init__(self, vm: Any, tmp_path: Path) -> None:
         self.vm = vm
         self.tmp_path = tmp_path
         self.host = open_vm(vm)
+        self.reboots = 0
 
     def context(self, step: Step) -> StepContext:
         return StepContext(
@@ -73,23 +81,16 @@ class Runner:
             state=HostState(self.host),
         )
 
+    def reboot(self, ctx: StepContext) -> StepContext:
+        self.host.close()
+        self.vm.reboot()
+        self.reboots += 1
+        self.host = open_vm(self.vm)
+        return dataclasses.replace(ctx, host=self.host, state=HostState(self.host))
+
     def run(self, step: Step) -> tuple[StepPlan, StepPlan | None]:
-        ctx = self.context(step)
-        plan = step.plan(ctx)
-        after: StepPlan | None = None
-        if plan.changed:
-            step.apply(ctx, plan)
-        if plan.reboot_required:
-            self.host.close()
-            self.vm.reboot()
-            self.host = open_vm(self.vm)
-            ctx = self.context(step)
-            after = step.plan(ctx)
-            assert not after.reboot_required, after
-            if after.changed:
-                step.apply(ctx, after)
-        step.verify(ctx)
-        return plan, after
+        driven = drive_step(step, self.context(step), self.reboot)
+        return driven.plan, driven.after_reboot
 
     def sh(self, *argv: str) -> str:
         return self.vm.check(list(argv))
@@ -173,7 +174,41 @@ def test_three_installers_on_a_fresh_vm_then_rerun_mismatch_and_doctor(
     checks = {c.name: c for c in run_checks(read_doctor_facts(runner.host), min_free_gb=0)}
     assert checks["fabric manager"].status == "pass", checks["fabric manager"]
     assert checks["nvidia runtime"].status == "pass" and checks["driver loaded"].status == "pass"
+    assert checks["container toolkit"].status == "pass" and checks["container toolkit"].detail == "nvidia-ctk 1.17.3"
     print(f"\nfirst run {first_s:.1f}s, second run {second_s:.1f}s, ratio {second_s / first_s:.1%}")
+
+    # A toolkit folder whose nvcc is gone is not a toolkit: verify says so, and the step reinstalls it.
+    runner.sh("rm", "/usr/local/cuda-12.4/bin/nvcc")
+    with pytest.raises(StepError) as broken:
+        cuda.verify(runner.context(cuda))
+    assert "the CUDA 12.4 toolkit does not work: /usr/local/cuda-12.4/bin/nvcc does not exist" in str(broken.value)
+    plan, _ = runner.run(cuda)
+    assert [c.summary for c in plan.changes] == [
+        "install the CUDA 12.4 toolkit into /usr/local/cuda-12.4 (toolkit only)"
+    ]
+    assert "release 12.4" in runner.sh("/usr/local/cuda-12.4/bin/nvcc", "--version")
+
+    # The audit's case: LinuxDriverPackageVersion raised to a version the host's stale lists do not
+    # have. Only the plan made after `apt-get update` knows the driver changes; the reboot follows it.
+    runner.sh("sh", "-c", "rm -f /var/lib/apt/lists/*_Packages")
+    bumped = make_step(
+        NvidiaCudaInstallation,
+        3,
+        LinuxCudaVersion="12.4",
+        LinuxDriverVersion="550",
+        LinuxDriverPackageVersion="550.144.03",
+        LinuxLocalRunFile=cuda_runfile_server.url,
+        RunFileSha256=cuda_runfile_server.sha256,
+    )
+    reboots = runner.reboots
+    driven = drive_step(bumped, runner.context(bumped), runner.reboot)
+    assert [type(c).__name__ for c in driven.plan.changes] == ["AptRefresh"]
+    assert driven.applied.reboot_required and driven.applied is not driven.plan
+    assert runner.reboots == reboots + 1 and driven.after_reboot is not None and not driven.after_reboot.changed
+    assert vm.loaded_driver() == "550.144.03"
+    assert runner.sh("nv-fabricmanager", "--version").strip().endswith("550.144.03")
+    held = read_package_facts(runner.host, []).holds
+    assert {"nvidia-driver-550-server", "nvidia-dkms-550-server", "nvidia-fabricmanager-550"} <= held
 
 
 def test_a_held_dpkg_lock_delays_the_step_then_it_succeeds(fresh_vm: Callable[..., Any], tmp_path: Path) -> None:
@@ -186,9 +221,20 @@ def test_a_held_dpkg_lock_delays_the_step_then_it_succeeds(fresh_vm: Callable[..
     waited = time.monotonic() - started
     assert plan.changed and waited >= 4
     log = (tmp_path / "DockerInstallation.log").read_text()
-    assert f"waiting for the dpkg lock: unattended-upgr (pid {pid}) holds /var/lib/dpkg/lock" in log
-    assert "the dpkg lock is free after" in log
+    assert f"waiting for the apt/dpkg lock: unattended-upgr (pid {pid}) holds /var/lib/dpkg/lock-frontend" in log
+    assert "the apt/dpkg locks are free after" in log
     assert runner.sh("docker", "info", "--format", "{{.ServerVersion}}").strip()
+
+    # apt-daily's refresh holds the package lists' lock, which DPkg::Lock::Timeout does not wait
+    # for: the explicit wait must, or `apt-get update` fails ("Could not get lock /var/lib/apt/lists/lock").
+    pid = vm.hold_dpkg_lock(6, locks=["/var/lib/apt/lists/lock"])
+    toolkit = make_step(NvidiaContainerToolkitInstallation, 2, DpkgLockTimeout=120)
+    plan, _ = runner.run(toolkit)
+    assert plan.changed
+    log = (tmp_path / "NvidiaContainerToolkitInstallation.log").read_text()
+    assert f"waiting for the apt/dpkg lock: unattended-upgr (pid {pid}) holds /var/lib/apt/lists/lock" in log
+    assert "Could not get lock" not in log
+    assert runner.sh("nvidia-ctk", "--version").startswith("NVIDIA Container Toolkit CLI version 1.17.3")
 
 
 def test_lock_held_past_the_bound_fails_naming_the_holder(fresh_vm: Callable[..., Any], tmp_path: Path) -> None:
@@ -202,21 +248,101 @@ def test_lock_held_past_the_bound_fails_naming_the_holder(fresh_vm: Callable[...
     plan = step.plan(ctx)
     with pytest.raises(CommandFailed) as info:
         step.apply(ctx, plan)
-    assert f"the dpkg lock is still held after 3s: unattended-upgr (pid {pid})" in str(info.value)
+    assert f"the apt/dpkg lock is still held after 3s: unattended-upgr (pid {pid})" in str(info.value)
     code, out = vm.exec(["dpkg-query", "-W", "-f", "${db:Status-Abbrev}", "docker-ce"])
     assert code != 0 or out.strip() in ("", "un"), "nothing may be installed when the lock never came free"
 
 
-def test_unsupported_os_is_refused_at_plan_time(fresh_vm: Callable[..., Any], tmp_path: Path) -> None:
-    from workload.errors import StepError
+def installed(vm: Any, package: str) -> bool:
+    code, out = vm.exec(["dpkg-query", "-W", "-f", "${Status}", package])
+    return code == 0 and out.strip() == "install ok installed"
 
-    vm = fresh_vm(gpus=0, nvswitch=False)
+
+def test_impossible_hosts_are_refused_before_any_step_changes_them(
+    fresh_vm: Callable[..., Any], cuda_runfile_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`workload run` of Docker, then the driver: whatever makes the driver step impossible on the
+    host stops the run at the preflight, before Docker is installed; `workload plan` says the same."""
+    import json
+
+    from tests.testbed.aptrepo import standin
+    from workload.cli import invoke
+    from workload.engine import PREFLIGHT_NOTE
+
+    vm = fresh_vm(os_release="ubuntu-22.04", gpus=0, nvswitch=False)
+    install_lspci(vm)
+    profile = tmp_path / "SETUP.json"
+    driver = {"Scenario": "InstallDriver", "LinuxDriverVersion": "550", "LinuxCudaVersion": "12.4"}
+    driver["LinuxLocalRunFile"] = cuda_runfile_server.url
+    document = {
+        "Description": "Docker, then the NVIDIA driver",
+        "Dependencies": [
+            {"Type": "DockerInstallation", "Parameters": {"Scenario": "InstallDocker"}},
+            {"Type": "NvidiaCudaInstallation", "Parameters": driver},
+        ],
+    }
+    profile.write_text(json.dumps(document))
+    common = ["--profile", str(profile), "--host", vm.host_spec, "--identity", str(vm.key_path)]
+    common += ["--known-hosts", str(vm.known_hosts_path)]
+    runs = tmp_path / "runs"
+
+    def refused() -> str:
+        """Run; it must fail at the preflight with nothing installed. Returns the host's error."""
+        code = invoke(["run", *common, "--output-dir", str(runs)])
+        capsys.readouterr()
+        assert code == 4
+        record = json.loads((sorted(runs.iterdir())[-1] / "run.json").read_text())
+        (outcome,) = record["outcomes"]
+        assert [s["status"] for s in outcome["steps"]] == ["failed"] * len(outcome["steps"])
+        assert not installed(vm, "docker-ce"), "DockerInstallation ran although the run could never finish"
+        error: str = outcome["error"]
+        assert PREFLIGHT_NOTE in error
+        return error
+
+    label = f"[127.0.0.1:{vm.port}] Dependencies[1] NvidiaCudaInstallation (InstallDriver): "
+    assert refused().startswith(f"{label}no NVIDIA GPU is visible on this host's PCI bus")
+
+    # GPUs, but a driver from NVIDIA's .run file: nvidia-smi that no package owns, and its uninstaller.
+    vm.set_gpus("NVIDIA H100 PCIe", 2, nvswitch=False)
+    vm.write_file(
+        "/usr/bin/nvidia-smi", standin("nvidia-smi", version="550.90.07", branch="550", cuda="12.4"), mode=0o755
+    )
+    vm.write_file("/usr/bin/nvidia-uninstall", "#!/bin/sh\nexit 0\n", mode=0o755)
+    vm.check(["sh", "-c", "echo 550.90.07 > /run/nvidia-driver-loaded"])  # the .run file's module, loaded
+    assert refused().startswith(
+        f"{label}an NVIDIA driver 550.90.07 installed from NVIDIA's .run file is on this host "
+        "(/usr/bin/nvidia-smi belongs to no package)"
+    )
+    code = invoke(["plan", *common])
+    out = capsys.readouterr().out
+    assert code == 0 and "installed from NVIDIA's .run file" in out and "1 would fail if run now" in out
+
+    # Debian: its archive and NVIDIA's Debian repository lack the packages the step pins.
+    vm.check(["rm", "-f", "/usr/bin/nvidia-smi", "/usr/bin/nvidia-uninstall", "/run/nvidia-driver-loaded"])
+    vm.write_file("/etc/os-release", (FIXTURES / "os_release" / "debian-12.txt").read_text())
+    assert refused().startswith(f"{label}Debian GNU/Linux 12 (bookworm) is not supported by NvidiaCudaInstallation")
+
+    # An OS no installer supports: both steps are named.
     vm.write_file("/etc/os-release", 'ID=rocky\nVERSION_ID="9.4"\nPRETTY_NAME="Rocky Linux 9.4 (Blue Onyx)"\n')
+    error = refused()
+    assert error.startswith(
+        f"[127.0.0.1:{vm.port}] Dependencies[0] DockerInstallation (InstallDocker): "
+        "Rocky Linux 9.4 (Blue Onyx) is not supported"
+    )
+    assert "also impossible here: Dependencies[1] NvidiaCudaInstallation (InstallDriver): Rocky Linux 9.4" in error
+
+
+def test_gpus_without_a_loaded_driver_fail_the_toolkit_verify(fresh_vm: Callable[..., Any], tmp_path: Path) -> None:
+    """GPUs on the PCI bus, no NVIDIA driver: containers cannot use them, so the toolkit step must not pass."""
+    vm = fresh_vm(os_release="ubuntu-22.04", gpus=2, gpu_name="NVIDIA H100 PCIe", nvswitch=False)
+    install_lspci(vm)
     runner = Runner(vm, tmp_path)
-    step = make_step(DockerInstallation, 1)
+    runner.run(make_step(DockerInstallation, 1))
     with pytest.raises(StepError) as info:
-        step.plan(runner.context(step))
-    assert "Dependencies[1] DockerInstallation: Rocky Linux 9.4 (Blue Onyx) is not supported" in str(info.value)
+        runner.run(make_step(NvidiaContainerToolkitInstallation, 2))
+    assert "2 NVIDIA GPU(s) on the PCI bus, but their driver does not answer" in str(info.value)
+    assert info.value.hint == "run NvidiaCudaInstallation before this step"
+    assert "nvidia" in runner.sh("cat", "/etc/docker/daemon.json")  # installed and configured, just not usable yet
 
 
 def test_workload_run_through_the_engine_reboots_and_resumes(
