@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import abc
 import collections
+import contextlib
+import functools
+import itertools
 import shlex
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from workload.commands import MASK, Command, Secret, cmd, mask_text
 from workload.errors import EXIT_STEP_FAILED, CommandFailed, CommandTimeout, ConnectError, UsageError, WorkloadError
@@ -223,8 +228,66 @@ class Host(abc.ABC):
         """Stop every command this host object is running now (SIGTERM, SIGKILL after ``grace_s``).
 
         Their ``run`` calls then return (killed by a signal). Called from another thread when the
-        user presses Ctrl-C or a fleet stops; transports that can stop commands override it.
+        user presses Ctrl-C or a fleet stops; transports that can stop commands override it. The
+        stop hooks of :meth:`on_interrupt` run too, whichever transport overrides this (see
+        :meth:`__init_subclass__`).
         """
+        _finish_stop_hooks(self._start_stop_hooks(grace_s), grace_s)
+
+    # -- stop hooks: work that runs outside the transport's own commands -------------------------
+    _stop_hooks: dict[int, Callable[[float], None]] | None = None
+    _stop_hooks_lock = threading.Lock()
+    _stop_hook_ids = itertools.count()
+
+    @contextlib.contextmanager
+    def on_interrupt(self, stop: Callable[[float], None]) -> Iterator[None]:
+        """While the with-block runs, :meth:`interrupt` also calls ``stop(grace_s)``.
+
+        For work this host's transport does not track because it runs through another channel
+        (a ``docker exec`` made with the docker SDK, say): ``stop`` ends it, gently first, forcibly
+        after ``grace_s``. It runs in its own thread, beside the transport's own stopping; it must
+        be safe to call more than once and must not raise (errors are ignored).
+        """
+        with self._stop_hooks_lock:
+            if self._stop_hooks is None:
+                self._stop_hooks = {}
+            key = next(self._stop_hook_ids)
+            self._stop_hooks[key] = stop
+        try:
+            yield
+        finally:
+            with self._stop_hooks_lock:
+                if self._stop_hooks is not None:
+                    self._stop_hooks.pop(key, None)
+
+    def _start_stop_hooks(self, grace_s: float) -> list[threading.Thread]:
+        with self._stop_hooks_lock:
+            hooks = list((self._stop_hooks or {}).values())
+        threads = [
+            threading.Thread(target=_call_quietly, args=(hook, grace_s), name=f"stop-{self.name}", daemon=True)
+            for hook in hooks
+        ]
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Make every transport's ``interrupt`` run the stop hooks too, without each calling ``super()``."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("interrupt")
+        if own is None or getattr(own, "_runs_stop_hooks", False):
+            return
+
+        @functools.wraps(own)
+        def interrupt(self: Host, *, grace_s: float = 2.0) -> None:
+            hooks = self._start_stop_hooks(grace_s)
+            try:
+                own(self, grace_s=grace_s)
+            finally:
+                _finish_stop_hooks(hooks, grace_s)
+
+        setattr(interrupt, "_runs_stop_hooks", True)  # noqa: B010  (a function attribute; mypy-clean)
+        setattr(cls, "interrupt", interrupt)  # noqa: B010  (assigning to a method)
 
     def __enter__(self) -> Host:
         return self
@@ -349,6 +412,21 @@ class Host(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+#: How long :meth:`Host.interrupt` waits for stop hooks beyond their grace period.
+STOP_HOOK_SLACK_S = 15.0
+
+
+def _call_quietly(hook: Callable[[float], None], grace_s: float) -> None:
+    with contextlib.suppress(Exception):
+        hook(grace_s)
+
+
+def _finish_stop_hooks(threads: list[threading.Thread], grace_s: float) -> None:
+    end = time.monotonic() + grace_s + STOP_HOOK_SLACK_S
+    for thread in threads:
+        thread.join(max(0.0, end - time.monotonic()))
 
 
 def raise_for_result(result: CommandResult, *, hint: str | None = None, sudo_used: bool = False) -> None:
