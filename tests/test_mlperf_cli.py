@@ -19,7 +19,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import os
+import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -53,7 +56,7 @@ H100X8 = {
     "cpu_threads_per_core": 1,
     "memory_bytes": 1_900_000_000_000,
 }
-SERVER_TARGET_QPS = 5000  # bert.Server.target_qps in user.conf; the stand-in reports 99% of it
+SERVER_TARGET_QPS = 5000  # bert.Server.target_qps (RUN_ARGS --server_target_qps); the stand-in reports 99% of it
 # (model, scenario, test mode) the profile asks for: bert 3 scenarios, 3d-unet 2, each in both modes.
 EXPECTED = {
     (model, scenario, mode)
@@ -198,7 +201,7 @@ def check_results(bed: Bed, run: Run) -> list[dict[str, Any]]:
     by_key = {(r["model"], r["scenario"], r["test_mode"]): r for r in summary["results"]}
     assert set(by_key) == EXPECTED
     assert all(by_key[k]["accuracy_pass"] is True for k in EXPECTED if k[2] == "AccuracyOnly")
-    # The user.conf override reached LoadGen: the stand-in reports 99% of the Server target.
+    # The override reached LoadGen: the stand-in reports 99% of the Server target.
     assert by_key[("bert", "Server", "PerformanceOnly")]["headline"]["value"] == pytest.approx(SERVER_TARGET_QPS * 0.99)
     for prefix in ("01-GitRepoClone", "02-MLPerfExecutor", "03-MLPerfExecutor"):
         assert step_log(run, prefix).strip(), prefix
@@ -240,7 +243,10 @@ def test_profile_chained_behind_git_clone_runs_reruns_and_survives_a_reboot(
     assert (nvidia / "build").is_dir()
     calls = Counter(bed.calls())
     assert calls["build"] == 1 and calls["download_data bert"] == 1 and calls["download_data 3d-unet"] == 1
-    assert sum(n for line, n in calls.items() if line.startswith("run ")) == 4  # 2 models x 2 test modes
+    # Engines once per model, then run_harness per test mode (no `make run`: it would build them again).
+    assert sum(n for line, n in calls.items() if line.startswith("generate_engines ")) == 2
+    assert sum(n for line, n in calls.items() if line.startswith("run_harness ")) == 4  # 2 models x 2 test modes
+    assert not any(line.startswith("run ") for line in calls)
     # The clone is not clean by git's measure: exactly what IgnorePaths has to cover on the next run.
     status = subprocess.run(["git", "-C", str(bed.clone), "status", "--porcelain"], capture_output=True, text=True)
     dirty = {line[3:] for line in status.stdout.splitlines()}
@@ -262,7 +268,7 @@ def test_profile_chained_behind_git_clone_runs_reruns_and_survives_a_reboot(
     assert "make build: already done for commit" in bert_log
     calls = Counter(bed.calls())
     assert calls["build"] == 1 and calls["download_data bert"] == 1 and calls["preprocess_data 3d-unet"] == 1
-    assert sum(n for line, n in calls.items() if line.startswith("run ")) == 8
+    assert sum(n for line, n in calls.items() if line.startswith("run_harness ")) == 8
     assert "is not there; starting it" not in bert_log  # the running container was kept
 
     # -- "reboot": the container is gone; the third run recreates it and still skips setup -----------
@@ -276,7 +282,7 @@ def test_profile_chained_behind_git_clone_runs_reruns_and_survives_a_reboot(
     assert "download_data for bert: already done" in bert_log
     calls = Counter(bed.calls())
     assert calls["build"] == 1 and calls["download_data bert"] == 1 and calls["download_data 3d-unet"] == 1
-    assert sum(n for line, n in calls.items() if line.startswith("run ")) == 12
+    assert sum(n for line, n in calls.items() if line.startswith("run_harness ")) == 12
     assert bed.engine.client.containers.get(CONTAINER).status == "running"
 
     # -- plan after the runs: the clone is no change, setup is done, only the runs remain ------------
@@ -335,3 +341,54 @@ def test_two_actions_of_one_model_in_the_same_second_keep_their_own_results(
     stamp = time.strftime("%Y%m%d-%H%M%S", frozen)
     logs = sorted(p.name for p in (bed.clone / "closed/NVIDIA/build/logs").iterdir())
     assert logs == [f"workload-{stamp}-1-bert-perf", f"workload-{stamp}-1.1-bert-perf"]
+
+
+def processes(pattern: str) -> list[int]:
+    """Processes on this machine (containers' included) whose command line contains ``pattern``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if pattern in argv and "pytest" not in argv:
+                found.append(int(entry))
+    return found
+
+
+def test_ctrl_c_stops_the_harness_running_in_the_container(bed: Bed) -> None:
+    # A long make run_harness: the stand-in sleeps in the container (its processes are on this kernel).
+    (bed.scratch / "standin_run_harness_sleep").write_text("391.5")
+    started = bed.scratch / "standin_run_harness_started"
+    argv = [sys.executable, "-m", "workload", "run", "--profile", str(PROFILE), "--parameters"]
+    argv += [bed.parameters + ",,,TestModes=PerformanceOnly,AccuracyOnly", "--output-dir", str(bed.runs)]
+    env = {**os.environ, "WORKLOAD_STATE_PATH": str(bed.state), "COLUMNS": "250"}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 300
+        while not (started.exists() and processes("sleep 391.5")):
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, "the harness never started"
+            time.sleep(0.2)
+        stopped_at = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, output
+    assert time.monotonic() - stopped_at < 20, output
+    assert not processes("sleep 391.5"), "Ctrl-C left the harness running in the container"
+    (run_dir,) = bed.runs.iterdir()
+    (outcome,) = json.loads((run_dir / "run.json").read_text())["outcomes"]
+    assert outcome["status"] == "interrupted"
+    assert [s["status"] for s in outcome["steps"]] == ["changed", "interrupted"]
+    assert "interrupted (Ctrl-C)" in outcome["error"]
+    # The step stopped there: no AccuracyOnly run, no 3d-unet action, no container recreated behind it.
+    assert [line for line in bed.calls() if line.startswith("run_harness ")] == [
+        line for line in bed.calls() if line.startswith("run_harness ") and "PerformanceOnly" in line
+    ]
+    assert len([line for line in bed.calls() if line.startswith("run_harness ")]) == 1
+    assert "download_data 3d-unet" not in bed.calls()

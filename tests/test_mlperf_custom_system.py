@@ -19,8 +19,10 @@ import pytest
 from tests.fixtures.harness.make_harness import make_harness_tree
 from workload.hosts.local import LocalHost
 from workload.mlperf import custom_system
+from workload.mlperf.catalog import WorkloadSetting, workload_setting
 from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.harness import HarnessVersion
+from workload.mlperf.registrations import Registration, registrations
 from workload.mlperf.system import HostSystem
 
 A100X8 = HostSystem(
@@ -50,19 +52,40 @@ PROBE = textwrap.dedent(
             "offline_expected_qps": getattr(cfg, "offline_expected_qps", None),
             "server_target_qps": getattr(cfg, "server_target_qps", None),
             "single_stream_expected_latency_ns": getattr(cfg, "single_stream_expected_latency_ns", None),
+            "precision": getattr(cfg, "precision", None), "system": cfg.system.name,
             "use_triton": getattr(cfg, "use_triton", None)}
     print(json.dumps(out))
     """
 )
 
 
-def generate(nvidia: Path, system: HostSystem, model: str, scenarios: list[str], version: str, cvs: list[str]) -> str:
+def classes_for(system: HostSystem, model: str, scenario: str, cvs: list[str]) -> list[tuple[WorkloadSetting, object]]:
+    """One class per distinct setting of the config versions, with the table's values for its accuracy."""
     table = load_table()
-    sku = table.sku_for_gpu(system.gpu_name)
+    classes: list[tuple[WorkloadSetting, object]] = []
+    for cv in cvs:
+        setting = workload_setting(model, cv)
+        high = setting.accuracy == "k_99_9"
+        if table.entry_problem(system.gpu_name, model, scenario, high_accuracy=high) is not None:
+            continue  # no published values: not registered (the executor reports it)
+        if all(s != setting for s, _ in classes):
+            classes.append(
+                (setting, table.resolve(system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high))
+            )
+    return classes
+
+
+def generate(nvidia: Path, system: HostSystem, model: str, scenarios: list[str], version: str, cvs: list[str]) -> str:
+    sku = load_table().sku_for_gpu(system.gpu_name)
     sid = custom_system.system_id(system, sku)
     files = [
         custom_system.custom_config(
-            table.resolve(system.gpu_name, system.gpu_count, model, s), sid, HarnessVersion.parse(version), cvs
+            model,
+            s,
+            sid,
+            custom_system.class_name(sid),
+            classes_for(system, model, s, cvs),
+            HarnessVersion.parse(version),  # type: ignore[arg-type]
         )
         for s in scenarios
     ]
@@ -101,8 +124,12 @@ def test_v41_custom_system_registers_scaled_configs_for_every_scenario(tmp_path:
     assert offline["offline_expected_qps"] == 30000  # 3750 per GPU x 8, NVIDIA's A100_SXM4_40GBx8 value
     assert out["classes"]["bert/Server/default"]["server_target_qps"] == 24750  # VirtualClient's value
     assert out["classes"]["bert/SingleStream/default"]["single_stream_expected_latency_ns"] == 1700000  # not scaled
+    # The 99.9% class has NVIDIA's 99.9% values (fp16, 15000), not the 99% int8 ones it used to inherit.
     high = out["classes"]["bert/Offline/high_accuracy"]
-    assert high["name"] == "WL_A100_SXM4_40GBX8_HighAccuracy" and high["offline_expected_qps"] == 30000
+    assert high["name"] == "WL_A100_SXM4_40GBX8_HighAccuracy" and high["offline_expected_qps"] == 15000
+    assert high["precision"] == "fp16" and offline["precision"] == "int8"
+    assert out["classes"]["bert/SingleStream/high_accuracy"]["precision"] == "fp16"
+    assert out["classes"]["bert/Server/high_accuracy"] is None  # no published 99.9% values: nothing guessed
 
 
 def test_v40_batch_size_is_an_int_and_triton_sets_use_triton(tmp_path: Path) -> None:
@@ -145,3 +172,89 @@ def test_unknown_gpu_lists_the_table_and_how_to_add_one() -> None:
         load_table().sku_for_gpu("NVIDIA L40S")
     text = str(err.value)
     assert "A100_SXM4_40GB" in text and "H100_SXM_80GB" in text and "gpu_names" in text and "'NVIDIA L40S'" in text
+
+
+def test_a_known_system_gets_only_the_configs_nvidia_lacks(tmp_path: Path) -> None:
+    # Azure ND96asr_v4: the harness knows it as A100_SXM4_40GBx8, whose v4.1 configs have bert Offline
+    # (99% only) but no Server: the missing registrations are added for KnownSystem.A100_SXM4_40GBx8.
+    nvidia = make_harness_tree(tmp_path / "repo")
+    custom_list_before = (nvidia / custom_system.CUSTOM_LIST).read_text()
+    member = "A100_SXM4_40GBx8"
+    files = []
+    for scenario in ("Offline", "Server"):
+        folder = nvidia / "configs" / "bert" / scenario
+        known = registrations([(f"{scenario}/__init__.py", (folder / "__init__.py").read_text())])
+        wanted = [
+            cv for cv in ("default", "high_accuracy") if Registration(member, workload_setting("bert", cv)) not in known
+        ]
+        files.append(
+            custom_system.custom_config(
+                "bert",
+                scenario,
+                member,
+                f"WL_{member}",
+                classes_for(A100X8, "bert", scenario, wanted),
+                HarnessVersion(4, 1),  # type: ignore[arg-type]
+            )
+        )
+    custom_system.install(LocalHost(), str(nvidia), None, files)
+    assert (nvidia / custom_system.CUSTOM_LIST).read_text() == custom_list_before  # no custom system for a known one
+    out = probe(
+        nvidia,
+        tmp_path,
+        A100X8,
+        [("bert", s, cv) for s in ("Offline", "Server") for cv in ("default", "high_accuracy")],
+    )
+    assert out["matched"] == member
+    assert out["classes"]["bert/Offline/default"]["name"] == member  # NVIDIA's own, left alone
+    assert out["classes"]["bert/Offline/high_accuracy"]["name"] == f"WL_{member}_HighAccuracy"
+    server = out["classes"]["bert/Server/default"]
+    assert server["name"] == f"WL_{member}" and server["system"] == member and server["server_target_qps"] == 24750
+    assert out["classes"]["bert/Server/high_accuracy"] is None
+
+
+def test_registrations_follow_inheritance_and_skip_unregistered_classes() -> None:
+    init = """
+class OfflineGPUBaseConfig(GPUBaseConfig):
+    scenario = Scenario.Offline
+
+@ConfigRegistry.register(HarnessType.Custom, AccuracyTarget.k_99, PowerSetting.MaxP)
+class A100_SXM4_40GBx1(OfflineGPUBaseConfig):
+    system = KnownSystem.A100_SXM4_40GBx1
+
+@ConfigRegistry.register(HarnessType.Custom, AccuracyTarget.k_99, PowerSetting.MaxP)
+class A100_SXM4_40GBx8(A100_SXM4_40GBx1):
+    system: KnownSystem = KnownSystem.A100_SXM4_40GBx8
+
+@ConfigRegistry.register(HarnessType.Custom, AccuracyTarget.k_99_9, PowerSetting.MaxP)
+class A100_SXM4_40GBx8_HighAccuracy(A100_SXM4_40GBx8):
+    precision = "fp16"
+"""
+    custom = """
+from . import *
+
+@ConfigRegistry.register(HarnessType.Triton, AccuracyTarget.k_99, PowerSetting.MaxQ)
+class A100_SXM4_40GBx8_Triton_MaxQ(A100_SXM4_40GBx8):
+    use_triton = True
+"""
+    found = registrations([("__init__.py", init), ("custom.py", custom)])
+    assert found == {
+        Registration("A100_SXM4_40GBx1", WorkloadSetting("Custom", "k_99", "MaxP")),
+        Registration("A100_SXM4_40GBx8", WorkloadSetting("Custom", "k_99", "MaxP")),
+        Registration("A100_SXM4_40GBx8", WorkloadSetting("Custom", "k_99_9", "MaxP")),
+        Registration("A100_SXM4_40GBx8", WorkloadSetting("Triton", "k_99", "MaxQ")),
+    }
+    with pytest.raises(ValueError, match=r"custom\.py: not valid Python"):
+        registrations([("custom.py", "class (:\n")])
+
+
+def test_install_removes_only_our_stale_custom_py(tmp_path: Path) -> None:
+    nvidia = make_harness_tree(tmp_path / "repo")
+    ours = nvidia / "configs/bert/Server/custom.py"
+    ours.write_text(custom_system.HEADER + "\nfrom . import *\n")
+    theirs = nvidia / "configs/bert/Offline/custom.py"
+    theirs.write_text("# NVIDIA's own custom configs\n")
+    custom_system.install(
+        LocalHost(), str(nvidia), None, [], remove=["configs/bert/Server/custom.py", "configs/bert/Offline/custom.py"]
+    )
+    assert not ours.exists() and theirs.read_text() == "# NVIDIA's own custom configs\n"

@@ -113,9 +113,23 @@ def calls(bed: dict[str, Any]) -> list[str]:
     return (bed["scratch"] / "standin_calls.log").read_text().splitlines()
 
 
+def targets(bed: dict[str, Any], target: str) -> list[str]:
+    """The RUN_ARGS of each call of a make target, in order."""
+    return [line.removeprefix(target + " ") for line in calls(bed) if line.startswith(target + " ")]
+
+
+def detail(folder: Path) -> dict[str, Any]:
+    """The stand-in LoadGen detail log as {key: value} (what LoadGen really used)."""
+    lines = (folder / "mlperf_log_detail.txt").read_text().splitlines()
+    return {d["key"]: d["value"] for d in (json.loads(line.removeprefix(":::MLLOG ")) for line in lines)}
+
+
+H200X8 = {**H100X8, "gpu_name": "NVIDIA H200", "gpu_memory_mib": 143771}
+
+
 def test_two_models_custom_system_rerun_after_reboot(bed: dict[str, Any]) -> None:
     actions = [
-        action(bed, "bert", "Offline,Server", **{"bert.Offline.min_duration": 30000}),
+        action(bed, "bert", "Offline,Server", **{"bert.Offline.min_duration": 30000, "bert.Server.target_qps": 5000}),
         action(bed, "3d-unet", "Offline,SingleStream"),
     ]
     first = run(bed, actions)
@@ -125,7 +139,7 @@ def test_two_models_custom_system_rerun_after_reboot(bed: dict[str, Any]) -> Non
     by_key = {}
     for folder in first.results:
         meta = json.loads((folder / "metadata.json").read_text())
-        by_key[(meta["benchmark_short"], meta["scenario"], meta["test_mode"])] = meta
+        by_key[(meta["benchmark_short"], meta["scenario"], meta["test_mode"])] = (meta, detail(folder))
         assert "/build/logs/workload-" in str(folder)
     assert set(by_key) == {
         (m, s, t)
@@ -133,16 +147,37 @@ def test_two_models_custom_system_rerun_after_reboot(bed: dict[str, Any]) -> Non
         for s in ss
         for t in ("PerformanceOnly", "AccuracyOnly")
     }
-    offline = by_key[("bert", "Offline", "PerformanceOnly")]
+    offline, offline_loadgen = by_key[("bert", "Offline", "PerformanceOnly")]
     assert offline["system_name"] == "WL_H100_SXM_80GBx8_TRT"  # the generated custom system was detected
-    assert offline["result_samples_per_second"] == pytest.approx(9400 * 8 * 0.98)  # per-GPU gpuconfigs value x 8
-    assert offline["effective_min_duration_ms"] == 30000  # user.conf override reached LoadGen
-    assert by_key[("bert", "Server", "PerformanceOnly")]["effective_min_duration_ms"] == 60000  # --test_run
-    assert by_key[("bert", "Offline", "AccuracyOnly")]["accuracy_pass"] is True
+    # The config's target QPS reached LoadGen: the harness's own user.conf was not replaced by ours
+    # (a --user_conf_path would leave LoadGen at mlperf.conf's target_qps 1.0).
+    assert offline_loadgen["effective_target_qps"] == 9400 * 8
+    assert offline["result_samples_per_second"] == pytest.approx(9400 * 8 * 0.98)
+    assert offline["effective_min_duration_ms"] == 30000  # bert.Offline.min_duration
+    server, server_loadgen = by_key[("bert", "Server", "PerformanceOnly")]
+    assert server_loadgen["effective_target_qps"] == 5000  # bert.Server.target_qps
+    assert server["effective_min_duration_ms"] == 60000  # --test_run: the Offline override did not reach Server
+    assert by_key[("bert", "Offline", "AccuracyOnly")][0]["accuracy_pass"] is True
+    # Engines once per model; run_harness per test mode, bert split in two by its overrides.
+    assert targets(bed, "generate_engines") == [
+        "--benchmarks=bert --scenarios=Offline,Server --config_ver=default",
+        "--benchmarks=3d-unet --scenarios=Offline,SingleStream --config_ver=default",
+    ]
+    harness_runs = targets(bed, "run_harness")
+    assert len(harness_runs) == 6 and not targets(bed, "run")
+    assert (
+        "--benchmarks=bert --scenarios=Offline --config_ver=default --test_mode=PerformanceOnly --test_run "
+        "--min_duration=30000" in harness_runs
+    )
+    assert (
+        "--benchmarks=bert --scenarios=Server --config_ver=default --test_mode=AccuracyOnly --test_run "
+        "--server_target_qps=5000" in harness_runs
+    )
+    assert not any("user_conf" in line for line in calls(bed))
     # Setup per model, once; one build per commit.
     log = calls(bed)
     assert log.count("download_data bert") == 1 and log.count("download_data 3d-unet") == 1
-    assert log.count("build") == 1 and sum(line.startswith("run ") for line in log) == 4
+    assert log.count("build") == 1
     assert not any(line == "download_data resnet50" for line in log)
     # The metrics layer parses what we collected.
     from workload.metrics import collect
@@ -157,7 +192,7 @@ def test_two_models_custom_system_rerun_after_reboot(bed: dict[str, Any]) -> Non
     assert len(second.results) == 4 and not set(second.results) & set(first.results)
     log = calls(bed)
     assert log.count("download_data bert") == 1 and log.count("build") == 1
-    assert sum(line.startswith("run ") for line in log) == 6
+    assert len(targets(bed, "generate_engines")) == 3 and len(targets(bed, "run_harness")) == 10
     step_logs = "".join(p.read_text() for p in (bed["tmp"] / "runs").rglob("*.log"))
     assert f"container {CONTAINER} is not there; starting it" in step_logs
     assert bed["engine"].client.containers.get(CONTAINER).status == "running"
@@ -191,15 +226,103 @@ def test_a_failed_make_target_names_the_target_and_its_last_lines(bed: dict[str,
     assert not any(k.endswith(":3d-unet:preprocess_data") for k in state)
 
 
-def test_known_system_without_a_config_is_named_and_other_results_are_kept(bed: dict[str, Any]) -> None:
-    # NVIDIA v4.1 has no A100_SXM4_40GBx8 Server config (the gap VirtualClient patched by overwriting files).
+def test_a_known_system_gets_the_configs_nvidia_lacks_and_only_with_custom_support(bed: dict[str, Any]) -> None:
+    # Azure ND96asr_v4 is NVIDIA's A100_SXM4_40GBx8, which has a bert Offline config but none for
+    # Server or SingleStream (the gap VirtualClient patched by overwriting NVIDIA's files).
     (bed["scratch"] / "standin_detected_system.json").write_text(json.dumps(A100X8))
+    nvidia = bed["repo"] / "closed/NVIDIA"
+    custom_list = (nvidia / "code/common/systems/custom_list.py").read_text()
+    parameters = {"TestModes": "PerformanceOnly", "SystemDescription": json.dumps(A100X8)}
+
+    # Without RequireCustomSystemSupport: Offline runs; the other two are named, with the parameter.
+    refused = run(
+        bed, [action(bed, "bert", "Offline,Server,SingleStream", RequireCustomSystemSupport=False, **parameters)]
+    )
+    assert refused.status == "failed"
+    message = str(refused.error)
+    for scenario in ("Server", "SingleStream"):
+        assert (
+            f"no result for bert-99 {scenario} (PerformanceOnly): NVIDIA's harness has no bert {scenario} config "
+            "for A100_SXM4_40GBx8 (Custom, k_99, MaxP); set the parameter RequireCustomSystemSupport=true" in message
+        )
+    assert [p.parts[-3:] for p in refused.results] == [("DGX-A100_A100-SXM4-40GBx8_TRT", "bert-99", "Offline")]
+    assert targets(bed, "generate_engines") == ["--benchmarks=bert --scenarios=Offline --config_ver=default"]
+
+    # With it: the missing registrations are added for NVIDIA's own KnownSystem, and all three run.
+    added = run(bed, [action(bed, "bert", "Offline,Server,SingleStream", **parameters)])
+    assert added.status == "ok", added.error
+    assert sorted(p.parts[-3:] for p in added.results) == [
+        ("DGX-A100_A100-SXM4-40GBx8_TRT", "bert-99", s) for s in ("Offline", "Server", "SingleStream")
+    ]
+    server = (nvidia / "configs/bert/Server/custom.py").read_text()
+    assert "system = KnownSystem.A100_SXM4_40GBx8" in server and "server_target_qps = 24750" in server
+    assert "KnownSystem.A100_SXM4_40GBx8" in (nvidia / "configs/bert/SingleStream/custom.py").read_text()
+    assert not (nvidia / "configs/bert/Offline/custom.py").exists()  # NVIDIA has that one
+    assert (nvidia / "code/common/systems/custom_list.py").read_text() == custom_list  # no custom system
+
+
+def test_a_missing_gpuconfigs_entry_fails_that_scenario_and_the_others_run(bed: dict[str, Any]) -> None:
+    # NVIDIA published no H200 bert SingleStream config: SingleStream is reported, Offline still runs.
+    (bed["scratch"] / "standin_detected_system.json").write_text(json.dumps(H200X8))
     outcome = run(
-        bed, [action(bed, "bert", "Offline,Server", TestModes="PerformanceOnly", SystemDescription=json.dumps(A100X8))]
+        bed,
+        [
+            action(
+                bed, "bert", "Offline,SingleStream", TestModes="PerformanceOnly", SystemDescription=json.dumps(H200X8)
+            )
+        ],
     )
     assert outcome.status == "failed"
     assert (
-        "no result for bert Server PerformanceOnly: the harness has no registered config for "
-        "bert.Server.DGX-A100_A100-SXM4-40GBx8" in str(outcome.error)
+        "no result for bert-99 SingleStream (PerformanceOnly): no gpuconfigs entry for H200_SXM_141GB bert "
+        "SingleStream; add one to gpuconfigs/H200_SXM_141GB.json" in str(outcome.error)
     )
-    assert [p.parts[-3:] for p in outcome.results] == [("DGX-A100_A100-SXM4-40GBx8_TRT", "bert-99", "Offline")]
+    assert [p.parts[-3:] for p in outcome.results] == [("WL_H200_SXM_141GBx8_TRT", "bert-99", "Offline")]
+    assert targets(bed, "generate_engines") == ["--benchmarks=bert --scenarios=Offline --config_ver=default"]
+
+
+def test_high_accuracy_runs_its_own_fp16_config_and_a_missing_99_9_result_is_caught(bed: dict[str, Any]) -> None:
+    outcome = run(
+        bed, [action(bed, "bert", "Offline", ConfigVersion="default,high_accuracy", TestModes="AccuracyOnly")]
+    )
+    assert outcome.status == "ok", outcome.error
+    by_benchmark = {p.parts[-2]: json.loads((p / "metadata.json").read_text()) for p in outcome.results}
+    assert sorted(by_benchmark) == ["bert-99", "bert-99.9"]
+    # The 99.9% target needs fp16 (NVIDIA's HighAccuracy config); int8 values would fail it.
+    assert by_benchmark["bert-99.9"]["accuracy_pass"] is True
+
+    # A known system without a 99.9% config and no system check to tell: the bert-99 result must not
+    # stand in for the missing bert-99.9 one.
+    (bed["scratch"] / "standin_detected_system.json").write_text(json.dumps(A100X8))
+    (bed["repo"] / "closed/NVIDIA/scripts/get_system_id.py").unlink()
+    missing = run(
+        bed,
+        [
+            action(
+                bed,
+                "bert",
+                "Offline",
+                ConfigVersion="default,high_accuracy",
+                TestModes="PerformanceOnly",
+                RequireCustomSystemSupport=False,
+                SystemDescription=json.dumps(A100X8),
+            )
+        ],
+    )
+    assert missing.status == "failed"
+    assert "no result for bert-99.9 Offline PerformanceOnly: the harness has no registered config for " in str(
+        missing.error
+    )
+    assert [p.parts[-2] for p in missing.results] == ["bert-99"]
+
+
+def test_a_crash_of_the_system_check_is_shown_not_called_an_unknown_system(bed: dict[str, Any]) -> None:
+    script = bed["repo"] / "closed/NVIDIA/scripts/get_system_id.py"
+    script.write_text("import nvidia_smi_bindings  # missing in the container\n")
+    outcome = run(bed, [action(bed, "bert", "Offline")])
+    assert outcome.status == "failed"
+    message = str(outcome.error)
+    assert "does not recognise" not in message and "RequireCustomSystemSupport" not in message
+    assert "the harness's system detection failed: `python3 -m scripts.get_system_id` exited 1" in message
+    assert "ModuleNotFoundError: No module named 'nvidia_smi_bindings'" in message
+    assert not (bed["scratch"] / "standin_calls.log").exists()  # nothing downloaded

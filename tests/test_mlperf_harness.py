@@ -23,12 +23,14 @@ from workload.mlperf.container import ContainerSpec, container_name, run_options
 from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.harness import (
     HarnessVersion,
+    RunGroup,
     log_dir,
     make_argv,
     parse_override,
     parse_override_list,
-    render_user_conf,
     run_args,
+    run_groups,
+    scenario_fields,
 )
 
 
@@ -94,28 +96,107 @@ def test_make_argv_keeps_run_args_one_argument() -> None:
     ]
 
 
-# -- user.conf ---------------------------------------------------------------------------------
-def test_user_conf_lines_have_spaces_around_equals() -> None:
+# -- LoadGen overrides as RUN_ARGS fields --------------------------------------------------------
+def test_each_supported_key_becomes_the_harness_field_in_its_unit() -> None:
     overrides = parse_override_list(
-        "bert.Server.target_qps=1200;bert.Offline.min_duration=60000;*.*.min_query_count=0x10"
+        ";".join(
+            [
+                "bert.Offline.target_qps=30000",
+                "bert.Server.target_qps=24750.5",
+                "bert.SingleStream.target_latency=1.7",  # ms in LoadGen, ns in the harness field
+                "bert.Server.target_latency=130",
+                "bert.Server.target_latency_percentile=99",
+                "bert.SingleStream.target_latency_percentile=90",
+                "*.*.min_query_count=0x10",
+                "*.*.max_duration=900000",
+                "*.*.performance_sample_count_override=10833",
+            ]
+        )
     )
-    text = render_user_conf(overrides, header="test")
-    assert text.splitlines() == [
-        "# test",
-        "bert.Server.target_qps = 1200",
-        "bert.Offline.min_duration = 60000",
-        "*.*.min_query_count = 16",
+    assert scenario_fields("bert", "Offline", overrides) == {
+        "offline_expected_qps": "30000",
+        "min_query_count": "16",
+        "max_duration": "900000",
+        "performance_sample_count_override": "10833",
+    }
+    server = scenario_fields("bert", "Server", overrides)
+    assert server["server_target_qps"] == "24750.5"
+    assert server["server_target_latency_ns"] == "130000000"
+    assert server["server_target_latency_percentile"] == "99"
+    single = scenario_fields("bert", "SingleStream", overrides)
+    assert single["single_stream_expected_latency_ns"] == "1700000"
+    assert single["single_stream_target_latency_percentile"] == "90"
+    multi = scenario_fields(
+        "resnet50",
+        "MultiStream",
+        parse_override_list("*.MultiStream.samples_per_query=8;*.MultiStream.target_latency=80"),
+    )
+    assert multi == {"multi_stream_samples_per_query": "8", "multi_stream_expected_latency_ns": "80000000"}
+
+
+def test_overrides_for_another_model_are_ignored_and_the_most_specific_wins() -> None:
+    overrides = parse_override_list(
+        "3d-unet.Offline.min_duration=1000;*.*.min_duration=2000;bert.*.min_duration=3000;"
+        "*.Offline.min_duration=4000;bert.Offline.min_duration=5000"
+    )
+    assert scenario_fields("bert", "Offline", overrides) == {"min_duration": "5000"}  # model.Scenario
+    assert scenario_fields("bert", "Server", overrides) == {"min_duration": "3000"}  # model.* over *.*
+    assert scenario_fields("3d-unet", "Offline", overrides) == {"min_duration": "1000"}
+    assert scenario_fields("3d-unet", "SingleStream", overrides) == {"min_duration": "2000"}
+    assert scenario_fields("resnet50", "Offline", overrides) == {"min_duration": "4000"}  # *.Offline over *.*
+
+
+def test_a_shared_field_for_one_scenario_splits_the_run_and_scenario_fields_do_not() -> None:
+    scenarios = ("Offline", "Server", "SingleStream")
+    overrides = parse_override_list("bert.Offline.min_duration=30000;bert.Server.target_qps=5000")
+    # --min_duration would reach every scenario of a make run: Offline runs alone.
+    assert run_groups("bert", scenarios, overrides) == [
+        RunGroup(("Offline",), (("min_duration", "30000"),)),
+        RunGroup(("Server", "SingleStream"), (("server_target_qps", "5000"),)),
     ]
+    # Scenario fields are read only by their scenario; a shared field for all keeps one run.
+    together = parse_override_list("bert.Server.target_qps=5000;bert.Offline.target_qps=9000;*.*.min_duration=1")
+    assert run_groups("bert", scenarios, together) == [
+        RunGroup(
+            scenarios,
+            (("offline_expected_qps", "9000"), ("server_target_qps", "5000"), ("min_duration", "1")),
+        )
+    ]
+    assert run_groups("bert", scenarios, []) == [RunGroup(scenarios, ())]
+    assert run_groups("3d-unet", ("Offline",), overrides) == [RunGroup(("Offline",), ())]
+
+
+def test_run_args_carry_the_fields_and_never_a_user_conf() -> None:
+    (group,) = run_groups("bert", ["Server"], parse_override_list("bert.Server.target_qps=5000"))
+    args = run_args(
+        model="bert",
+        scenarios=group.scenarios,
+        config_version="default",
+        version=HarnessVersion(4, 1),
+        test_mode="PerformanceOnly",
+        quick=True,
+        fields=group.fields,
+    )
+    assert args == (
+        "--benchmarks=bert --scenarios=Server --config_ver=default --test_mode=PerformanceOnly "
+        "--test_run --server_target_qps=5000"
+    )
+    assert "user_conf" not in args
 
 
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("bert.Server.target_qsp", "1", "unknown LoadGen key 'target_qsp'"),
+        ("bert.Server.target_qsp", "1", "cannot take 'target_qsp'"),
+        ("bert.Server.schedule_rng_seed", "1", "cannot take 'schedule_rng_seed'"),
         ("rnnt.Server.target_qps", "1", "unknown model 'rnnt'"),
         ("bert.Batch.target_qps", "1", "unknown scenario 'Batch'"),
-        ("bert.SingleStream.target_qps", "1", "only for Server, Offline"),
+        ("bert.SingleStream.target_qps", "1", "applies only to Offline, Server"),
+        ("bert.Offline.samples_per_query", "8", "applies only to MultiStream"),
         ("bert.Server.target_qps", "fast", "not an integer or a decimal number"),
+        ("bert.Server.target_qps", "0", "must be greater than 0"),
+        ("bert.Offline.min_duration", "1.5", "whole number"),
+        ("bert.Server.target_latency_percentile", "0.99e3", "at most 100"),
         ("bert.target_qps", "1", "<model>.<Scenario>.<key>"),
     ],
 )
@@ -123,6 +204,15 @@ def test_bad_overrides_name_the_key(key: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=message) as err:
         parse_override(key, value)
     assert str(err.value).startswith(key)
+
+
+def test_a_refused_key_lists_the_supported_ones() -> None:
+    with pytest.raises(ValueError) as err:
+        params(**{"bert.*.qsl_rng_seed": 7})
+    text = str(err.value)
+    assert "bert.*.qsl_rng_seed: NVIDIA's harness cannot take 'qsl_rng_seed'" in text
+    for key in ("target_qps (Offline, Server)", "target_latency (SingleStream, MultiStream, Server)", "min_duration"):
+        assert key in text
 
 
 def test_per_key_parameters_become_overrides() -> None:
@@ -147,7 +237,8 @@ def test_default_scenarios_per_model() -> None:
         ({"Scenarios": "Server", "Model": "3d-unet"}, "Scenarios: the harness has no Server config for 3d-unet"),
         ({"ConfigVersion": "fastest"}, "ConfigVersion: unknown config version 'fastest'"),
         ({"TestModes": "Perf"}, "TestModes: unknown test mode 'Perf'"),
-        ({"LoadGenOverrides": "bert.Server.target_qsp=1"}, "unknown LoadGen key"),
+        ({"LoadGenOverrides": "bert.Server.target_qsp=1"}, "LoadGenOverrides: bert.Server.target_qsp: NVIDIA's"),
+        ({"DockerBaseUrl": "ssh://root@10.0.0.4"}, "ssh:// is not used"),
         ({"SystemDescription": "{}"}, "SystemDescription: missing field gpu_name"),
     ],
 )
@@ -180,8 +271,45 @@ def test_table_scales_throughput_not_latency() -> None:
 
 
 def test_table_missing_entry_names_the_file() -> None:
-    with pytest.raises(ProfileError, match=r"gpuconfigs/A100_SXM_80GB.json: no config for 3d-unet SingleStream"):
+    message = "no gpuconfigs entry for A100_SXM_80GB 3d-unet SingleStream; add one to gpuconfigs/A100_SXM_80GB.json"
+    with pytest.raises(ProfileError, match=message):
         load_table().resolve("NVIDIA A100-SXM4-80GB", 8, "3d-unet", "SingleStream")
+    assert load_table().entry_problem("NVIDIA A100-SXM4-80GB", "3d-unet", "SingleStream") == message
+    # The published-value gaps the notes list stay gaps (reported per scenario, never guessed).
+    table = load_table()
+    assert table.entry_problem("NVIDIA H200", "bert", "SingleStream") is not None
+    assert table.entry_problem("NVIDIA H200", "3d-unet", "SingleStream") is not None
+    assert table.entry_problem("NVIDIA H200", "bert", "Offline") is None
+
+
+def test_table_values_per_gpu_count_follow_nvidia() -> None:
+    table = load_table()
+    # NVIDIA's H100/H200 x8 Server configs use 4 copy streams (x1: 2).
+    for gpu in ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
+        assert table.resolve(gpu, 8, "bert", "Server").fields["gpu_copy_streams"] == 4
+        assert table.resolve(gpu, 1, "bert", "Server").fields["gpu_copy_streams"] == 2
+        assert table.resolve(gpu, 4, "bert", "Server").fields["gpu_copy_streams"] == 2
+
+
+def test_high_accuracy_values_are_nvidias_99_9_configs() -> None:
+    table = load_table()
+    offline = table.resolve("NVIDIA A100-SXM4-40GB", 8, "bert", "Offline", high_accuracy=True).fields
+    assert offline["precision"] == "fp16" and offline["offline_expected_qps"] == 15000
+    assert offline["gpu_batch_size"] == 1024
+    assert "precision" not in table.resolve("NVIDIA A100-SXM4-40GB", 8, "bert", "Offline").fields  # int8 base
+    server = table.resolve("NVIDIA H100 80GB HBM3", 8, "bert", "Server", high_accuracy=True).fields
+    assert server["precision"] == "fp16" and server["use_fp8"] is True and server["gpu_batch_size"] == 512
+    assert server["server_target_qps"] == 6200 * 8 and server["gpu_inference_streams"] == 1
+    assert (
+        table.resolve("NVIDIA H100 80GB HBM3", 1, "bert", "Server", high_accuracy=True).fields["server_target_qps"]
+        == 6100
+    )
+    unet = table.resolve("NVIDIA H100 80GB HBM3", 8, "3d-unet", "Offline", high_accuracy=True).fields
+    assert unet == table.resolve("NVIDIA H100 80GB HBM3", 8, "3d-unet", "Offline").fields
+    assert table.entry_problem("NVIDIA A100-SXM4-40GB", "bert", "Server", high_accuracy=True) == (
+        "no gpuconfigs high_accuracy entry for A100_SXM4_40GB bert Server (NVIDIA's 99.9% config differs, "
+        "e.g. fp16); add configs.bert.Server.high_accuracy to gpuconfigs/A100_SXM4_40GB.json"
+    )
 
 
 @pytest.mark.parametrize(
@@ -244,22 +372,44 @@ def test_results_are_mapped_from_this_runs_log_dir_only() -> None:
     assert all(f.expected.model == "bert" for f in found)
 
 
+def test_a_result_is_keyed_by_its_accuracy_target_too() -> None:
+    log = "/r/build/logs/workload-1-bert-perf"
+    found = results.map_results(
+        results.parse_listing(log, f"{log}/SYS_TRT/bert-99/Offline/metadata.json\n"), "PerformanceOnly"
+    )
+    have = {f.expected for f in found}
+    assert results.Expected("bert", "bert-99", "Offline", "PerformanceOnly") in have
+    # ConfigVersion=default,high_accuracy: the 99.9% result is its own expectation, not met by bert-99.
+    assert results.Expected("bert", "bert-99.9", "Offline", "PerformanceOnly") not in have
+    p = params(ConfigVersion="default,high_accuracy,triton", Scenarios="Offline")
+    assert settings_of(p).benchmarks == ("bert-99", "bert-99.9")
+    assert settings_of(p).versions_of("bert-99") == ("default", "triton")
+
+
 def test_missing_results_are_explained() -> None:
-    exp = results.Expected("bert", "Server", "PerformanceOnly")
+    exp = results.Expected("bert", "bert-99", "Server", "PerformanceOnly")
     unknown = results.explain_missing(
         exp,
         "[I] Detected system did not match any known systems. Exiting.",
         system_text="GPUs: 8x NVIDIA A100-SXM4-40GB",
     )
     assert "8x NVIDIA A100-SXM4-40GB" in unknown and "RequireCustomSystemSupport" in unknown
-    missing = results.explain_missing(
-        exp,
-        "[W] No registered config for bert.Server.DGX-A100_A100-SXM4-40GBx8 for WorkloadSetting(Custom, k_99, MaxP)",
-        system_text=None,
+    warnings = (
+        "[W] No registered config for bert.Server.DGX-A100_A100-SXM4-40GBx8 for "
+        "WorkloadSetting(HarnessType.Custom, AccuracyTarget.k_99_9, PowerSetting.MaxP)\n"
+        "[W] No registered config for bert.Server.DGX-A100_A100-SXM4-40GBx8 for "
+        "WorkloadSetting(HarnessType.Custom, AccuracyTarget.k_99, PowerSetting.MaxP)\n"
     )
+    missing = results.explain_missing(exp, warnings, system_text=None)
     assert (
-        "no registered config for bert.Server.DGX-A100_A100-SXM4-40GBx8 WorkloadSetting(Custom, k_99, MaxP)" in missing
+        "no registered config for bert.Server.DGX-A100_A100-SXM4-40GBx8 "
+        "WorkloadSetting(HarnessType.Custom, AccuracyTarget.k_99, PowerSetting.MaxP); "
+        "set the parameter RequireCustomSystemSupport=true" in missing
     )
+    high = results.explain_missing(
+        results.Expected("bert", "bert-99.9", "Server", "AccuracyOnly"), warnings, system_text=None
+    )
+    assert "AccuracyTarget.k_99_9" in high
     assert "crashed: RuntimeError: boom" in results.explain_missing(
         exp, "Traceback (most recent call last):\nRuntimeError: boom", system_text=None
     )
@@ -282,20 +432,49 @@ def facts(**kw: object) -> MLPerfFacts:
 
 
 def test_plan_lists_setup_build_and_runs_with_exact_commands() -> None:
-    plan = plan_mlperf(params(Scenarios="Offline,Server", Quick=True), facts(), run_id="R")
-    summaries = [c.summary for c in plan.changes]
-    assert any(
-        "set up bert: download_data, download_model, preprocess_data (BENCHMARKS=bert only)" in s for s in summaries
+    plan = plan_mlperf(
+        params(Scenarios="Offline,Server", Quick=True, RequireCustomSystemSupport=True), facts(), run_id="R"
     )
-    assert any(s.startswith("make build (harness commit abcdef123456)") for s in summaries)
+    summaries = [c.summary for c in plan.changes]
+    # In the order they run: the system check and custom system come before any download.
+    custom = next(i for i, s in enumerate(summaries) if "register a custom system" in s)
+    setup = next(i for i, s in enumerate(summaries) if s.startswith("set up bert:"))
+    build = next(i for i, s in enumerate(summaries) if s.startswith("make build (harness commit abcdef123456)"))
+    engines = next(i for i, s in enumerate(summaries) if s.startswith("generate the engines of bert Offline,Server"))
+    runs = [i for i, s in enumerate(summaries) if s.startswith("run bert")]
+    assert custom < setup < build < engines < runs[0] and len(runs) == 2
+    assert "set up bert: download_data, download_model, preprocess_data (BENCHMARKS=bert only)" in summaries
     assert "run bert Offline,Server PerformanceOnly (quick: --test_run)" in summaries
+    assert plan.changes[custom].commands[0].display() == (
+        "docker exec -u 1000:1000 -w /work mlperf-inference-alice-x86_64 python3 -m scripts.get_system_id"
+    )
+    assert plan.changes[engines].commands[0].display() == (
+        "docker exec -u 1000:1000 -w /work mlperf-inference-alice-x86_64 make generate_engines "
+        "'RUN_ARGS=--benchmarks=bert --scenarios=Offline,Server --config_ver=default' EXTERNAL_USER=1"
+    )
     run = next(c for c in plan.changes if c.summary.startswith("run bert Offline,Server AccuracyOnly"))
     assert run.commands[0].display() == (
-        "docker exec -u 1000:1000 -w /work mlperf-inference-alice-x86_64 make run "
+        "docker exec -u 1000:1000 -w /work mlperf-inference-alice-x86_64 make run_harness "
         "'RUN_ARGS=--benchmarks=bert --scenarios=Offline,Server --config_ver=default "
         "--test_mode=AccuracyOnly --test_run' "
         "LOG_DIR=build/logs/workload-R-bert-acc EXTERNAL_USER=1"
     )
+
+
+def test_plan_splits_runs_by_overrides_and_names_ignored_ones() -> None:
+    plan = plan_mlperf(
+        params(**{"bert.Offline.min_duration": 30000, "3d-unet.*.min_duration": 1}, TestModes="PerformanceOnly"),
+        facts(),
+        run_id="R",
+    )
+    runs = [c for c in plan.changes if c.summary.startswith("run bert")]
+    assert [r.summary for r in runs] == [
+        "run bert Offline PerformanceOnly with min_duration=30000",
+        "run bert Server,SingleStream PerformanceOnly",
+    ]
+    assert "LOG_DIR=build/logs/workload-R-bert-perf-g2" in runs[1].commands[0].display()
+    assert "--min_duration" not in runs[1].commands[0].display()
+    assert "overrides not read by bert Offline,Server,SingleStream: 3d-unet.*.min_duration" in plan.notes
 
 
 def test_plan_skips_finished_setup_and_build() -> None:

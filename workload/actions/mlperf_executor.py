@@ -3,8 +3,11 @@
 Compatible with VirtualClient's MLPerfExecutor parameters (``Model``, ``Username``, ``DiskFilter``,
 ``RequireCustomSystemSupport``, ``Scenario``) and fixing what the reference notes list as its gaps:
 per-model setup stages remembered in host state, one ``make build`` per harness commit, a container
-that is checked before every exec and recreated when gone, the real short-run flag, results looked
-up in this run's own LOG_DIR, and custom systems registered through the harness's extension points.
+that is checked before every exec and recreated when gone, the real short-run flag, engines built
+once and ``make run_harness`` per test mode, LoadGen overrides as RUN_ARGS fields (never a user.conf
+that would replace the harness's own), results looked up in this run's own LOG_DIR per (benchmark,
+scenario, mode), custom systems and missing configs registered through the harness's extension
+points, Ctrl-C reaching the running harness, and an SSH host's daemon reached over its own connection.
 
 ``plan`` only reads (files, ``git rev-parse``, ``docker inspect``); :func:`plan_mlperf` is the pure
 planner. ``apply`` drives the container through the docker SDK.
@@ -16,7 +19,7 @@ import hashlib
 import posixpath
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,33 +27,48 @@ from typing import Any, ClassVar
 from pydantic import field_validator
 
 from workload.commands import Command, cmd
-from workload.errors import StepError, WorkloadError
+from workload.errors import ProfileError, StepError, WorkloadError
 from workload.hosts.base import Host
 from workload.mlperf import custom_system, results
 from workload.mlperf.catalog import (
     TEST_MODES,
+    WorkloadSetting,
+    benchmark_full,
     canonical_scenario,
     check_config_version,
     model_info,
+    workload_setting,
 )
 from workload.mlperf.container import ContainerSpec, HarnessContainer, container_name
+from workload.mlperf.gpuconfigs import ResolvedConfig
 from workload.mlperf.harness import (
     CONTAINER_WORKDIR,
     SETUP_STAGES,
     HarnessVersion,
     LoadGenOverride,
     log_dir,
+    log_dir_prefix,
     make_argv,
     parse_override,
     parse_override_list,
-    render_user_conf,
     run_args,
+    run_groups,
 )
+from workload.mlperf.registrations import Registration, registrations
 from workload.mlperf.system import HostSystem, parse_system_description
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
 
 STATE_KEY = "mlperf"
 ASSUMED_VERSION = HarnessVersion(4, 1)
+#: Run in the container: the ``KnownSystem`` member(s) whose system id is argv[1].
+MEMBER_MARK = "workload-known-system:"
+KNOWN_MEMBER_PROBE = (
+    "import sys\n"
+    "from code.common.systems.system_list import KnownSystem\n"
+    "for member in KnownSystem:\n"
+    "    if getattr(member.value, 'system_id', None) == sys.argv[1]:\n"
+    f"        print({MEMBER_MARK!r} + member.name)\n"
+)
 
 
 class MLPerfParameters(StepParameters):
@@ -72,7 +90,8 @@ class MLPerfParameters(StepParameters):
     #: The results repository clone (or its closed/NVIDIA folder); default: what GitRepoClone exported.
     RepoPath: str | None = None
     ScratchPath: str | None = None
-    #: ``bert.Server.target_qps=100;bert.Offline.min_duration=60000`` (also as parameters named like the key).
+    #: ``bert.Server.target_qps=100;bert.Offline.min_duration=60000`` (also as parameters named like the key):
+    #: passed to the harness as RUN_ARGS config fields (``--server_target_qps``, ``--min_duration``...).
     LoadGenOverrides: str | None = None
     #: Run this image as it is instead of building the repository's recipe.
     ContainerImage: str | None = None
@@ -82,7 +101,8 @@ class MLPerfParameters(StepParameters):
     UseGpus: bool = True
     #: ``--ulimit memlock=-1`` like launch_docker (tests turn it off: their nested dockerd may not raise it).
     UnlimitedMemlock: bool = True
-    #: Docker daemon URL (default: the local socket; ``ssh://user@host`` for an SSH host).
+    #: The Docker daemon: ``unix:///path`` (a socket on the host; over its SSH connection for an SSH
+    #: host), ``tcp://...``; default: the host's default socket.
     DockerBaseUrl: str | None = None
     #: Test-only: a JSON HostSystem instead of reading nvidia-smi/lscpu (for machines without a GPU).
     SystemDescription: str | None = None
@@ -91,6 +111,17 @@ class MLPerfParameters(StepParameters):
     @classmethod
     def _model(cls, value: str) -> str:
         return model_info(value).name
+
+    @field_validator("DockerBaseUrl")
+    @classmethod
+    def _docker_url(cls, value: str | None) -> str | None:
+        if value and value.strip().startswith("ssh://"):
+            raise ValueError(
+                "ssh:// is not used: the docker SDK would open its own SSH connection, ignoring the host's key, "
+                "known_hosts and sudo settings; run the step on that host (--host ssh://...) and the daemon is "
+                "reached over the host's own connection (give unix:///path for a socket other than the default)"
+            )
+        return (value.strip() or None) if value is not None else None
 
 
 @dataclass(frozen=True)
@@ -101,7 +132,26 @@ class Settings:
     scenarios: tuple[str, ...]
     config_versions: tuple[str, ...]
     test_modes: tuple[str, ...]
+    #: Every override given; those for another model are ignored (:meth:`ignored_overrides`).
     overrides: tuple[LoadGenOverride, ...]
+
+    @property
+    def config_version(self) -> str:
+        """The ``--config_ver`` value."""
+        return ",".join(self.config_versions)
+
+    @property
+    def benchmarks(self) -> tuple[str, ...]:
+        """The result benchmarks this run must produce: ``bert-99``, ``bert-99.9``..."""
+        return tuple(dict.fromkeys(benchmark_full(self.model, cv) for cv in self.config_versions))
+
+    def versions_of(self, benchmark: str) -> tuple[str, ...]:
+        """The config versions whose results are ``benchmark``."""
+        return tuple(cv for cv in self.config_versions if benchmark_full(self.model, cv) == benchmark)
+
+    def ignored_overrides(self) -> list[LoadGenOverride]:
+        """Overrides no scenario of this run reads (another model, or a scenario not run)."""
+        return [o for o in self.overrides if not any(o.applies_to(self.model, s) for s in self.scenarios)]
 
 
 def settings_of(params: MLPerfParameters) -> Settings:
@@ -131,7 +181,10 @@ def settings_of(params: MLPerfParameters) -> Settings:
         modes.append(canonical)
     if not modes:
         raise ValueError("TestModes: give at least one test mode")
-    overrides = list(parse_override_list(params.LoadGenOverrides or ""))
+    try:
+        overrides = list(parse_override_list(params.LoadGenOverrides or ""))
+    except ValueError as exc:
+        raise ValueError(f"LoadGenOverrides: {exc}") from None
     for key, value in (params.model_extra or {}).items():
         if key.count(".") == 2:
             overrides.append(parse_override(key, value))
@@ -222,6 +275,20 @@ def plan_mlperf(params: MLPerfParameters, facts: MLPerfFacts, *, run_id: str = "
             "; checked before every exec and recreated when gone"
         )
     )
+    # The system check runs before any download: an unknown system must not cost hours of setup.
+    check = in_container(["python3", "-m", "scripts.get_system_id"])
+    if params.RequireCustomSystemSupport:
+        targets = ", ".join(custom_system.custom_config_path(settings.model, s) for s in settings.scenarios)
+        changes.append(
+            Change(
+                "ask the harness which system this is; if it does not know it, register a custom system "
+                "(code/common/systems/custom_list.py, marked block), and add the configs it lacks for it "
+                f"({targets}), values from gpuconfigs/",
+                (check,),
+            )
+        )
+    else:
+        changes.append(Change("ask the harness which system this is and which configs it has for it", (check,)))
     pending = [s for s in SETUP_STAGES if not facts.done.get(setup_key(scratch, settings.model, s))]
     if pending:
         changes.append(
@@ -243,40 +310,60 @@ def plan_mlperf(params: MLPerfParameters, facts: MLPerfFacts, *, run_id: str = "
                 (in_container(make_argv("build", {"EXTERNAL_USER": "1"})),),
             )
         )
-    if params.RequireCustomSystemSupport:
-        targets = ", ".join(f"configs/{settings.model}/{s}/custom.py" for s in settings.scenarios)
-        changes.append(
-            Change(
-                "register this host as a custom system if the harness does not know it: "
-                f"code/common/systems/custom_list.py (marked block) and {targets}, values from gpuconfigs/"
-            )
+    engines = run_args(
+        model=settings.model,
+        scenarios=settings.scenarios,
+        config_version=settings.config_version,
+        version=version,
+    )
+    changes.append(
+        Change(
+            f"generate the engines of {settings.model} {','.join(settings.scenarios)} (once for every test mode)",
+            (in_container(make_argv("generate_engines", {"RUN_ARGS": engines, "EXTERNAL_USER": "1"})),),
         )
-    conf = f"build/workload/user-{run_id}-{settings.model}.conf" if settings.overrides else None
-    if conf:
-        changes.append(Change(f"write {conf}: " + "; ".join(o.line() for o in settings.overrides)))
+    )
+    groups = run_groups(settings.model, settings.scenarios, settings.overrides)
     for mode in settings.test_modes:
-        args = run_args(
-            model=settings.model,
-            scenarios=settings.scenarios,
-            config_version=",".join(settings.config_versions),
-            test_mode=mode,
-            quick=params.Quick,
-            version=version,
-            user_conf_path=conf,
-        )
-        changes.append(
-            Change(
-                f"run {settings.model} {','.join(settings.scenarios)} {mode}"
-                + (f" (quick: {version.quick_flag})" if params.Quick else ""),
-                (
-                    in_container(
-                        make_argv(
-                            "run",
-                            {"RUN_ARGS": args, "LOG_DIR": log_dir(run_id, settings.model, mode), "EXTERNAL_USER": "1"},
-                        )
-                    ),
-                ),
+        for index, group in enumerate(groups, 1):
+            args = run_args(
+                model=settings.model,
+                scenarios=group.scenarios,
+                config_version=settings.config_version,
+                version=version,
+                test_mode=mode,
+                quick=params.Quick,
+                fields=group.fields,
             )
+            overrides = f" with {', '.join(f'{k}={v}' for k, v in group.fields)}" if group.fields else ""
+            changes.append(
+                Change(
+                    f"run {settings.model} {','.join(group.scenarios)} {mode}"
+                    + (f" (quick: {version.quick_flag})" if params.Quick else "")
+                    + overrides,
+                    (
+                        in_container(
+                            make_argv(
+                                "run_harness",
+                                {
+                                    "RUN_ARGS": args,
+                                    "LOG_DIR": log_dir(run_id, settings.model, mode, index),
+                                    "EXTERNAL_USER": "1",
+                                },
+                            )
+                        ),
+                    ),
+                )
+            )
+    if len(groups) > 1:
+        notes.append(
+            f"{len(groups)} runs per test mode: the scenarios' LoadGen overrides differ "
+            "(RUN_ARGS reach every scenario of one run)"
+        )
+    ignored = settings.ignored_overrides()
+    if ignored:
+        notes.append(
+            f"overrides not read by {settings.model} {','.join(settings.scenarios)}: "
+            + ", ".join(o.name for o in ignored)
         )
     if facts.docker_problem:
         notes.append(facts.docker_problem)
@@ -393,13 +480,19 @@ class MLPerfExecutor(Step):
 
     # -- docker ----------------------------------------------------------------------------------
     def _docker(self, ctx: StepContext) -> Any:
+        """A docker client for the host's daemon.
+
+        An SSH host's daemon is reached over the host's own SSH connection (same keys, same host-key
+        check, sudo when the user may not open the socket); ``tcp://`` URLs are used as given.
+        """
+        from workload.hosts.ssh import SshHost
         from workload.mlperf.container import connect
 
         url = self.p.DockerBaseUrl
-        if not url:
-            hostname = getattr(ctx.host, "hostname", None)
-            if hostname is not None:  # an SSH host: the docker SDK's paramiko transport
-                url = f"ssh://{getattr(ctx.host, 'user', 'root')}@{hostname}:{getattr(ctx.host, 'port', 22)}"
+        if isinstance(ctx.host, SshHost) and not (url or "").startswith("tcp://"):
+            from workload.mlperf.docker_ssh import connect_over_host
+
+            return connect_over_host(ctx.host, url, log=ctx.log)
         return connect(url, host_name=ctx.host.name)
 
     def _spec(self, facts: MLPerfFacts, image: str, host: Host) -> ContainerSpec:
@@ -546,21 +639,13 @@ class MLPerfExecutor(Step):
         try:
             image = self._image(ctx, client, facts)
             container = HarnessContainer(client, self._spec(facts, image, host), ctx.log)
-            # The system check comes first: an unknown system must not cost hours of downloads.
-            self._custom_system(ctx, container, facts, settings, version)
-            self._setup(ctx, container, facts, settings.model)
-            run_id = self._run_id(ctx, facts.nvidia_dir, settings)
-            conf = None
-            if settings.overrides:
-                conf = f"build/workload/user-{run_id}-{settings.model}.conf"
-                host.check(cmd("mkdir", "-p", posixpath.join(facts.nvidia_dir, "build", "workload")))
-                host.write_text(
-                    posixpath.join(facts.nvidia_dir, conf),
-                    render_user_conf(
-                        settings.overrides, header=f"LoadGen overrides written by workload for {settings.model}"
-                    ),
-                )
-            self._runs(ctx, container, facts, settings, version, run_id, conf)
+            # Ctrl-C must reach the docker execs too: the host's transport does not run them.
+            with host.on_interrupt(container.stop):
+                # The system check comes first: an unknown system must not cost hours of downloads.
+                blocked = self._prepare_system(ctx, container, facts, settings, version)
+                self._setup(ctx, container, facts, settings.model)
+                run_id = self._run_id(ctx, facts.nvidia_dir, settings)
+                self._runs(ctx, container, facts, settings, version, run_id, blocked)
         finally:
             client.close()
 
@@ -571,11 +656,12 @@ class MLPerfExecutor(Step):
         Results are found by their LOG_DIR path; a LOG_DIR used before (two actions of one model
         started within the same second) would hand back the earlier action's results as this one's.
         """
+        logs = posixpath.join(nvidia_dir, "build", "logs")
+        listing = ctx.host.run(cmd("ls", "-1", logs, timeout=60)).stdout.split() if ctx.host.exists(logs) else []
         base = time.strftime("%Y%m%d-%H%M%S") + f"-{ctx.iteration}"
         run_id, n = base, 0
         while any(
-            ctx.host.exists(posixpath.join(nvidia_dir, log_dir(run_id, settings.model, mode)))
-            for mode in settings.test_modes
+            posixpath.join("build", "logs", name).startswith(log_dir_prefix(run_id, settings.model)) for name in listing
         ):
             n += 1
             run_id = f"{base}.{n}"
@@ -633,24 +719,74 @@ class MLPerfExecutor(Step):
             return f"GPU/CPU could not be read: {exc.message}"
 
     def _harness_system_id(self, ctx: StepContext, container: HarnessContainer, facts: MLPerfFacts) -> str | None:
-        """The system id the harness's own script detects: "" when it knows none, None when there is no script."""
+        """The system id the harness's own script detects: "" when it knows none, None when there is no script.
+
+        Only the harness's own "did not match any known systems" means an unknown system; any other
+        failure of the script (a crash, an import error) is a step failure that shows its output.
+        """
         assert facts.nvidia_dir
         if not ctx.host.exists(posixpath.join(facts.nvidia_dir, "scripts", "get_system_id.py")):
             return None
-        code, output = container.exec(["python3", "-m", "scripts.get_system_id"], on_line=ctx.line_sink(echo=False))
+        argv = ["python3", "-m", "scripts.get_system_id"]
+        code, output = container.exec(argv, on_line=ctx.line_sink(echo=False))
+        if results.UNKNOWN_SYSTEM_TEXT in output:
+            ctx.log("harness system id: none (not a known system)")
+            return ""
         lines = [line.strip() for line in output.splitlines() if line.strip()]
-        known = code == 0 and bool(lines) and lines[-1] != "None" and results.UNKNOWN_SYSTEM_TEXT not in output
-        ctx.log(f"harness system id: {lines[-1] if known else 'none (not a known system)'}")
-        return lines[-1] if known else ""
+        if code != 0 or not lines or lines[-1] == "None":
+            raise self.fail(
+                f"the harness's system detection failed: `{' '.join(argv)}` exited {code} "
+                f"without naming a system; its output:\n{_tail(output, 20) or '    (none)'}",
+                ctx,
+                hint="fix the harness or the container (the output above says what broke), then run again",
+            )
+        ctx.log(f"harness system id: {lines[-1]}")
+        return lines[-1]
 
-    def _custom_system(
+    def _known_member(self, ctx: StepContext, container: HarnessContainer, system_id: str) -> str | None:
+        """The ``KnownSystem`` member of the harness whose system id is ``system_id`` (None if none is)."""
+        code, output = container.exec(
+            ["python3", "-c", KNOWN_MEMBER_PROBE, system_id], on_line=ctx.line_sink(echo=False)
+        )
+        names = [line.removeprefix(MEMBER_MARK).strip() for line in output.splitlines() if line.startswith(MEMBER_MARK)]
+        if code != 0 or len(names) != 1:
+            ctx.log(
+                f"could not map the system id {system_id} to a KnownSystem member (exit {code}):\n{_tail(output, 8)}"
+            )
+            return None
+        return names[0]
+
+    def _registered(self, ctx: StepContext, nvidia_dir: str, model: str, scenario: str) -> set[Registration]:
+        """What the harness registers for (model, scenario), from its config files (ours excluded)."""
+        sources = []
+        for name in ("__init__.py", "custom.py"):
+            path = posixpath.join(nvidia_dir, "configs", model, scenario, name)
+            if not ctx.host.exists(path):
+                continue
+            text = ctx.host.read_text(path)
+            if name == "custom.py" and custom_system.is_ours(text):
+                continue  # ours is regenerated below
+            sources.append((f"configs/{model}/{scenario}/{name}", text))
+        try:
+            return registrations(sources)
+        except ValueError as exc:
+            raise self.fail(f"cannot read the harness's configs: {exc}", ctx) from None
+
+    def _prepare_system(
         self,
         ctx: StepContext,
         container: HarnessContainer,
         facts: MLPerfFacts,
         settings: Settings,
         version: HarnessVersion,
-    ) -> None:
+    ) -> dict[tuple[str, str], str]:
+        """Make the harness able to run this host: know the system and have a config for every expected result.
+
+        Returns why each (scenario, benchmark) that still cannot run cannot (the other results run).
+        An unknown system without RequireCustomSystemSupport is an error naming the GPU/CPU and the
+        parameter. With it, an unknown system is registered as a custom system, and a known one
+        gets the configs NVIDIA has none for (NVIDIA's files are never changed).
+        """
         assert facts.nvidia_dir
         detected = self._harness_system_id(ctx, container, facts)
         if not self.p.RequireCustomSystemSupport:
@@ -660,36 +796,111 @@ class MLPerfExecutor(Step):
                     ctx,
                     hint="set the parameter RequireCustomSystemSupport=true to register it as a custom system",
                 )
-            return
+            member = self._known_member(ctx, container, detected) if detected else None
+            if member is None:
+                return {}  # nothing to check against; the results check explains what is missing
+
+            def unregistered(scenario: str, setting: str) -> str:
+                return (
+                    f"NVIDIA's harness has no {settings.model} {scenario} config for {member} ({setting}); set the "
+                    "parameter RequireCustomSystemSupport=true to add one from gpuconfigs/"
+                )
+
+            return self._missing_registrations(ctx, facts.nvidia_dir, settings, member, unregistered)
+        return self._add_configs(ctx, container, facts, settings, version, detected)
+
+    def _missing_registrations(
+        self,
+        ctx: StepContext,
+        nvidia_dir: str,
+        settings: Settings,
+        member: str,
+        why: Callable[[str, str], str],
+    ) -> dict[tuple[str, str], str]:
+        """(scenario, benchmark) -> ``why(scenario, setting)`` for each result no registered config can produce."""
+        blocked: dict[tuple[str, str], str] = {}
+        for scenario in settings.scenarios:
+            registered = self._registered(ctx, nvidia_dir, settings.model, scenario)
+            for benchmark in settings.benchmarks:
+                settings_needed = [workload_setting(settings.model, cv) for cv in settings.versions_of(benchmark)]
+                if not any(Registration(member, s) in registered for s in settings_needed):
+                    shown = settings_needed[0]
+                    blocked[(scenario, benchmark)] = why(scenario, f"{shown.harness}, {shown.accuracy}, {shown.power}")
+        return blocked
+
+    def _add_configs(
+        self,
+        ctx: StepContext,
+        container: HarnessContainer,
+        facts: MLPerfFacts,
+        settings: Settings,
+        version: HarnessVersion,
+        detected: str | None,
+    ) -> dict[tuple[str, str], str]:
+        """RequireCustomSystemSupport: register a custom system (unknown host) and the configs the harness lacks."""
+        assert facts.nvidia_dir
         from workload.mlperf.gpuconfigs import load_table
 
         try:
             system = self._system(ctx)
         except ValueError as exc:
             raise self.fail(f"SystemDescription: {exc}", ctx) from None
-        table = load_table()
-        sku = table.sku_for_gpu(system.gpu_name)
+        try:
+            table = load_table()
+            sku = table.sku_for_gpu(system.gpu_name)
+        except ProfileError as exc:
+            raise self.fail(exc.message, ctx, hint=exc.hint) from None
         sid = custom_system.system_id(system, sku)
         if detected and detected != sid:
-            # NVIDIA's own entry (or someone else's custom one) matches; ours would compete with it.
-            ctx.log(f"the harness knows this system as {detected}; no custom system needed")
-            return
-        files = [
-            custom_system.custom_config(
-                table.resolve(system.gpu_name, system.gpu_count, settings.model, s),
-                sid,
-                version,
-                settings.config_versions,
-            )
-            for s in settings.scenarios
-        ]
+            # NVIDIA's own entry matches (Azure ND96asr_v4 is A100_SXM4_40GBx8): add only what it lacks.
+            member = self._known_member(ctx, container, detected)
+            if member is None:
+                raise self.fail(f"the harness detected {detected} but names no KnownSystem for it", ctx)
+            class_base, block = f"WL_{member}", None
+            ctx.log(f"the harness knows this system as {detected} (KnownSystem.{member})")
+        else:
+            member, class_base = sid, custom_system.class_name(sid)
+            block = custom_system.custom_list_block(system, sku)
+        blocked: dict[tuple[str, str], str] = {}
+        files: list[custom_system.GeneratedFile] = []
+        remove: list[str] = []
+        for scenario in settings.scenarios:
+            registered = self._registered(ctx, facts.nvidia_dir, settings.model, scenario) if block is None else set()
+            classes: list[tuple[WorkloadSetting, ResolvedConfig]] = []
+            for benchmark in settings.benchmarks:
+                available, problems = False, []
+                for cv in settings.versions_of(benchmark):
+                    setting = workload_setting(settings.model, cv)
+                    if Registration(member, setting) in registered or any(s == setting for s, _ in classes):
+                        available = True
+                        continue
+                    high = setting.accuracy == "k_99_9"
+                    problem = table.entry_problem(system.gpu_name, settings.model, scenario, high_accuracy=high)
+                    if problem is not None:
+                        problems.append(problem)
+                        continue
+                    config = table.resolve(
+                        system.gpu_name, system.gpu_count, settings.model, scenario, high_accuracy=high
+                    )
+                    classes.append((setting, config))
+                    available = True
+                if not available:
+                    blocked[(scenario, benchmark)] = problems[0]
+            if classes:
+                files.append(
+                    custom_system.custom_config(settings.model, scenario, member, class_base, classes, version)
+                )
+            else:
+                remove.append(custom_system.custom_config_path(settings.model, scenario))
         try:
-            written = custom_system.install(
-                ctx.host, facts.nvidia_dir, custom_system.custom_list_block(system, sku), files
-            )
+            written = custom_system.install(ctx.host, facts.nvidia_dir, block, files, remove)
         except custom_system.CustomSystemError as exc:
             raise self.fail(str(exc), ctx) from None
-        ctx.log(f"registered custom system {sid} ({system.describe()}): {', '.join(written)}")
+        what = f"custom system {sid} ({system.describe()})" if block else f"configs for KnownSystem.{member}"
+        ctx.log(f"registered {what}: {', '.join(written) or 'nothing was missing'}")
+        for (scenario, benchmark), why in blocked.items():
+            ctx.log(f"cannot run {benchmark} {scenario}: {why}")
+        return blocked
 
     # -- runs and results ------------------------------------------------------------------------
     def _runs(
@@ -700,41 +911,80 @@ class MLPerfExecutor(Step):
         settings: Settings,
         version: HarnessVersion,
         run_id: str,
-        conf: str | None,
+        blocked: dict[tuple[str, str], str],
     ) -> None:
+        """``make generate_engines`` once, then ``make run_harness`` per test mode (and override group).
+
+        Every expected (benchmark, scenario, mode) must produce a result folder in its run's LOG_DIR;
+        each missing one is named with the reason, after every run is done and its results kept.
+        """
         assert facts.nvidia_dir
+        model = settings.model
         problems: list[str] = []
-        for mode in settings.test_modes:
-            logs = log_dir(run_id, settings.model, mode)
-            args = run_args(
-                model=settings.model,
-                scenarios=settings.scenarios,
-                config_version=",".join(settings.config_versions),
-                test_mode=mode,
-                quick=self.p.Quick,
-                version=version,
-                user_conf_path=conf,
+        for (scenario, benchmark), why in blocked.items():
+            problems.append(f"no result for {benchmark} {scenario} ({', '.join(settings.test_modes)}): {why}")
+        runnable = [s for s in settings.scenarios if any((s, b) not in blocked for b in settings.benchmarks)]
+        if not runnable:
+            raise StepError(self.label, "; ".join(problems), host=ctx.host.name)
+        engines = run_args(model=model, scenarios=runnable, config_version=settings.config_version, version=version)
+        code, engine_output = self._make(ctx, container, "generate_engines", {"RUN_ARGS": engines})
+        if code != 0:
+            problems.append(
+                f"make generate_engines failed with exit {code}, so nothing ran; "
+                f"last lines:\n{_tail(engine_output, 10)}"
             )
-            argv = make_argv("run", {"RUN_ARGS": args, "LOG_DIR": logs, "EXTERNAL_USER": "1"})
-            ctx.log(f"$ docker exec {container.spec.name} {shlex.join(argv)}")
-            code, output = container.exec(argv, on_line=ctx.line_sink())
-            ctx.log(f"# exit {code}")
-            found = results.find_results(ctx.host, posixpath.join(facts.nvidia_dir, logs), mode)
-            self._keep(ctx, found, logs)
-            have = {f.expected for f in found}
-            if code != 0:
-                problems.append(f"make run ({mode}) failed with exit {code}; last lines:\n{_tail(output, 10)}")
-            for scenario in settings.scenarios:
-                expected = results.Expected(settings.model, scenario, mode)
-                if expected not in have:
-                    why = results.explain_missing(expected, output, system_text=None)
-                    if "did not recognise" in why:
-                        why = results.explain_missing(expected, output, system_text=self._system_text(ctx))
-                    problems.append(f"no result for {expected}: {why}")
-            ctx.log(f"{mode}: {len(found)} result folder(s) in {logs}")
+            raise StepError(self.label, "; ".join(problems), host=ctx.host.name)
+        groups = run_groups(model, runnable, settings.overrides)
+        for mode in settings.test_modes:
+            for index, group in enumerate(groups, 1):
+                logs = log_dir(run_id, model, mode, index)
+                args = run_args(
+                    model=model,
+                    scenarios=group.scenarios,
+                    config_version=settings.config_version,
+                    version=version,
+                    test_mode=mode,
+                    quick=self.p.Quick,
+                    fields=group.fields,
+                )
+                code, output = self._make(ctx, container, "run_harness", {"RUN_ARGS": args, "LOG_DIR": logs})
+                found = results.find_results(ctx.host, posixpath.join(facts.nvidia_dir, logs), mode)
+                self._keep(ctx, found, logs)
+                have = {f.expected for f in found}
+                if code != 0:
+                    problems.append(
+                        f"make run_harness ({','.join(group.scenarios)} {mode}) failed with exit {code}; "
+                        f"last lines:\n{_tail(output, 10)}"
+                    )
+                for scenario in group.scenarios:
+                    for benchmark in settings.benchmarks:
+                        if (scenario, benchmark) in blocked:
+                            continue
+                        expected = results.Expected(model, benchmark, scenario, mode)
+                        if expected not in have:
+                            problems.append(
+                                f"no result for {expected}: {self._why(ctx, expected, engine_output + output)}"
+                            )
+                ctx.log(f"{mode}: {len(found)} result folder(s) in {logs}")
         if problems:
             kept = f" ({len(ctx.results)} result folder(s) kept)" if ctx.results else ""
             raise StepError(self.label, "; ".join(problems) + kept, host=ctx.host.name)
+
+    def _make(
+        self, ctx: StepContext, container: HarnessContainer, target: str, variables: dict[str, str]
+    ) -> tuple[int, str]:
+        argv = make_argv(target, {**variables, "EXTERNAL_USER": "1"})
+        ctx.log(f"$ docker exec {container.spec.name} {shlex.join(argv)}")
+        code, output = container.exec(argv, on_line=ctx.line_sink())
+        ctx.log(f"# exit {code}")
+        return code, output
+
+    def _why(self, ctx: StepContext, expected: results.Expected, output: str) -> str:
+        custom = self.p.RequireCustomSystemSupport
+        why = results.explain_missing(expected, output, system_text=None, custom_support=custom)
+        if "did not recognise" in why:
+            why = results.explain_missing(expected, output, system_text=self._system_text(ctx), custom_support=custom)
+        return why
 
     def _keep(self, ctx: StepContext, found: Sequence[results.Found], logs: str) -> None:
         from workload.hosts.local import LocalHost

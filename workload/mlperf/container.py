@@ -13,13 +13,14 @@ import contextlib
 import io
 import re
 import tarfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workload.commands import Command, cmd
-from workload.errors import BenchmarkFailed, ConnectError
+from workload.errors import BenchmarkFailed, ConnectError, Interrupted
 from workload.hosts.base import DEFAULT_CAPTURE_LIMIT, LineSink, OutputCollector
 from workload.mlperf.harness import CONTAINER_WORKDIR
 
@@ -242,12 +243,20 @@ def _indent(text: str, lines: int = 15) -> str:
 
 
 class HarnessContainer:
-    """The running harness container of one host (created on demand)."""
+    """The running harness container of one host (created on demand).
+
+    :meth:`stop` (called from another thread on Ctrl-C, through :meth:`Host.on_interrupt`) ends the
+    running execs; every exec after that raises :class:`~workload.errors.Interrupted` instead of
+    starting (or recreating the container).
+    """
 
     def __init__(self, client: Any, spec: ContainerSpec, log: Callable[[str], None]) -> None:
         self.client = client
         self.spec = spec
         self.log = log
+        self.stopped = False
+        self._running: set[str] = set()
+        self._lock = threading.Lock()
 
     def status(self) -> str | None:
         """``running``, ``exited``, ... or None when no container has our name."""
@@ -316,7 +325,9 @@ class HarnessContainer:
         """Run ``argv`` in the container at /work as the spec's user; return (exit code, output tail).
 
         The container is checked (and recreated if gone) first. Output goes to ``on_line`` line by line.
+        Raises :class:`~workload.errors.Interrupted` when :meth:`stop` was called before or during it.
         """
+        self._check_not_stopped(argv)
         self.ensure_running()
         api = self.client.api
         created = api.exec_create(
@@ -328,17 +339,70 @@ class HarnessContainer:
             stdout=True,
             stderr=True,
         )
+        exec_id = created["Id"]
+        with self._lock:
+            self._running.add(exec_id)
         out = OutputCollector("stdout", on_line, [], DEFAULT_CAPTURE_LIMIT)
         err = OutputCollector("stderr", on_line, [], 256 * 1024)
-        for stdout, stderr in api.exec_start(created["Id"], stream=True, demux=True):
-            if stdout:
-                out.feed(stdout)
-            if stderr:
-                err.feed(stderr)
+        try:
+            self._check_not_stopped(argv)  # stop() ran between the check above and now
+            for stdout, stderr in api.exec_start(exec_id, stream=True, demux=True):
+                if stdout:
+                    out.feed(stdout)
+                if stderr:
+                    err.feed(stderr)
+        finally:
+            with self._lock:
+                self._running.discard(exec_id)
         out.close()
         err.close()
-        code = api.exec_inspect(created["Id"]).get("ExitCode")
+        self._check_not_stopped(argv)
+        code = api.exec_inspect(exec_id).get("ExitCode")
         return (code if isinstance(code, int) else -1), out.text() + err.text()
+
+    def _check_not_stopped(self, argv: Sequence[str]) -> None:
+        if self.stopped:
+            raise Interrupted(f"stopped: {' '.join(argv)} in the container {self.spec.name} was stopped")
+
+    def stop(self, grace_s: float) -> None:
+        """End every exec running in the container now: SIGTERM to all of its processes, SIGKILL after ``grace_s``.
+
+        Safe from any thread and more than once. The processes get SIGTERM together, as from a
+        terminal's Ctrl-C (make passes it on, the harness exits); what is left after the grace
+        period dies with the container (``docker kill``), which the next run recreates.
+        """
+        import docker
+
+        self.stopped = True
+        with self._lock:
+            running = list(self._running)
+        if not running:
+            return
+        self.log(f"stopping the commands running in the container {self.spec.name}")
+        try:
+            # As root: the exec'd commands may run as another user. kill -1 spares PID 1 and itself.
+            created = self.client.api.exec_create(self.spec.name, cmd=["sh", "-c", "kill -TERM -1"], user="0:0")
+            self.client.api.exec_start(created["Id"])
+        except docker.errors.DockerException as exc:
+            self.log(f"could not signal the container's processes: {exc}")
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and self._any_running(running):
+            time.sleep(0.1)
+        if self._any_running(running):
+            self.log(f"the commands did not stop within {grace_s:g}s; killing the container {self.spec.name}")
+            with contextlib.suppress(docker.errors.DockerException):
+                self.client.containers.get(self.spec.name).kill()
+
+    def _any_running(self, exec_ids: Sequence[str]) -> bool:
+        import docker
+
+        for exec_id in exec_ids:
+            try:
+                if self.client.api.exec_inspect(exec_id).get("Running"):
+                    return True
+            except docker.errors.DockerException:
+                continue
+        return False
 
     def remove(self) -> None:
         import docker

@@ -1,13 +1,19 @@
-"""Custom systems: register this host with the harness through its own extension points.
+"""Custom systems: register this host, or the configs NVIDIA lacks for it, through the harness's extension points.
 
 The harness runs nothing on a system it does not recognise (it logs "did not match any known
-systems" and exits 0). Its extension points are ``code/common/systems/custom_list.py`` (a dict
-``custom_systems`` of SystemConfiguration, turned into ``KnownSystem`` members) and
+systems" and exits 0), and skips every (model, scenario) without a config registered for the system
+it recognised (a warning only). Its extension points are ``code/common/systems/custom_list.py`` (a
+dict ``custom_systems`` of SystemConfiguration, turned into ``KnownSystem`` members) and
 ``configs/<model>/<Scenario>/custom.py`` (imported after the scenario's ``__init__.py``).
 
+Two uses, one generator: an unknown host gets a custom system entry plus configs for it; a known
+host (Azure ND96asr_v4 is NVIDIA's A100_SXM4_40GBx8) gets configs only for the (model, scenario,
+setting) NVIDIA registered none for. Each generated class stands alone on the scenario's base class
+with every value for its accuracy target (a 99.9% class does not inherit 99% int8 values).
+
 We never overwrite NVIDIA's files: in ``custom_list.py`` our entry is a marked block appended to
-the file (replaced on the next run, the rest left as it was); a ``custom.py`` is written only when
-it is absent or carries our header line. Text generation is pure; :func:`install` writes the files.
+the file (replaced on the next run, the rest left as it was); a ``custom.py`` is written or removed
+only when it is absent or carries our header line. Text generation is pure; :func:`install` writes.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workload.commands import cmd
 from workload.hosts.base import Host
-from workload.mlperf.catalog import WorkloadSetting, model_info, workload_setting
+from workload.mlperf.catalog import WorkloadSetting, model_info
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.system import HostSystem
@@ -125,60 +132,88 @@ def _suffix(setting: WorkloadSetting, default_harness: str) -> str:
 
 
 def custom_config(
-    config: ResolvedConfig, sid: str, version: HarnessVersion, config_versions: Sequence[str]
+    model: str,
+    scenario: str,
+    member: str,
+    class_base: str,
+    classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
+    version: HarnessVersion,
 ) -> GeneratedFile:
-    """``configs/<model>/<Scenario>/custom.py`` registering this system for each config version."""
-    info = model_info(config.model)
-    base = class_name(sid)
-    lines = [HEADER, "# Values: gpuconfigs/" + f"{config.sku}.json (per-GPU throughput x GPU count).", ""]
-    lines += ["from . import *", "", ""]
-    fields = dict(config.fields)
-    fields["gpu_batch_size"] = _batch_size(config.model, fields["gpu_batch_size"], version)
-    default = WorkloadSetting(info.harness, "k_99", "MaxP")
-    lines.append(f"@ConfigRegistry.register(HarnessType.{default.harness}, AccuracyTarget.k_99, PowerSetting.MaxP)")
-    lines.append(f"class {base}({config.scenario}GPUBaseConfig):")
-    lines.append(f"    system = KnownSystem.{sid}")
-    lines += [f"    {name} = {_value(value)}" for name, value in fields.items()]
-    written = {default}
-    for cv in config_versions:
-        setting = workload_setting(config.model, cv)
-        if setting in written or (setting.accuracy == "k_99_9" and not info.high_accuracy):
-            continue
-        written.add(setting)
+    """``configs/<model>/<Scenario>/custom.py``: one registered class per setting for ``KnownSystem.<member>``.
+
+    ``class_base`` names the classes (``<class_base>_HighAccuracy`` for 99.9%...). Every class
+    derives from the scenario's base class and carries all of its values, so no class inherits
+    another accuracy target's precision or batch size.
+    """
+    info = model_info(model)
+    skus = sorted({config.sku for _, config in classes})
+    lines = [HEADER, f"# Values: gpuconfigs/{', '.join(f'{s}.json' for s in skus)} (per-GPU throughput x GPU count)."]
+    lines += ["", "from . import *"]
+    for setting, config in classes:
+        fields = dict(config.fields)
+        fields["gpu_batch_size"] = _batch_size(model, fields["gpu_batch_size"], version)
+        suffix = _suffix(setting, info.harness)
         lines += ["", ""]
         lines.append(
             f"@ConfigRegistry.register(HarnessType.{setting.harness}, AccuracyTarget.{setting.accuracy}, "
             f"PowerSetting.{setting.power})"
         )
-        lines.append(f"class {base}_{_suffix(setting, info.harness)}({base}):")
-        lines.append("    use_triton = True" if "Triton" in setting.harness else "    pass")
-    path = f"configs/{config.model}/{config.scenario}/custom.py"
-    return GeneratedFile(path, "\n".join(lines) + "\n")
+        lines.append(f"class {class_base}{'_' + suffix if suffix else ''}({scenario}GPUBaseConfig):")
+        lines.append(f"    system = KnownSystem.{member}")
+        lines += [f"    {name} = {_value(value)}" for name, value in fields.items()]
+        if "Triton" in setting.harness:
+            lines.append("    use_triton = True")
+    return GeneratedFile(custom_config_path(model, scenario), "\n".join(lines) + "\n")
 
 
-def install(host: Host, nvidia_dir: str, block: str, configs: Sequence[GeneratedFile]) -> list[str]:
-    """Write custom_list.py (merged) and every custom.py on the host; return the paths written.
+def custom_config_path(model: str, scenario: str) -> str:
+    """Where the harness imports a scenario's custom configs from (relative to closed/NVIDIA)."""
+    return f"configs/{model}/{scenario}/custom.py"
 
-    Raises :class:`CustomSystemError` before writing anything if a custom.py exists that we did not
-    write, or custom_list.py has no ``custom_systems`` dict.
+
+def is_ours(text: str) -> bool:
+    """Whether a file's text is one we generated (and so may be rewritten or removed)."""
+    return text.startswith(HEADER)
+
+
+def install(
+    host: Host,
+    nvidia_dir: str,
+    block: str | None,
+    configs: Sequence[GeneratedFile],
+    remove: Sequence[str] = (),
+) -> list[str]:
+    """Write every custom.py (and custom_list.py merged with ``block``, when given); remove our ``remove`` files.
+
+    ``remove`` lists custom.py paths that should hold nothing now: ours are deleted (a stale one could
+    name a system custom_list.py no longer defines), anyone else's are left alone. Returns the paths
+    written. Raises :class:`CustomSystemError` before writing anything if a custom.py to write exists
+    that we did not write, or custom_list.py has no ``custom_systems`` dict.
     """
     list_path = posixpath.join(nvidia_dir, CUSTOM_LIST)
-    existing = host.read_text(list_path) if host.exists(list_path) else None
-    merged = merge_custom_list(existing, block)
+    merged = None
+    if block is not None:
+        existing = host.read_text(list_path) if host.exists(list_path) else None
+        merged = merge_custom_list(existing, block)
     for generated in configs:
         target = posixpath.join(nvidia_dir, generated.path)
-        if host.exists(target) and not host.read_text(target).startswith(HEADER):
+        if host.exists(target) and not is_ours(host.read_text(target)):
             raise CustomSystemError(
                 f"{generated.path} exists and was not written by workload; not overwriting NVIDIA's file "
                 "(move it away or add this system's class to it by hand)"
             )
+        if not host.exists(posixpath.dirname(target)):
+            raise CustomSystemError(f"configs folder {posixpath.dirname(generated.path)} is missing in the harness")
     written = []
     for generated in configs:
         target = posixpath.join(nvidia_dir, generated.path)
-        if not host.exists(posixpath.dirname(target)):
-            raise CustomSystemError(f"configs folder {posixpath.dirname(generated.path)} is missing in the harness")
         host.write_text(target, generated.text)
         written.append(target)
-    host.write_text(list_path, merged)
-    written.append(list_path)
+    for path in remove:
+        target = posixpath.join(nvidia_dir, path)
+        if host.exists(target) and is_ours(host.read_text(target)):
+            host.check(cmd("rm", "-f", target, timeout=60))
+    if merged is not None:
+        host.write_text(list_path, merged)
+        written.append(list_path)
     return written

@@ -2,12 +2,19 @@
 
 One JSON file per SKU in the shipped ``gpuconfigs/`` folder (:func:`workload.resources.gpuconfig_dir`)::
 
-    {"sku": "A100_SXM4_40GB", "known_gpu": "A100_SXM4_40GB", "gpu_names": ["NVIDIA A100-SXM4-40GB"],
-     "source": "...", "configs": {"bert": {"Offline": {"gpu_batch_size": 1024, "offline_expected_qps": 3750}}}}
+    {"sku": "H100_SXM_80GB", "known_gpu": "H100_SXM_80GB", "gpu_names": ["NVIDIA H100 80GB HBM3"],
+     "source": "...", "configs": {"bert": {"Server": {
+         "gpu_batch_size": 128, "server_target_qps": 7000, "gpu_copy_streams": 2,
+         "by_gpu_count": {"8": {"gpu_copy_streams": 4}},
+         "high_accuracy": {"precision": "fp16", "gpu_batch_size": 512, "server_target_qps": 6200}}}}}
 
 Throughput values (``offline_expected_qps``, ``server_target_qps``) are PER GPU and are multiplied by
-the GPU count; latencies and every other field are used as they are. Every file is validated at load:
-an unknown model, scenario or field is an error naming the file and the key.
+the GPU count; latencies and every other field are used as they are. ``by_gpu_count`` holds what
+NVIDIA sets differently for exactly that many GPUs; ``high_accuracy`` what its 99.9% configs
+(``--config_ver=high_accuracy``) change, e.g. fp16 for bert. A (model, scenario) without an entry, or
+without ``high_accuracy`` for a 99.9% run, has no values: the executor reports it and runs the rest.
+Every file is validated at load: an unknown model, scenario or field is an error naming the file
+and the key.
 """
 
 from __future__ import annotations
@@ -33,12 +40,14 @@ REQUIRED_BY_SCENARIO = {
 }
 
 
-class ScenarioConfig(BaseModel):
-    """Config fields of one (SKU, model, scenario); names are the harness's config field names."""
+class ConfigFields(BaseModel):
+    """Config fields (the harness's names); every one optional, None = not set here."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    gpu_batch_size: int | dict[str, int] = Field(description="per engine; a plain int is keyed by the model")
+    gpu_batch_size: int | dict[str, int] | None = Field(
+        default=None, description="per engine; a plain int is keyed by the model"
+    )
     offline_expected_qps: float | None = Field(default=None, gt=0)
     server_target_qps: float | None = Field(default=None, gt=0)
     single_stream_expected_latency_ns: int | None = Field(default=None, gt=0)
@@ -65,11 +74,49 @@ class ScenarioConfig(BaseModel):
     note: str | None = Field(default=None, description="where the value comes from; not written to the harness")
 
     @model_validator(mode="after")
-    def _positive_batch(self) -> ScenarioConfig:
+    def _positive_batch(self) -> ConfigFields:
+        if self.gpu_batch_size is None:
+            return self
         sizes = self.gpu_batch_size.values() if isinstance(self.gpu_batch_size, dict) else [self.gpu_batch_size]
         if not sizes or any(s < 1 for s in sizes):
             raise ValueError("gpu_batch_size must be at least 1")
         return self
+
+    def set_fields(self) -> dict[str, Any]:
+        """The fields set here (no note)."""
+        return {
+            k: v
+            for k, v in self.model_dump(exclude_none=True, exclude={"note"}).items()
+            if k in ConfigFields.model_fields
+        }
+
+
+class CountedFields(ConfigFields):
+    """Fields plus what changes for exactly N GPUs (``by_gpu_count``: {"8": {...}})."""
+
+    by_gpu_count: dict[int, ConfigFields] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _counts(self) -> CountedFields:
+        if any(n < 1 for n in self.by_gpu_count):
+            raise ValueError("by_gpu_count keys are GPU counts (1 or more)")
+        return self
+
+    def for_count(self, gpu_count: int) -> dict[str, Any]:
+        values = self.set_fields()
+        extra = self.by_gpu_count.get(gpu_count)
+        if extra is not None:
+            values.update(extra.set_fields())
+        return values
+
+
+class ScenarioConfig(CountedFields):
+    """Config fields of one (SKU, model, scenario); ``high_accuracy``: what the 99.9% config changes."""
+
+    gpu_batch_size: int | dict[str, int] = Field(description="per engine; a plain int is keyed by the model")
+    #: None: no published 99.9% values (a high_accuracy run of it is reported, not guessed).
+    #: {} : the 99.9% config is the same as the 99% one (NVIDIA's 3d-unet configs).
+    high_accuracy: CountedFields | None = None
 
 
 class SkuTable(BaseModel):
@@ -132,18 +179,34 @@ class GpuConfigTable:
             ),
         )
 
-    def resolve(self, gpu_name: str, gpu_count: int, model: str, scenario: str) -> ResolvedConfig:
-        """The fields for ``gpu_count`` GPUs of that SKU; ProfileError when the table has no such entry."""
+    def entry_problem(self, gpu_name: str, model: str, scenario: str, *, high_accuracy: bool = False) -> str | None:
+        """Why the table has no values for this (GPU, model, scenario[, 99.9%]), or None when it has.
+
+        The GPU itself must be in the table (:meth:`sku_for_gpu`).
+        """
         table = self.sku_for_gpu(gpu_name)
         config = table.configs.get(model, {}).get(scenario)
         if config is None:
-            have = sorted(f"{m}.{s}" for m, ss in table.configs.items() for s in ss)
-            raise ProfileError(
-                f"gpuconfigs/{table.sku}.json",
-                f"no config for {model} {scenario} (the file has: {', '.join(have) or 'nothing'})",
-                hint=f"add configs.{model}.{scenario} with gpu_batch_size and {REQUIRED_BY_SCENARIO[scenario]}",
+            return f"no gpuconfigs entry for {table.sku} {model} {scenario}; add one to gpuconfigs/{table.sku}.json"
+        if high_accuracy and config.high_accuracy is None:
+            return (
+                f"no gpuconfigs high_accuracy entry for {table.sku} {model} {scenario} (NVIDIA's 99.9% config "
+                f"differs, e.g. fp16); add configs.{model}.{scenario}.high_accuracy to gpuconfigs/{table.sku}.json"
             )
-        fields = config.model_dump(exclude_none=True, exclude={"note"})
+        return None
+
+    def resolve(
+        self, gpu_name: str, gpu_count: int, model: str, scenario: str, *, high_accuracy: bool = False
+    ) -> ResolvedConfig:
+        """The fields for ``gpu_count`` GPUs of that SKU; ProfileError when the table has no such entry."""
+        table = self.sku_for_gpu(gpu_name)
+        problem = self.entry_problem(gpu_name, model, scenario, high_accuracy=high_accuracy)
+        if problem is not None:
+            raise ProfileError(f"gpuconfigs/{table.sku}.json", problem)
+        config = table.configs[model][scenario]
+        fields = config.for_count(gpu_count)
+        if high_accuracy and config.high_accuracy is not None:
+            fields.update(config.high_accuracy.for_count(gpu_count))
         for name in THROUGHPUT_FIELDS:
             if name in fields:
                 fields[name] = round(fields[name] * gpu_count, 6)

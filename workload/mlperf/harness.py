@@ -1,4 +1,4 @@
-"""The harness's command line: make targets, RUN_ARGS, the per-run LOG_DIR, and user.conf overrides.
+"""The harness's command line: make targets, RUN_ARGS, the per-run LOG_DIR, and LoadGen overrides as RUN_ARGS.
 
 Everything here is pure: values in, argv/text out. The executor runs the argv inside the
 container with ``docker exec`` (no shell), so no value is ever pasted into a shell line.
@@ -53,25 +53,26 @@ def run_args(
     model: str,
     scenarios: Sequence[str],
     config_version: str,
-    test_mode: str,
-    quick: bool,
     version: HarnessVersion,
-    user_conf_path: str | None = None,
+    test_mode: str | None = None,
+    quick: bool = False,
+    fields: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The ``RUN_ARGS`` value for one ``make run``, e.g.
+    """The ``RUN_ARGS`` value of one ``make generate_engines`` / ``make run_harness``, e.g.
 
-    ``--benchmarks=bert --scenarios=Offline,Server --config_ver=default --test_mode=PerformanceOnly --test_run``.
+    ``--benchmarks=bert --scenarios=Offline,Server --config_ver=default --test_mode=PerformanceOnly --test_run``,
+    then config field overrides (``--min_duration=60000``) from :func:`run_groups`.
     """
     parts = [
         f"--benchmarks={model}",
         f"--scenarios={','.join(scenarios)}",
         f"--config_ver={config_version}",
-        f"--test_mode={test_mode}",
     ]
+    if test_mode:
+        parts.append(f"--test_mode={test_mode}")
     if quick:
         parts.append(version.quick_flag)
-    if user_conf_path:
-        parts.append(f"--user_conf_path={user_conf_path}")
+    parts += [f"--{name}={value}" for name, value in fields]
     return " ".join(parts)
 
 
@@ -83,59 +84,90 @@ def make_argv(target: str, variables: Mapping[str, str] | None = None) -> list[s
     return argv
 
 
-def log_dir(run_id: str, model: str, test_mode: str) -> str:
-    """The per-run LOG_DIR (relative to closed/NVIDIA) so results of this run are found by path, not by age."""
+def log_dir(run_id: str, model: str, test_mode: str, group: int = 1) -> str:
+    """The per-run LOG_DIR (relative to closed/NVIDIA) so results of this run are found by path, not by age.
+
+    ``group``: which ``make run_harness`` of this test mode (scenarios split by their overrides, see
+    :func:`run_groups`); the first has no suffix.
+    """
     mode = {"PerformanceOnly": "perf", "AccuracyOnly": "acc"}.get(test_mode, test_mode.lower())
-    return f"build/logs/workload-{run_id}-{model}-{mode}"
+    suffix = f"-g{group}" if group > 1 else ""
+    return f"{log_dir_prefix(run_id, model)}{mode}{suffix}"
 
 
-# -- user.conf ---------------------------------------------------------------------------------
-#: LoadGen keys read by ``TestSettings::FromConfig`` (v4.1, notes §8): key -> scenarios it applies to
-#: (empty: any scenario).
-LOADGEN_KEYS: dict[str, tuple[str, ...]] = {
+def log_dir_prefix(run_id: str, model: str) -> str:
+    """What every LOG_DIR of one run of one model starts with (a run id is free when none exists)."""
+    return f"build/logs/workload-{run_id}-{model}-"
+
+
+# -- LoadGen overrides -------------------------------------------------------------------------
+# NVIDIA's harness writes its own user.conf per (benchmark, scenario) from the config's fields
+# (code/common/submission.py, generate_user_conf and options_map) and hands LoadGen that file
+# unless ``--user_conf_path`` is given. A user.conf of ours passed that way REPLACES the generated
+# one, so LoadGen would fall back to mlperf.conf's defaults for everything we did not repeat
+# (target_qps 1.0: an INVALID run). Overrides therefore go in as RUN_ARGS config fields, which the
+# harness takes over its config values and writes into the user.conf it generates.
+
+
+@dataclass(frozen=True)
+class OverrideKey:
+    """How one LoadGen key reaches the harness: the RUN_ARGS field per scenario."""
+
+    #: Scenario -> field; ``"*"``: the same field for every scenario.
+    fields: Mapping[str, str]
+    #: The harness field's unit is ns where LoadGen's key is in ms (``target_latency``).
+    ms_to_ns: bool = False
+    #: LoadGen reads the key as an integer (durations, counts).
+    integer: bool = False
+
+    def field_for(self, scenario: str) -> str | None:
+        return self.fields.get(scenario) or self.fields.get("*")
+
+
+#: The LoadGen keys an override may set (notes §2.2 and §3.2: submission.py options_map).
+OVERRIDE_KEYS: dict[str, OverrideKey] = {
+    "target_qps": OverrideKey({"Offline": "offline_expected_qps", "Server": "server_target_qps"}),
+    "target_latency": OverrideKey(
+        {
+            "SingleStream": "single_stream_expected_latency_ns",
+            "MultiStream": "multi_stream_expected_latency_ns",
+            "Server": "server_target_latency_ns",
+        },
+        ms_to_ns=True,
+    ),
+    "target_latency_percentile": OverrideKey(
+        {
+            "SingleStream": "single_stream_target_latency_percentile",
+            "MultiStream": "multi_stream_target_latency_percentile",
+            "Server": "server_target_latency_percentile",
+        }
+    ),
+    "samples_per_query": OverrideKey({"MultiStream": "multi_stream_samples_per_query"}, integer=True),
     **{
-        k: ()
-        for k in (
-            "mode",
+        key: OverrideKey({"*": key}, integer=True)
+        for key in (
             "min_duration",
             "max_duration",
             "min_query_count",
             "max_query_count",
-            "qsl_rng_seed",
-            "sample_index_rng_seed",
-            "schedule_rng_seed",
-            "accuracy_log_rng_seed",
-            "accuracy_log_probability",
-            "accuracy_log_sampling_target",
-            "print_timestamps",
-            "performance_issue_unique",
-            "performance_issue_same",
-            "performance_issue_same_index",
             "performance_sample_count_override",
-            "sample_concatenate_permutation",
-            "test05",
-            "test05_qsl_rng_seed",
-            "test05_sample_index_rng_seed",
-            "test05_schedule_rng_seed",
-            "use_token_latencies",
-            "infer_token_latencies",
-            "token_latency_scaling_factor",
         )
     },
-    "target_latency_percentile": ("SingleStream", "MultiStream", "Server"),
-    "target_latency": ("SingleStream", "MultiStream", "Server"),
-    "samples_per_query": ("MultiStream",),
-    "target_qps": ("Server", "Offline"),
-    "coalesce_queries": ("Server",),
-    "max_async_queries": ("Server",),
-    "ttft_latency": ("Server",),
-    "tpot_latency": ("Server",),
 }
+
+
+def supported_keys() -> str:
+    """The override keys, for messages: ``target_qps (Offline, Server), min_duration, ...``."""
+    parts = []
+    for key, spec in OVERRIDE_KEYS.items():
+        scopes = [s for s in spec.fields if s != "*"]
+        parts.append(f"{key} ({', '.join(scopes)})" if scopes else key)
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True)
 class LoadGenOverride:
-    """One ``<model>.<Scenario>.<key> = <value>`` line (model and scenario may be ``*``)."""
+    """One ``<model>.<Scenario>.<key> = <value>`` override (model and scenario may be ``*``)."""
 
     model: str
     scenario: str
@@ -147,8 +179,22 @@ class LoadGenOverride:
         return f"{self.model}.{self.scenario}.{self.key}"
 
     def line(self) -> str:
-        # Spaces around '=' are required: LoadGen splits on whitespace (notes §8).
         return f"{self.name} = {self.value}"
+
+    def applies_to(self, model: str, scenario: str) -> bool:
+        """Whether LoadGen would read this override for ``model`` in ``scenario``."""
+        return (
+            self.model in ("*", model)
+            and self.scenario in ("*", scenario)
+            and OVERRIDE_KEYS[self.key].field_for(scenario) is not None
+        )
+
+    def field_value(self) -> str:
+        """The RUN_ARGS value in the harness field's unit (``target_latency`` ms -> ns)."""
+        spec = OVERRIDE_KEYS[self.key]
+        if spec.ms_to_ns:
+            return str(round(self.value * 1_000_000))
+        return str(self.value)
 
 
 def parse_override(name: str, value: object) -> LoadGenOverride:
@@ -166,14 +212,25 @@ def parse_override(name: str, value: object) -> LoadGenOverride:
         if scenario.lower() not in by_lower:
             raise ValueError(f"{name}: unknown scenario {scenario!r} (known: *, {', '.join(SCENARIOS)})")
         scenario = by_lower[scenario.lower()]
-    if key not in LOADGEN_KEYS:
-        raise ValueError(f"{name}: unknown LoadGen key {key!r} (known: {', '.join(sorted(LOADGEN_KEYS))})")
-    scopes = LOADGEN_KEYS[key]
-    if scopes and scenario != "*" and scenario not in scopes:
-        raise ValueError(f"{name}: LoadGen reads {key!r} only for {', '.join(scopes)}")
+    spec = OVERRIDE_KEYS.get(key)
+    if spec is None:
+        raise ValueError(
+            f"{name}: NVIDIA's harness cannot take {key!r} from us (it writes LoadGen's user.conf itself, "
+            f"from RUN_ARGS fields); supported keys: {supported_keys()}"
+        )
+    if scenario != "*" and spec.field_for(scenario) is None:
+        raise ValueError(f"{name}: {key!r} applies only to {', '.join(s for s in spec.fields if s != '*')}")
     number = _number(value)
     if number is None:
         raise ValueError(f"{name}: value {value!r} is not an integer or a decimal number (LoadGen reads only numbers)")
+    if spec.integer:
+        if number != int(number) or number < 0:
+            raise ValueError(f"{name}: {key} is a whole number of at least 0, not {value!r}")
+        number = int(number)
+    elif number <= 0:
+        raise ValueError(f"{name}: {key} must be greater than 0, not {value!r}")
+    if key == "target_latency_percentile" and number > 100:
+        raise ValueError(f"{name}: a percentile is at most 100 (LoadGen reads percent: 99 = p99), not {value!r}")
     return LoadGenOverride(model, scenario, key, number)
 
 
@@ -181,7 +238,7 @@ def _number(value: object) -> int | float | None:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, (int, float)):
-        return value
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
     if not isinstance(value, str):
         return None
     text = value.strip()
@@ -210,8 +267,59 @@ def parse_override_list(text: str) -> list[LoadGenOverride]:
     return items
 
 
-def render_user_conf(overrides: Sequence[LoadGenOverride], *, header: str) -> str:
-    """The user.conf text: one ``key = value`` per line, comment lines start with ``#`` as a token."""
-    lines = [f"# {line}" for line in header.splitlines()]
-    lines += [o.line() for o in overrides]
-    return "\n".join(lines) + "\n"
+def scenario_fields(model: str, scenario: str, overrides: Sequence[LoadGenOverride]) -> dict[str, str]:
+    """The RUN_ARGS fields the overrides give ``model`` in ``scenario`` (field -> value).
+
+    When several overrides set one key, the most specific wins, as in LoadGen:
+    ``model.Scenario`` > ``*.Scenario`` > ``model.*`` > ``*.*``.
+    """
+
+    def rank(o: LoadGenOverride) -> int:
+        return (2 if o.scenario != "*" else 0) + (1 if o.model != "*" else 0)
+
+    chosen: dict[str, LoadGenOverride] = {}
+    for override in overrides:
+        if not override.applies_to(model, scenario):
+            continue
+        current = chosen.get(override.key)
+        if current is None or rank(override) >= rank(current):
+            chosen[override.key] = override
+    fields: dict[str, str] = {}
+    for key, override in chosen.items():
+        field = OVERRIDE_KEYS[key].field_for(scenario)
+        assert field is not None  # applies_to checked it
+        fields[field] = override.field_value()
+    return fields
+
+
+@dataclass(frozen=True)
+class RunGroup:
+    """Scenarios that share one ``make run_harness``, and the RUN_ARGS fields of that run."""
+
+    scenarios: tuple[str, ...]
+    fields: tuple[tuple[str, str], ...]
+
+
+def _shared_field(field: str) -> bool:
+    """A field every scenario of a run reads (``min_duration``...), unlike ``server_target_qps``."""
+    return any(spec.fields.get("*") == field for spec in OVERRIDE_KEYS.values())
+
+
+def run_groups(model: str, scenarios: Sequence[str], overrides: Sequence[LoadGenOverride]) -> list[RunGroup]:
+    """Split ``scenarios`` into the fewest ``make run_harness`` calls that give each its own overrides.
+
+    RUN_ARGS reach every scenario of one call, so scenarios whose shared fields differ
+    (``bert.Offline.min_duration`` but not Server) run separately. Scenario-specific fields
+    (``--server_target_qps``) are read only by their scenario, so they never force a split.
+    Groups keep the order of ``scenarios``.
+    """
+    groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    specific: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+    for scenario in scenarios:
+        fields = scenario_fields(model, scenario, overrides)
+        shared = tuple(sorted((k, v) for k, v in fields.items() if _shared_field(k)))
+        groups.setdefault(shared, []).append(scenario)
+        specific.setdefault(shared, {}).update({k: v for k, v in fields.items() if not _shared_field(k)})
+    return [
+        RunGroup(tuple(members), tuple(sorted(specific[shared].items())) + shared) for shared, members in groups.items()
+    ]

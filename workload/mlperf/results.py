@@ -23,12 +23,17 @@ UNKNOWN_SYSTEM_TEXT = "did not match any known systems"
 
 @dataclass(frozen=True)
 class Expected:
+    """One result a run must produce: a benchmark (``bert-99.9``: the model at one accuracy target),
+    a scenario and a test mode. ``ConfigVersion=default,high_accuracy`` expects ``bert-99`` and
+    ``bert-99.9`` for each scenario: one is not the other's result."""
+
     model: str
+    benchmark: str
     scenario: str
     test_mode: str
 
     def __str__(self) -> str:
-        return f"{self.model} {self.scenario} {self.test_mode}"
+        return f"{self.benchmark} {self.scenario} {self.test_mode}"
 
 
 @dataclass(frozen=True)
@@ -39,12 +44,6 @@ class Found:
     directory: str
     files: tuple[str, ...]
     system_name: str
-
-
-@dataclass(frozen=True)
-class Missing:
-    expected: Expected
-    reason: str
 
 
 def model_of(benchmark_full: str) -> str | None:
@@ -77,12 +76,15 @@ def map_results(folders: dict[str, list[str]], test_mode: str) -> list[Found]:
         model = model_of(bench)
         if model is None:
             continue
-        found.append(Found(Expected(model, scenario, test_mode), directory, tuple(files), system_name))
+        found.append(Found(Expected(model, bench, scenario, test_mode), directory, tuple(files), system_name))
     return found
 
 
-def explain_missing(expected: Expected, output: str, *, system_text: str | None) -> str:
-    """Why the harness produced no result for ``expected``, from what it printed."""
+def explain_missing(expected: Expected, output: str, *, system_text: str | None, custom_support: bool = False) -> str:
+    """Why the harness produced no result for ``expected``, from what it printed.
+
+    ``custom_support``: whether RequireCustomSystemSupport was on (the hint differs).
+    """
     if UNKNOWN_SYSTEM_TEXT in output:
         detected = f" (detected {system_text})" if system_text else ""
         return (
@@ -90,10 +92,19 @@ def explain_missing(expected: Expected, output: str, *, system_text: str | None)
             "RequireCustomSystemSupport=true to register it as a custom system"
         )
     pattern = re.compile(r"No registered config for (\S+?)\.?\s*(?:for (WorkloadSetting\([^)]*\)))?$", re.M)
+    high_accuracy = expected.benchmark.endswith("-99.9")
     for match in pattern.finditer(output):
-        if f".{expected.scenario}." in f".{match.group(1)}." and expected.model in match.group(1):
-            setting = f" {match.group(2)}" if match.group(2) else ""
-            return f"the harness has no registered config for {match.group(1)}{setting}"
+        name, setting = match.group(1), match.group(2) or ""
+        if f".{expected.scenario}." not in f".{name}." or not name.startswith(expected.model + "."):
+            continue
+        if setting and high_accuracy != ("99_9" in setting or "0.999" in setting):
+            continue  # the warning is about the other accuracy target
+        hint = (
+            "gpuconfigs/ has no values for it"
+            if custom_support
+            else "set the parameter RequireCustomSystemSupport=true to add one from gpuconfigs/"
+        )
+        return f"the harness has no registered config for {name}{' ' + setting if setting else ''}; {hint}"
     if "Traceback (most recent call last)" in output:
         last = [line for line in output.splitlines() if line.strip()][-1:]
         return "the harness crashed" + (f": {last[0].strip()}" if last else "")
