@@ -703,14 +703,9 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
     def verify(self, ctx: StepContext) -> None:
         host, params = ctx.host, self.p
         gpus = read_gpus(host)
-        # apt's offers word the exact fixes (full versions) of a wrong driver or fabric manager.
-        names = [
-            *driver_packages(params),
-            *(fabric_manager_packages(params) if wants_fabric_manager(params, gpus) else ()),
-        ]
         toolkit = read_cuda_toolkit(host, cuda_home(params)) if params.CudaRequired else None
         facts = VerifyFacts(
-            packages=read_package_facts(host, names),
+            packages=read_package_facts(host, ()),
             gpus=gpus,
             fabric_manager=read_fabric_manager(host),
             toolkit_installed=toolkit is not None and toolkit.provides(params.LinuxCudaVersion or ""),
@@ -718,6 +713,11 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
             toolkit_problem=_toolkit_problem(params, toolkit),
         )
         problems = verify_problems(params, facts)
+        if problems:
+            # apt's offers word the exact fixes (full versions): read only when there is something to fix.
+            fm = fabric_manager_packages(params) if wants_fabric_manager(params, gpus) else ()
+            offers = read_package_facts(host, [*driver_packages(params), *fm])
+            problems = verify_problems(params, replace(facts, packages=offers))
         if problems:
             problem, hint = problems[0]
             raise self.fail(problem, ctx, hint=hint)

@@ -82,6 +82,31 @@ def test_gpu_facts_without_a_gpu(host: LocalHost) -> None:
     assert docker_facts.read_nvidia_ctk_version(host) is None  # no NVIDIA container toolkit here
 
 
+def test_driver_origin_asks_dpkg_who_owns_nvidia_smi(host: LocalHost, tmp_path: Path) -> None:
+    """The origin script on this machine, with stand-in nvidia-smi files first on the PATH."""
+    from workload.commands import cmd
+
+    def origin(bin_dir: Path) -> nvidia.DriverOrigin:
+        path = f"{bin_dir}:{os.environ['PATH']}"
+        result = host.check(cmd("sh", "-c", nvidia.DRIVER_ORIGIN_SCRIPT, env={"PATH": path}))
+        return nvidia.parse_driver_origin(result.stdout)
+
+    runfile = tmp_path / "runfile"
+    runfile.mkdir()
+    (runfile / "nvidia-smi").write_text("#!/bin/sh\n")
+    (runfile / "nvidia-smi").chmod(0o755)
+    (runfile / "nvidia-uninstall").write_text("#!/bin/sh\n")
+    (runfile / "nvidia-uninstall").chmod(0o755)
+    found = origin(runfile)
+    assert found == nvidia.DriverOrigin(f"{runfile}/nvidia-smi", None, f"{runfile}/nvidia-uninstall")
+    assert found.from_runfile
+    # A path that resolves to a file a package installed (here dpkg's own binary) is packaged.
+    packaged = tmp_path / "packaged"
+    packaged.mkdir()
+    (packaged / "nvidia-smi").symlink_to("/usr/bin/dpkg")
+    assert origin(packaged) == nvidia.DriverOrigin(f"{packaged}/nvidia-smi", "dpkg", None)
+
+
 def test_cuda_toolkit_is_what_its_nvcc_says(host: LocalHost, tmp_path: Path) -> None:
     home = tmp_path / "cuda-12.4"
     missing = nvidia.read_cuda_toolkit(host, str(home))

@@ -299,14 +299,14 @@ def read_fabric_manager(host: Host) -> FabricManagerFacts:
 
 # -- where the driver came from ----------------------------------------------------------------------
 # NVIDIA's .run installer puts nvidia-smi in /usr/bin without telling dpkg, and leaves its
-# uninstaller next to it. dpkg is asked about the path and its resolved path (/bin is /usr/bin on
-# merged-/usr systems, and dpkg knows only one of the two names).
+# uninstaller next to it. Ownership is read from dpkg's file lists directly (what `dpkg-query -S`
+# searches, at a tenth of its cost: facts are read on every run), for the path and its resolved
+# path (/bin is /usr/bin on merged-/usr systems, and dpkg knows only one of the two names).
 DRIVER_ORIGIN_SCRIPT = r"""
 p=$(command -v nvidia-smi) || exit 0
 echo "nvidia-smi $p"
-for q in "$p" "$(readlink -f "$p")"; do
-  o=$(dpkg-query -S "$q" 2>/dev/null | head -n 1) && [ -n "$o" ] && { echo "package ${o%%: *}"; break; }
-done
+o=$(grep -lxF -e "$p" -e "$(readlink -f "$p")" /var/lib/dpkg/info/*.list 2>/dev/null | head -n 1)
+if [ -n "$o" ]; then o=${o##*/}; o=${o%.list}; echo "package ${o%%:*}"; fi
 u=$(command -v nvidia-uninstall) && echo "uninstaller $u"
 exit 0
 """
