@@ -265,3 +265,14 @@ def test_accuracy_fix_matches_the_failing_figure(tmp_path: Path) -> None:
     rouge_bad = {**rouge_ok, "value": 44.0, "pass": False}
     r = metadata("llama2-70b-99.9", [rouge_bad])
     assert r.fixes == ["a 99.9 % target needs the high-accuracy engine: run with --config_ver=high_accuracy"]
+
+
+def test_overall_accuracy_fail_without_a_failing_figure_still_says_why(tmp_path: Path) -> None:
+    (tmp_path / "metadata.json").write_text(json.dumps({
+        "benchmark_full": "bert-99", "scenario": "Offline", "test_mode": "AccuracyOnly", "accuracy_pass": False,
+        "accuracy": [{"name": "F1", "value": 90.5, "threshold": 89.96526, "pass": True}],
+    }))  # fmt: skip
+    r = result(tmp_path)
+    assert r.failed and r.invalid_reasons == [
+        "the accuracy check is marked failed (accuracy_pass false) though no figure failed its target"
+    ]

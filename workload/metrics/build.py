@@ -434,6 +434,8 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
     elif test_mode != "AccuracyOnly" and validity is None:
         reasons = ["no validity found (no result_validity / 'Result is' line): the run may have been cut short"]
     acc_reasons, acc_fixes = verdict.explain_accuracy(checks, benchmark_full, raw.accuracy_problems)
+    if accuracy_pass is False and not acc_reasons:
+        acc_reasons = ["the accuracy check is marked failed (accuracy_pass false) though no figure failed its target"]
     reasons += acc_reasons
     fixes += acc_fixes
     if test_mode == "AccuracyOnly" and accuracy_pass is None:
