@@ -326,3 +326,23 @@ def test_a_crash_of_the_system_check_is_shown_not_called_an_unknown_system(bed: 
     assert "the harness's system detection failed: `python3 -m scripts.get_system_id` exited 1" in message
     assert "ModuleNotFoundError: No module named 'nvidia_smi_bindings'" in message
     assert not (bed["scratch"] / "standin_calls.log").exists()  # nothing downloaded
+
+
+def test_a_known_system_needs_gpuconfigs_values_only_for_what_nvidia_lacks(bed: dict[str, Any]) -> None:
+    # The harness knows the machine (A100_SXM4_40GBx8), the table has no values for its GPU (as for an
+    # L40S today): what NVIDIA registered runs; only what it lacks fails, naming both gaps.
+    (bed["scratch"] / "standin_detected_system.json").write_text(json.dumps(A100X8))
+    description = json.dumps({**A100X8, "gpu_name": "NVIDIA L40S"})
+    complete = run(bed, [action(bed, "bert", "Offline", TestModes="PerformanceOnly", SystemDescription=description)])
+    assert complete.status == "ok", complete.error
+    lacking = run(
+        bed, [action(bed, "bert", "Offline,Server", TestModes="PerformanceOnly", SystemDescription=description)]
+    )
+    assert lacking.status == "failed"
+    message = str(lacking.error)
+    assert (
+        "no result for bert-99 Server (PerformanceOnly): NVIDIA's harness has no bert Server config for "
+        "A100_SXM4_40GBx8 (Custom, k_99, MaxP), and gpuconfigs/ has no values to add one: no entry for the GPU "
+        "'NVIDIA L40S'" in message
+    )
+    assert [p.parts[-3:] for p in lacking.results] == [("DGX-A100_A100-SXM4-40GBx8_TRT", "bert-99", "Offline")]

@@ -806,25 +806,24 @@ class MLPerfExecutor(Step):
                     "parameter RequireCustomSystemSupport=true to add one from gpuconfigs/"
                 )
 
-            return self._missing_registrations(ctx, facts.nvidia_dir, settings, member, unregistered)
+            registered = {s: self._registered(ctx, facts.nvidia_dir, settings.model, s) for s in settings.scenarios}
+            return self._missing_registrations(settings, member, registered, unregistered)
         return self._add_configs(ctx, container, facts, settings, version, detected)
 
+    @staticmethod
     def _missing_registrations(
-        self,
-        ctx: StepContext,
-        nvidia_dir: str,
         settings: Settings,
         member: str,
+        registered: dict[str, set[Registration]],
         why: Callable[[str, str], str],
     ) -> dict[tuple[str, str], str]:
         """(scenario, benchmark) -> ``why(scenario, setting)`` for each result no registered config can produce."""
         blocked: dict[tuple[str, str], str] = {}
         for scenario in settings.scenarios:
-            registered = self._registered(ctx, nvidia_dir, settings.model, scenario)
             for benchmark in settings.benchmarks:
-                settings_needed = [workload_setting(settings.model, cv) for cv in settings.versions_of(benchmark)]
-                if not any(Registration(member, s) in registered for s in settings_needed):
-                    shown = settings_needed[0]
+                needed = [workload_setting(settings.model, cv) for cv in settings.versions_of(benchmark)]
+                if not any(Registration(member, s) in registered[scenario] for s in needed):
+                    shown = needed[0]
                     blocked[(scenario, benchmark)] = why(scenario, f"{shown.harness}, {shown.accuracy}, {shown.power}")
         return blocked
 
@@ -837,10 +836,28 @@ class MLPerfExecutor(Step):
         version: HarnessVersion,
         detected: str | None,
     ) -> dict[tuple[str, str], str]:
-        """RequireCustomSystemSupport: register a custom system (unknown host) and the configs the harness lacks."""
+        """RequireCustomSystemSupport: register a custom system (unknown host) and the configs the harness lacks.
+
+        A known system (NVIDIA's entry matched; ours from an earlier run does not count: it is
+        regenerated) needs no host facts unless a config is missing.
+        """
         assert facts.nvidia_dir
         from workload.mlperf.gpuconfigs import load_table
 
+        model = settings.model
+        registered: dict[str, set[Registration]] = {s: set() for s in settings.scenarios}
+        member: str | None = None
+        if detected and not detected.startswith(custom_system.SYSTEM_ID_PREFIX):
+            # NVIDIA's own entry matches (Azure ND96asr_v4 is A100_SXM4_40GBx8): add only what it lacks.
+            member = self._known_member(ctx, container, detected)
+            if member is None:
+                raise self.fail(f"the harness detected {detected} but names no KnownSystem for it", ctx)
+            ctx.log(f"the harness knows this system as {detected} (KnownSystem.{member})")
+            registered = {s: self._registered(ctx, facts.nvidia_dir, model, s) for s in settings.scenarios}
+            lacking = self._missing_registrations(settings, member, registered, lambda scenario, setting: setting)
+            if not lacking:
+                self._install(ctx, facts.nvidia_dir, None, [], settings, f"configs for KnownSystem.{member}")
+                return {}
         try:
             system = self._system(ctx)
         except ValueError as exc:
@@ -849,58 +866,69 @@ class MLPerfExecutor(Step):
             table = load_table()
             sku = table.sku_for_gpu(system.gpu_name)
         except ProfileError as exc:
-            raise self.fail(exc.message, ctx, hint=exc.hint) from None
-        sid = custom_system.system_id(system, sku)
-        if detected and detected != sid:
-            # NVIDIA's own entry matches (Azure ND96asr_v4 is A100_SXM4_40GBx8): add only what it lacks.
-            member = self._known_member(ctx, container, detected)
             if member is None:
-                raise self.fail(f"the harness detected {detected} but names no KnownSystem for it", ctx)
-            class_base, block = f"WL_{member}", None
-            ctx.log(f"the harness knows this system as {detected} (KnownSystem.{member})")
+                raise self.fail(exc.message, ctx, hint=exc.hint) from None
+            return {
+                key: f"NVIDIA's harness has no {model} {key[0]} config for {member} ({setting}), and gpuconfigs/ "
+                f"has no values to add one: {exc.problem}"
+                for key, setting in lacking.items()
+            }
+        if member is None:
+            member = custom_system.system_id(system, sku)
+            class_base, block = custom_system.class_name(member), custom_system.custom_list_block(system, sku)
+            what = f"custom system {member} ({system.describe()})"
         else:
-            member, class_base = sid, custom_system.class_name(sid)
-            block = custom_system.custom_list_block(system, sku)
+            class_base, block, what = f"WL_{member}", None, f"configs for KnownSystem.{member}"
         blocked: dict[tuple[str, str], str] = {}
         files: list[custom_system.GeneratedFile] = []
-        remove: list[str] = []
         for scenario in settings.scenarios:
-            registered = self._registered(ctx, facts.nvidia_dir, settings.model, scenario) if block is None else set()
             classes: list[tuple[WorkloadSetting, ResolvedConfig]] = []
             for benchmark in settings.benchmarks:
                 available, problems = False, []
                 for cv in settings.versions_of(benchmark):
-                    setting = workload_setting(settings.model, cv)
-                    if Registration(member, setting) in registered or any(s == setting for s, _ in classes):
+                    setting = workload_setting(model, cv)
+                    if Registration(member, setting) in registered[scenario] or any(s == setting for s, _ in classes):
                         available = True
                         continue
                     high = setting.accuracy == "k_99_9"
-                    problem = table.entry_problem(system.gpu_name, settings.model, scenario, high_accuracy=high)
+                    problem = table.entry_problem(system.gpu_name, model, scenario, high_accuracy=high)
                     if problem is not None:
                         problems.append(problem)
                         continue
-                    config = table.resolve(
-                        system.gpu_name, system.gpu_count, settings.model, scenario, high_accuracy=high
+                    classes.append(
+                        (setting, table.resolve(system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high))
                     )
-                    classes.append((setting, config))
                     available = True
                 if not available:
                     blocked[(scenario, benchmark)] = problems[0]
             if classes:
-                files.append(
-                    custom_system.custom_config(settings.model, scenario, member, class_base, classes, version)
-                )
-            else:
-                remove.append(custom_system.custom_config_path(settings.model, scenario))
-        try:
-            written = custom_system.install(ctx.host, facts.nvidia_dir, block, files, remove)
-        except custom_system.CustomSystemError as exc:
-            raise self.fail(str(exc), ctx) from None
-        what = f"custom system {sid} ({system.describe()})" if block else f"configs for KnownSystem.{member}"
-        ctx.log(f"registered {what}: {', '.join(written) or 'nothing was missing'}")
+                files.append(custom_system.custom_config(model, scenario, member, class_base, classes, version))
+        self._install(ctx, facts.nvidia_dir, block, files, settings, what)
         for (scenario, benchmark), why in blocked.items():
             ctx.log(f"cannot run {benchmark} {scenario}: {why}")
         return blocked
+
+    def _install(
+        self,
+        ctx: StepContext,
+        nvidia_dir: str,
+        block: str | None,
+        files: list[custom_system.GeneratedFile],
+        settings: Settings,
+        what: str,
+    ) -> None:
+        """Write the generated files; remove our custom.py of this run's other scenarios (they need none now)."""
+        written_paths = {f.path for f in files}
+        remove = [
+            path
+            for path in (custom_system.custom_config_path(settings.model, s) for s in settings.scenarios)
+            if path not in written_paths
+        ]
+        try:
+            written = custom_system.install(ctx.host, nvidia_dir, block, files, remove)
+        except custom_system.CustomSystemError as exc:
+            raise self.fail(str(exc), ctx) from None
+        ctx.log(f"registered {what}: {', '.join(written) or 'nothing was missing'}")
 
     # -- runs and results ------------------------------------------------------------------------
     def _runs(

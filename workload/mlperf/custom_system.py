@@ -60,9 +60,13 @@ class GeneratedFile:
     text: str
 
 
+#: Every system id we register starts with it (NVIDIA's never do).
+SYSTEM_ID_PREFIX = "WL_"
+
+
 def system_id(system: HostSystem, sku: SkuTable) -> str:
     """The KnownSystem name we register: ``WL_<SKU>x<count>`` (a valid Python identifier)."""
-    return f"WL_{sku.sku}x{system.gpu_count}"
+    return f"{SYSTEM_ID_PREFIX}{sku.sku}x{system.gpu_count}"
 
 
 def class_name(sid: str) -> str:
