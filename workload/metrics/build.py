@@ -122,6 +122,21 @@ def _headline_key(values: dict[str, Scalar], scenario: str | None, scheduled_hea
     return scenario_key if isinstance(scenario_key, str) and has(scenario_key) else None
 
 
+#: detail-log key -> its metric spec, or None for keys that are not metrics of their own (see :func:`_spec_of`)
+_SPECS: dict[str, names.Spec | None] = {}
+_UNKNOWN = names.Spec("", "", names.UNDEFINED, 0, "")
+#: keys reported elsewhere (validity metrics, the early-stopping estimate of the scenario)
+_NOT_METRICS = frozenset({"result_validity", "early_stopping_latency_ss", "early_stopping_latency_ms"})
+
+
+def _spec_of(key: str) -> names.Spec | None:
+    """The spec of ``key`` as :data:`_SPECS` holds it (remembered for the first few thousand keys seen)."""
+    spec = None if key in _NOT_METRICS else names.spec_for(key)
+    if len(_SPECS) < 4096:  # keys come from files (metadata.json names its scenario_key): bounded
+        _SPECS[key] = spec
+    return spec
+
+
 #: the scenario_key NVIDIA's harness writes into metadata.json, by scenario (first one present)
 _NVIDIA_SCENARIO_KEYS = {
     "Offline": ("result_tokens_per_second", "result_samples_per_second"),  # tokens: llama2/mixtral
@@ -287,26 +302,18 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
                     f"VirtualClient name for {vc_key} (the scenario_key)",
                 )
             )
+        # every other numeric key with a metric spec, once per metric name (the loop of the parse: ~50 keys a
+        # result; the spec of a key is looked up in a plain dict, and the row written out, not built by calls)
+        add, specs, isfinite = perf_metrics.append, _SPECS, math.isfinite
         for key, value in values.items():
-            if key == "result_validity" or isinstance(value, str) or not math.isfinite(value):
-                continue
-            spec = names.spec_for(key)
-            if spec is None or spec.name in seen:
-                continue
-            if key == "early_stopping_latency_ss" or key == "early_stopping_latency_ms":
+            spec = specs.get(key, _UNKNOWN)
+            if spec is _UNKNOWN:
+                spec = _spec_of(key)
+            if spec is None or isinstance(value, str) or spec.name in seen or not isfinite(value):
                 continue
             seen.add(spec.name)
-            perf_metrics.append(
-                metric(
-                    spec.name,
-                    float(value),
-                    spec.unit,
-                    spec.relativity,
-                    Categorization.PERFORMANCE,
-                    spec.verbosity,
-                    spec.description,
-                )
-            )
+            add((spec.name, float(value), spec.unit, spec.relativity, Categorization.PERFORMANCE, spec.description,
+                 spec.verbosity, 0))  # fmt: skip
         es_key = {"SingleStream": "early_stopping_latency_ss", "MultiStream": "early_stopping_latency_ms"}.get(
             scenario or ""
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-from workload.metrics.raw import PRIO_DETAIL, RawResult
+from workload.metrics.raw import PRIO_DETAIL, RawResult, Scalar
 
 _PREFIX = ":::MLLOG "
 _ERROR_FLAG = '"is_error": true'
@@ -30,6 +30,7 @@ _WANTED_RE = (
 _RECORD = re.compile(r':::MLLOG \{"key": "(' + _WANTED_RE + r'[^"]*)", "value": ([^\n]*?), "time_ms": ')
 _RECORD_B = re.compile(_RECORD.pattern.encode())
 _PREFIX_B = b":::MLLOG {"
+_JOIN_B = b"}}\n" + _PREFIX_B
 _ERROR_FLAG_B = _ERROR_FLAG.encode()
 _WARNING_FLAG_B = _WARNING_FLAG.encode()
 _LITERALS_B: dict[bytes, bool] = {b"true": True, b"false": False}
@@ -58,20 +59,24 @@ def parse_bytes(path: str, data: bytes, raw: RawResult) -> None:
     if b"\r" in data or not data.isascii() or _ERROR_FLAG_B in data or _WARNING_FLAG_B in data:
         parse(path, data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n"), raw)
         return
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    starts = data.count(b"\n" + _PREFIX_B) + data.startswith(_PREFIX_B)
-    ends = data.count(b"}}\n") + data.endswith(b"}}")
-    if not (starts == ends == lines):  # a blank or malformed line: the careful path finds and reports it
+    # Every line is a record (starts with the prefix, ends with "}}") when the file does and every
+    # line break joins two records: two passes over the bytes (line breaks, joins), not three.
+    breaks = data.count(b"\n") - data.endswith(b"\n")
+    well_formed = data.startswith(_PREFIX_B) and data.endswith((b"}}", b"}}\n")) and data.count(_JOIN_B) == breaks
+    if not well_formed:  # a blank or malformed line: the careful path finds and reports it
         parse(path, data.decode("ascii"), raw)
         return
-    put, decode = raw.put, _decode_bytes
+    decode = _decode_bytes
+    pairs: list[tuple[str, Scalar]] = []
+    add = pairs.append
     for key, text in _RECORD_B.findall(data):
         try:
             value = decode(text)
         except ValueError:
             continue
         if isinstance(value, bool | int | float | str):
-            put(key.decode(), value, PRIO_DETAIL, path)
+            add((key.decode(), value))
+    raw.put_all(pairs, PRIO_DETAIL, path)
     _finish(raw, path)
 
 
