@@ -184,3 +184,18 @@ def test_mlperf_executor_runs_on_an_ssh_host_over_its_connection(
     finally:
         with contextlib.suppress(Exception):
             docker_engine.client.containers.get("mlperf-inference-root-x86_64").remove(force=True)
+
+
+def test_a_user_without_socket_access_or_sudo_is_told_what_to_allow(
+    sshd: SshServer,  # noqa: F811
+    docker_engine: Any,
+) -> None:
+    with local_user(sudo=None) as user:
+        host = ssh_host(sshd, user=user.name)
+        with pytest.raises(ConnectError) as err:
+            connect_over_host(host, docker_engine.base_url)
+        host.close()
+    text = str(err.value)
+    assert f"sudo -n -H -- sh -c 'docker -H {docker_engine.base_url} system dial-stdio'" in text
+    assert "is not in the sudoers file" in text or "may not run sudo" in text or "password is required" in text
+    assert f"{user.name} may not open the Docker socket, so the dial runs through sudo" in text

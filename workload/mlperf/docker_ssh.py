@@ -228,11 +228,14 @@ def connect_over_host(
         client.ping()
     except (requests.RequestException, docker.errors.DockerException, KeyError, ValueError, OSError) as exc:
         why = dialer.last_error() or str(exc)
-        sudo = " (through sudo)" if dialer.sudo else ""
+        hint = "check that dockerd runs there and DockerBaseUrl names its socket (unix:///var/run/docker.sock)"
+        if dialer.sudo:
+            hint = (
+                f"{host.user} may not open the Docker socket, so the dial runs through sudo: allow sudo "
+                "(--sudo-password-env when it asks for a password) or add the user to the docker group; " + hint
+            )
         raise ConnectError(
-            host.name,
-            f"cannot reach the Docker daemon on the host{sudo} with `{dialer.line}`: {why}",
-            hint="check that dockerd runs there and DockerBaseUrl names its socket (unix:///var/run/docker.sock)",
+            host.name, f"cannot reach the Docker daemon on the host with `{dialer.line}`: {why}", hint=hint
         ) from None
     if log is not None:
         log(f"Docker daemon on {host.name}: over its SSH connection (`{dialer.line}` per request)")
