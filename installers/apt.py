@@ -26,7 +26,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from installers.facts.packages import PackageFacts, newest, split_version
+from installers.facts.packages import APT_LISTS, PackageFacts, newest, split_version
 from installers.facts.system import (
     Architecture,
     OsRelease,
@@ -36,6 +36,7 @@ from installers.facts.system import (
 )
 from workload.commands import Command, cmd
 from workload.errors import StepError
+from workload.hosts.base import CommandResult
 from workload.steps import Change, Step, StepContext, StepPlan
 
 #: Seconds apt waits for the dpkg lock (and the explicit wait before it).
@@ -85,8 +86,13 @@ def pin(name: str, version: str | None) -> str:
 
 
 def update(*, lock_timeout: int = DEFAULT_LOCK_TIMEOUT_S, attempts: int = 4) -> Command:
-    """``apt-get update``, retried with backoff (a mirror hiccup is the common failure)."""
-    return with_retry(apt_get("update", lock_timeout=lock_timeout), attempts=attempts)
+    """``apt-get update``, retried with backoff (a mirror hiccup is the common failure).
+
+    It changes only the package lists (scope :data:`APT_LISTS`): the facts read before it, but
+    what apt offers, still hold.
+    """
+    refresh = apt_get("update", lock_timeout=lock_timeout).with_options(scope=APT_LISTS)
+    return with_retry(refresh, attempts=attempts)
 
 
 def install(
@@ -132,6 +138,11 @@ LOCK_WAIT_SCRIPT = (
 )
 
 
+#: The scope of the lock wait: it changes nothing itself, so no remembered fact is forgotten by
+#: running it; when it did wait, another process worked on the host (see :func:`waited_for_lock`).
+LOCK_WAIT = "apt-lock-wait"
+
+
 def wait_for_dpkg_lock(timeout_s: int = DEFAULT_LOCK_TIMEOUT_S, locks: Sequence[str] = APT_LOCKS) -> Command:
     """Wait until nobody holds the apt/dpkg locks, printing who holds which; fail (exit 75) after ``timeout_s``."""
     return cmd(
@@ -143,7 +154,14 @@ def wait_for_dpkg_lock(timeout_s: int = DEFAULT_LOCK_TIMEOUT_S, locks: Sequence[
         *locks,
         sudo=True,
         timeout=float(timeout_s) + 60,
+        scope=LOCK_WAIT,
     )
+
+
+def waited_for_lock(result: CommandResult) -> bool:
+    """Whether a :func:`wait_for_dpkg_lock` run found a lock held: then another process
+    (unattended-upgrades, apt-daily) changed packages meanwhile, and facts read before are stale."""
+    return "waiting for the apt/dpkg lock" in result.stdout
 
 
 RETRY_SCRIPT = (
@@ -237,7 +255,9 @@ def apply_with_refresh(
         for change in plan.changes:
             ctx.log(f"-> {change.summary}")
             for command in change.commands:
-                ctx.check(command)
+                result = ctx.check(command)
+                if command.scope == LOCK_WAIT and waited_for_lock(result):
+                    ctx.host.forget_facts()
             if isinstance(change, AptRefresh):
                 refreshed = True
                 break  # what follows was a preview from the old lists

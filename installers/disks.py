@@ -339,7 +339,7 @@ class FormatDisks(Step):
         has_mdadm = True
         mdadm_conf: str | None = None
         if self.p.Raid0:
-            has_mdadm = host.run(cmd("sh", "-c", "command -v mdadm", timeout=30)).ok
+            has_mdadm = host.run(cmd("sh", "-c", "command -v mdadm", timeout=30, readonly=True)).ok
             try:
                 mdadm_conf = host.read_text(self.p.MdadmConfPath)
             except FileNotFoundError:
@@ -569,10 +569,10 @@ def resolve_owner(host: Host, username: str | None) -> Owner:
     """``Username``, else ``SUDO_USER`` (when not root), else the connecting user; with ids."""
     name = (username or "").strip()
     if not name:
-        sudo_user = host.run(cmd("printenv", "SUDO_USER", timeout=30)).stdout.strip()
+        sudo_user = host.run(cmd("printenv", "SUDO_USER", timeout=30, readonly=True)).stdout.strip()
         name = sudo_user if sudo_user and sudo_user != "root" else host.identity.user
-    uid = host.run(cmd("id", "-u", name, timeout=30))
-    gid = host.run(cmd("id", "-g", name, timeout=30))
+    uid = host.run(cmd("id", "-u", name, timeout=30, readonly=True))
+    gid = host.run(cmd("id", "-g", name, timeout=30, readonly=True))
     if not (uid.ok and gid.ok):
         raise PlanRefused(f"Username: no user {name!r} on this host", hint="set Username to an existing user")
     return Owner(name=name, uid=int(uid.stdout.strip()), gid=int(gid.stdout.strip()))
@@ -582,7 +582,7 @@ def read_stats(host: Host, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
     """Owner ids of the paths that exist (missing ones are simply absent)."""
     if not paths:
         return {}
-    result = host.run(cmd("stat", "-c", "%u:%g:%n", *paths, timeout=60))
+    result = host.run(cmd("stat", "-c", "%u:%g:%n", *paths, timeout=60, readonly=True))
     stats: dict[str, tuple[int, int]] = {}
     for line in result.stdout.splitlines():
         uid, _, rest = line.partition(":")

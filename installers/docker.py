@@ -128,7 +128,7 @@ def plan_docker(params: DockerParameters, facts: DockerFacts) -> StepPlan:
 def gather_facts(ctx: StepContext, params: DockerParameters, *, refreshed: bool = False) -> DockerFacts:
     host = ctx.host
     user = read_user_home(host, params.Username)
-    groups = host.run(cmd("id", "-nG", user.name, timeout=60))
+    groups = host.run(cmd("id", "-nG", user.name, timeout=60, readonly=True))
     return DockerFacts(
         os=read_os_release(host),
         arch=read_architecture(host),

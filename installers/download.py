@@ -58,7 +58,7 @@ def read_download_state(host: Host, dest: str) -> DownloadState:
         "if command -v curl >/dev/null 2>&1; then echo tool curl; "
         "elif command -v wget >/dev/null 2>&1; then echo tool wget; fi"
     )
-    result = host.run(cmd("sh", "-c", script, "download-state", dest, timeout=60))
+    result = host.run(cmd("sh", "-c", script, "download-state", dest, timeout=60, readonly=True))
     return parse_download_state(result.stdout)
 
 

@@ -202,20 +202,22 @@ def read_clone_facts(host: Host, target: str, commit: str | None) -> CloneFacts:
     """Read-only queries of the target folder."""
     if not host.exists(target):
         return CloneFacts(target=target, exists=False)
-    listing = host.run(cmd("ls", "-A", target, timeout=60))
+    listing = host.run(cmd("ls", "-A", target, timeout=60, readonly=True))
     if listing.ok and not listing.stdout.strip():
         return CloneFacts(target=target, exists=True, empty=True)
-    top = host.run(git(target, "rev-parse", "--show-toplevel", timeout=60))
-    real = host.run(cmd("realpath", target, timeout=60)).stdout.strip()
+    top = host.run(git(target, "rev-parse", "--show-toplevel", timeout=60, readonly=True))
+    real = host.run(cmd("realpath", target, timeout=60, readonly=True)).stdout.strip()
     if not top.ok or top.stdout.strip() != real:
         return CloneFacts(target=target, exists=True)  # not a clone, or a folder inside another clone
-    origin = host.run(git(target, "remote", "get-url", "origin", timeout=60))
-    head = host.run(git(target, "rev-parse", "HEAD", timeout=60))
+    origin = host.run(git(target, "remote", "get-url", "origin", timeout=60, readonly=True))
+    head = host.run(git(target, "rev-parse", "HEAD", timeout=60, readonly=True))
     resolved = None
     if commit:
-        found = host.run(git(target, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", timeout=60))
+        found = host.run(
+            git(target, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", timeout=60, readonly=True)
+        )
         resolved = found.stdout.strip() if found.ok else None
-    status = host.run(git(target, "status", "--porcelain", timeout=600))
+    status = host.run(git(target, "status", "--porcelain", timeout=600, readonly=True))
     return CloneFacts(
         target=target,
         exists=True,

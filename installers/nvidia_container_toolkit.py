@@ -158,7 +158,7 @@ def gather_facts(ctx: StepContext, *, refreshed: bool = False) -> ToolkitFacts:
     try:
         daemon_json: str | None = host.read_text(DAEMON_JSON)
     except (FileNotFoundError, PermissionError):
-        result = host.run(cmd("cat", DAEMON_JSON, sudo=True, timeout=60))
+        result = host.run(cmd("cat", DAEMON_JSON, sudo=True, timeout=60, readonly=True))
         daemon_json = result.stdout if result.ok else None
     return ToolkitFacts(
         os=read_os_release(host),

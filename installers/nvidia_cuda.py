@@ -609,7 +609,7 @@ def gather_facts(ctx: StepContext, params: NvidiaCudaParameters, *, refreshed: b
     user = read_user_home(host, params.Username)
     begin, _ = bashrc_markers(params)
     bashrc = posixpath.join(user.home, ".bashrc")
-    has_block = host.run(cmd("grep", "-qxF", begin, bashrc, sudo=True, timeout=60)).returncode == 0
+    has_block = host.run(cmd("grep", "-qxF", begin, bashrc, sudo=True, timeout=60, readonly=True)).returncode == 0
     toolkit = read_cuda_toolkit(host, cuda_home(params)) if params.LinuxCudaVersion else None
     runfile = (
         read_download_state(host, runfile_path(params))

@@ -49,9 +49,33 @@ class NeverHereStep(Step):
         raise self.fail("plan must not be reached after a failed preflight", ctx)
 
 
+class FactReadingStep(Step):
+    """Reads one fact (a readonly command that counts its runs in ``Marker``) in preflight, plan and
+    verify, like an installer; apply writes with a command that is not readonly."""
+
+    type_name: ClassVar[str] = "FactReadingStep"
+    Parameters: ClassVar[type[StepParameters]] = EchoParameters
+
+    def _read_fact(self, ctx: StepContext) -> None:
+        params = self.params
+        assert isinstance(params, EchoParameters) and params.Marker
+        ctx.host.run(cmd("sh", "-c", 'echo read >> "$1"', "fact", params.Marker, readonly=True))
+
+    def preflight(self, ctx: StepContext) -> None:
+        self._read_fact(ctx)
+
+    def plan(self, ctx: StepContext) -> StepPlan:
+        self._read_fact(ctx)
+        return StepPlan(changes=(Change("change something", (cmd("true"),)),))
+
+    def verify(self, ctx: StepContext) -> None:
+        self._read_fact(ctx)
+
+
 @pytest.fixture(autouse=True)
 def test_step_types(monkeypatch: pytest.MonkeyPatch) -> None:
-    here = {name: f"tests.test_engine:{name}" for name in ("RefreshThenRebootStep", "NeverHereStep")}
+    names = ("RefreshThenRebootStep", "NeverHereStep", "FactReadingStep")
+    here = {name: f"tests.test_engine:{name}" for name in names}
     monkeypatch.setattr(registry, "STEP_TYPES", {**registry.STEP_TYPES, **TEST_TYPES, **here})
 
 
@@ -293,3 +317,15 @@ def test_preflight_stops_the_run_before_any_step_changes_the_host(tmp_path: Path
     (planned,) = engine.run([parse_host_spec("local://")], plan_only=True)
     assert [s.status for s in planned.steps] == ["planned", "failed"]
     assert planned.steps[1].message == str(outcome.error)
+
+
+def test_facts_are_read_again_for_every_step_but_once_between_changes(tmp_path: Path) -> None:
+    reads = tmp_path / "reads"
+    step = {"Type": "FactReadingStep", "Parameters": {"Marker": str(reads)}}
+    engine, _ = engine_for(tmp_path, make_profile(tmp_path, {"Description": "t", "Dependencies": [step, step]}))
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "ok", outcome.error
+    # The preflight reads once for both steps and the first step's plan reuses it; each apply
+    # changes the host, so verify reads again; the second step starts with nothing remembered.
+    # (Without the memo: 2 preflights + 2 plans + 2 verifies = 6 reads.)
+    assert reads.read_text().splitlines() == ["read"] * 4

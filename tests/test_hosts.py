@@ -373,6 +373,27 @@ def test_sudo_that_needs_a_password(transport: str, request: pytest.FixtureReque
         assert "sudo password was refused" in wrong["error"] and "not-the-password" not in wrong["error"]
 
 
+def test_remembered_facts_are_read_once_and_forgotten_on_any_change(host: Host, tmp_path: Path) -> None:
+    counter = tmp_path / "reads"
+    # A fact that counts its own runs: the count shows whether a result came from the host or the memo.
+    fact = cmd("sh", "-c", 'echo x >> "$1"; wc -l < "$1"', "fact", str(counter), readonly=True)
+    assert host.run(fact).stdout.strip() == "1"  # no memo outside the block
+    with host.remembering_facts():
+        assert host.run(fact).stdout.strip() == "2"
+        assert host.run(fact).stdout.strip() == "2"  # remembered: the host saw no second read
+        host.run(cmd("true"))  # any command that is not readonly may change what facts read
+        assert host.run(fact).stdout.strip() == "3"
+        assert host.run(fact).stdout.strip() == "3"
+        host.write_text(str(tmp_path / "other"), "changed")  # so may any file write
+        assert host.run(fact).stdout.strip() == "4"
+        host.forget_facts()  # the engine forgets at each step boundary
+        assert host.run(fact).stdout.strip() == "5"
+        with host.remembering_facts():  # nested: the same memo
+            assert host.run(fact).stdout.strip() == "5"
+    assert host.run(fact).stdout.strip() == "6"  # the memo ends with the block
+    assert counter.read_text().count("x") == 6
+
+
 def test_root_needs_no_sudo_and_can_run_as_another_user(host: Host) -> None:
     if os.geteuid() != 0:
         pytest.skip("runs as root")

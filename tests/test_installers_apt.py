@@ -24,9 +24,10 @@ import pytest
 
 from installers import apt
 from installers.download import download_commands, parse_download_state, read_download_state
-from workload.commands import cmd
+from workload.commands import Command, cmd
 from workload.errors import CommandFailed
 from workload.hosts.local import LocalHost
+from workload.steps import Change, HostState, StepContext, StepPlan
 
 HOLDER = """
 import fcntl, os, sys, time
@@ -220,3 +221,51 @@ def test_download_state_parser() -> None:
     state = parse_download_state("partial 1048576\ntool wget\n")
     assert (state.complete, state.partial_bytes, state.tool) == (False, 1048576, "wget")
     assert parse_download_state("complete\ntool curl\n").complete
+
+
+# -- facts remembered across a refresh -----------------------------------------------------------
+def _refresh_context(tmp_path: Path) -> StepContext:
+    host = LocalHost()
+    return StepContext(
+        host=host,
+        host_dir=tmp_path,
+        log_path=tmp_path / "step.log",
+        state=HostState(host, str(tmp_path / "state.json")),
+    )
+
+
+def _counting_fact(counter: Path, **scope: str) -> Command:
+    return cmd("sh", "-c", 'echo x >> "$1"', "fact", str(counter), readonly=True, **scope)
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["lock free", "lock held"])
+def test_a_refresh_forgets_only_the_package_lists_unless_the_lock_wait_waited(
+    tmp_path: Path, lock_holder: tuple[Path, Path], held: bool
+) -> None:
+    """After ``apt-get update`` only what apt offers is read again; after a wait for a lock that
+    another process held, everything is (that process changed packages meanwhile)."""
+    exe, lock = lock_holder
+    ctx = _refresh_context(tmp_path)
+    installed, offered = tmp_path / "installed-reads", tmp_path / "offered-reads"
+
+    def read_facts() -> StepPlan:
+        ctx.host.run(_counting_fact(installed))  # like dpkg-query: a general fact
+        ctx.host.run(_counting_fact(offered, scope=apt.APT_LISTS))  # like apt-cache policy
+        return StepPlan.noop("installed")
+
+    # apt-get update itself is stood in for by a command of the same scope (no apt here).
+    refresh = apt.AptRefresh(
+        "refresh",
+        (apt.wait_for_dpkg_lock(30, [str(lock)]), cmd("true", scope=apt.APT_LISTS)),
+    )
+    plan = StepPlan(changes=(refresh, Change("install", (cmd("true"),))))
+    holder = _hold(exe, lock, 2) if held else None
+    try:
+        with ctx.host.remembering_facts():
+            read_facts()
+            apt.apply_with_refresh(ctx, plan, read_facts, label="t")
+    finally:
+        if holder is not None:
+            holder.wait(timeout=10)
+    assert offered.read_text().count("x") == 2  # the lists were refreshed: read again
+    assert installed.read_text().count("x") == (2 if held else 1)

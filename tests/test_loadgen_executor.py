@@ -61,7 +61,7 @@ class ForeignHost(Host):
     ) -> tuple[int, bool]:  # fmt: skip
         return self._local._execute(shell_line, stdin=stdin, timeout=timeout, stdout=stdout, stderr=stderr)
 
-    def put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+    def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
         self._local.put(local_path, remote_path, mode=mode)
 
     def get(self, remote_path: str, local_path: str) -> None:
@@ -70,7 +70,7 @@ class ForeignHost(Host):
     def read_bytes(self, path: str) -> bytes:
         return self._local.read_bytes(path)
 
-    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+    def _write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         self._local.write_bytes(path, data, mode=mode)
 
     def exists(self, path: str) -> bool:

@@ -118,7 +118,7 @@ class _ScriptedBootIds(Host):
         stdout.feed((self.boot_ids[min(self.polls, len(self.boot_ids)) - 1] + "\n").encode())
         return 0, False
 
-    def put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+    def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
         raise AssertionError("not used")
 
     def get(self, remote_path: str, local_path: str) -> None:
@@ -127,7 +127,7 @@ class _ScriptedBootIds(Host):
     def read_bytes(self, path: str) -> bytes:
         raise AssertionError("not used")
 
-    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+    def _write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         raise AssertionError("not used")
 
     def exists(self, path: str) -> bool:

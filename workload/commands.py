@@ -112,6 +112,11 @@ class Command:
     ``argv`` is never joined without quoting. ``sudo`` asks for root; ``user`` asks to run as that
     user (through sudo when the connection is someone else). ``timeout`` is in seconds.
     ``input`` is fed to stdin. ``idempotent`` says whether a retry after a lost connection is safe.
+    ``readonly`` says the command only reads the host (a fact query): while a host remembers facts
+    (:meth:`~workload.hosts.base.Host.remembering_facts`) a second run of it returns the first result.
+    ``scope`` narrows that: a readonly command reads only that part of the host (e.g. apt's package
+    lists), and a command that is not readonly changes only that part, so it makes the host forget
+    the facts of that scope alone. None: any part (a command with no scope may change anything).
     """
 
     argv: tuple[Arg, ...]
@@ -122,6 +127,8 @@ class Command:
     timeout: float | None = None
     input: str | None = None
     idempotent: bool = True
+    readonly: bool = False
+    scope: str | None = None
 
     def __post_init__(self) -> None:
         if not self.argv:

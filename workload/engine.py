@@ -328,6 +328,10 @@ class Engine:
         A step whose preflight fails is reported as failed with that reason: ``run`` would stop
         there before its first step, so nothing would change on the host.
         """
+        with host.remembering_facts():  # plan changes nothing, so its facts hold for every step
+            self._plan_steps(host, outcome)
+
+    def _plan_steps(self, host: Host, outcome: HostOutcome) -> None:
         state = HostState(host, self.options.state_path)
         exports: dict[str, str] = dict(state.get("exports", {}) or {})
         steps = list(enumerate(self._steps(), start=1))
@@ -400,10 +404,17 @@ class Engine:
         exports: dict[str, str] = dict(state.get("exports", {}) or {})
         steps = list(enumerate(self._steps(), start=1))
         self._note_reboot_done(host, state)
-        self._stop_if_impossible(host, state, steps, exports, outcome)
-        for index, step in steps:
-            if step.kind == "dependency":
-                self._run_step(host, state, index, step, exports, outcome)  # raises: dependencies fail fast
+        # Facts the preflight reads serve the first step's plan too; within a dependency step the
+        # same facts are read by plan, re-plan and verify. Any change forgets them, and so does each
+        # step boundary. Actions run outside: they change hosts through other channels (docker SDK).
+        with host.remembering_facts():
+            self._stop_if_impossible(host, state, steps, exports, outcome)
+            for index, step in steps:
+                if step.kind == "dependency":
+                    try:
+                        self._run_step(host, state, index, step, exports, outcome)  # raises: dependencies fail fast
+                    finally:
+                        host.forget_facts()
         actions = [(i, s) for i, s in steps if s.kind == "action"]
         if not actions:
             return

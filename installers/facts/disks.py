@@ -522,10 +522,10 @@ def build_facts(
 def read_lsblk(host: Host) -> tuple[BlockDevice, ...]:
     """Run lsblk on the host; fall back to MOUNTPOINT where lsblk predates MOUNTPOINTS (< 2.37)."""
     columns = LSBLK_COLUMNS
-    result = host.run(cmd("lsblk", "--json", "--bytes", "--output", columns, timeout=60))
+    result = host.run(cmd("lsblk", "--json", "--bytes", "--output", columns, timeout=60, readonly=True))
     if not result.ok and "unknown column" in result.stderr:
         columns = columns.replace("MOUNTPOINTS", "MOUNTPOINT")
-        result = host.run(cmd("lsblk", "--json", "--bytes", "--output", columns, timeout=60))
+        result = host.run(cmd("lsblk", "--json", "--bytes", "--output", columns, timeout=60, readonly=True))
     if not result.ok:
         raise FactError(f"[{host.name}] lsblk failed (exit {result.returncode}): {result.stderr.strip()[-300:]}")
     return parse_lsblk(result.stdout)
@@ -542,16 +542,20 @@ def read_disk_facts(host: Host) -> DiskFacts:
         # One blkid per device: given several, blkid -p stops at the first device without a
         # signature (util-linux 2.38). The loop keeps it to one round trip.
         script = 'for dev in "$@"; do blkid -p -o export "$dev"; echo; done'
-        result = host.run(cmd("sh", "-c", script, "sh", *dict.fromkeys(paths), sudo=True, timeout=300))
+        result = host.run(cmd("sh", "-c", script, "sh", *dict.fromkeys(paths), sudo=True, timeout=300, readonly=True))
         probes, errors = parse_blkid_export(result.stdout, result.stderr)
     signatures: dict[str, tuple[str, ...]] = {}
     for disk in candidates:
-        result = host.run(cmd("wipefs", "--no-act", "--json", disk.path, sudo=True, timeout=60))
+        result = host.run(cmd("wipefs", "--no-act", "--json", disk.path, sudo=True, timeout=60, readonly=True))
         if result.ok:
             signatures[disk.path] = parse_wipefs_json(result.stdout)
         else:
             errors.setdefault(disk.path, f"wipefs: {result.stderr.strip()[-200:] or f'exit {result.returncode}'}")
-    found = host.run(cmd("findmnt", "--json", "--bytes", "--list", "-o", "TARGET,SOURCE,FSTYPE,SIZE,AVAIL", timeout=60))
+    found = host.run(
+        cmd(
+            "findmnt", "--json", "--bytes", "--list", "-o", "TARGET,SOURCE,FSTYPE,SIZE,AVAIL", timeout=60, readonly=True
+        )
+    )
     if not found.ok:
         raise FactError(f"[{host.name}] findmnt failed (exit {found.returncode}): {found.stderr.strip()[-300:]}")
     mounts = parse_findmnt(found.stdout)

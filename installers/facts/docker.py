@@ -72,7 +72,7 @@ def _first_line(text: str) -> str:
 
 def read_docker_info(host: Host, *, sudo: bool = True) -> DockerInfo:
     """``sudo`` because a user not (yet) in the docker group gets "permission denied" on the socket."""
-    result = host.run(cmd("docker", "info", "--format", "{{json .}}", sudo=sudo, timeout=120))
+    result = host.run(cmd("docker", "info", "--format", "{{json .}}", sudo=sudo, timeout=120, readonly=True))
     return parse_docker_info(result.returncode, result.stdout, result.stderr)
 
 

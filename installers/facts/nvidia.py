@@ -213,12 +213,12 @@ class GpuInventory:
 
 
 def read_smi_query(host: Host) -> SmiQuery:
-    result = host.run(cmd(*GPU_QUERY_ARGV, timeout=120))
+    result = host.run(cmd(*GPU_QUERY_ARGV, timeout=120, readonly=True))
     return classify_smi(result.returncode, result.stdout, result.stderr)
 
 
 def read_pci(host: Host) -> tuple[PciDevice, ...]:
-    result = host.run(cmd("sh", "-c", PCI_SCAN_SCRIPT, timeout=60))
+    result = host.run(cmd("sh", "-c", PCI_SCAN_SCRIPT, timeout=60, readonly=True))
     return parse_pci_scan(result.stdout) if result.ok else ()
 
 
@@ -228,7 +228,7 @@ def read_gpus(host: Host) -> GpuInventory:
     pci = read_pci(host)
     fabric: tuple[str, ...] = ()
     if smi.status == "ok":
-        q = host.run(cmd("nvidia-smi", "-q", timeout=120))
+        q = host.run(cmd("nvidia-smi", "-q", timeout=120, readonly=True))
         if q.ok:
             fabric = tuple(parse_fabric_states(q.stdout))
     return GpuInventory(
@@ -281,7 +281,7 @@ def parse_service_state(text: str) -> ServiceState:
 def read_service(host: Host, unit: str) -> ServiceState:
     # Both questions in one round trip; their exit codes are not the answer, their words are.
     script = 'systemctl is-active "$1" 2>/dev/null; systemctl is-enabled "$1" 2>/dev/null; true'
-    result = host.run(cmd("sh", "-c", script, "service-state", unit, timeout=60))
+    result = host.run(cmd("sh", "-c", script, "service-state", unit, timeout=60, readonly=True))
     return parse_service_state(result.stdout)
 
 
@@ -337,7 +337,7 @@ def parse_driver_origin(text: str) -> DriverOrigin:
 
 
 def read_driver_origin(host: Host) -> DriverOrigin:
-    result = host.run(cmd("sh", "-c", DRIVER_ORIGIN_SCRIPT, timeout=60))
+    result = host.run(cmd("sh", "-c", DRIVER_ORIGIN_SCRIPT, timeout=60, readonly=True))
     return parse_driver_origin(result.stdout)
 
 
@@ -363,7 +363,7 @@ def parse_nvcc_release(text: str) -> str | None:
 def read_cuda_toolkit(host: Host, home: str) -> CudaToolkit:
     """Run the toolkit's own nvcc: a folder that exists is not a toolkit that works."""
     nvcc = f"{home}/bin/nvcc"
-    result = host.run(cmd(nvcc, "--version", timeout=60))
+    result = host.run(cmd(nvcc, "--version", timeout=60, readonly=True))
     release = parse_nvcc_release(result.stdout) if result.ok else None
     if release is not None:
         return CudaToolkit(home, release)

@@ -19,6 +19,11 @@ from workload.hosts.base import Host
 DPKG_QUERY_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
 
 
+#: The part of a host that apt's package lists are (see ``Command.scope``): ``apt-cache`` reads
+#: only them and ``apt-get update`` changes only them, so a refresh leaves every other fact standing.
+APT_LISTS = "apt-lists"
+
+
 # -- Debian version ordering (deb-version(7)) --------------------------------------------------------
 def _order(ch: str) -> int:
     if ch == "~":
@@ -130,7 +135,7 @@ def parse_dpkg_query(text: str) -> dict[str, InstalledPackage]:
 
 
 def read_installed(host: Host) -> dict[str, InstalledPackage]:
-    result = host.run(cmd("dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT, timeout=120))
+    result = host.run(cmd("dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT, timeout=120, readonly=True))
     if result.returncode == 127:
         raise FactError(f"[{host.name}] dpkg-query is missing: this is not a Debian/Ubuntu system")
     if not result.ok:
@@ -143,7 +148,7 @@ def parse_showhold(text: str) -> frozenset[str]:
 
 
 def read_holds(host: Host) -> frozenset[str]:
-    result = host.run(cmd("apt-mark", "showhold", timeout=120))
+    result = host.run(cmd("apt-mark", "showhold", timeout=120, readonly=True))
     if not result.ok:
         raise FactError(f"[{host.name}] apt-mark showhold failed (exit {result.returncode}): {result.stderr.strip()}")
     return parse_showhold(result.stdout)
@@ -231,7 +236,9 @@ def read_apt_policy(host: Host, names: Iterable[str]) -> dict[str, AptPolicy]:
     wanted = list(dict.fromkeys(names))
     if not wanted:
         return {}
-    result = host.run(cmd("apt-cache", "policy", *wanted, env={"LC_ALL": "C"}, timeout=120))
+    result = host.run(
+        cmd("apt-cache", "policy", *wanted, env={"LC_ALL": "C"}, timeout=120, readonly=True, scope=APT_LISTS)
+    )
     if not result.ok:
         raise FactError(f"[{host.name}] apt-cache policy failed (exit {result.returncode}): {result.stderr.strip()}")
     return parse_apt_policy(result.stdout)
@@ -255,7 +262,9 @@ def parse_madison(text: str) -> list[MadisonEntry]:
 
 
 def read_madison(host: Host, name: str) -> list[MadisonEntry]:
-    result = host.run(cmd("apt-cache", "madison", name, env={"LC_ALL": "C"}, timeout=120))
+    result = host.run(
+        cmd("apt-cache", "madison", name, env={"LC_ALL": "C"}, timeout=120, readonly=True, scope=APT_LISTS)
+    )
     return parse_madison(result.stdout) if result.ok else []
 
 

@@ -90,7 +90,9 @@ def parse_architecture(uname_m: str, dpkg_arch: str) -> Architecture:
 
 def read_architecture(host: Host) -> Architecture:
     # One round trip for both: facts are re-read before every step, so their cost adds up.
-    result = host.run(cmd("sh", "-c", "uname -m; dpkg --print-architecture 2>/dev/null || true", timeout=60))
+    result = host.run(
+        cmd("sh", "-c", "uname -m; dpkg --print-architecture 2>/dev/null || true", timeout=60, readonly=True)
+    )
     lines = result.stdout.splitlines()
     if not result.ok or not lines:
         raise FactError(f"[{host.name}] `uname -m` failed: {result.stderr.strip()}")
@@ -165,7 +167,7 @@ def parse_lscpu(text: str) -> CpuInfo:
 
 
 def read_cpu(host: Host) -> CpuInfo:
-    result = host.run(cmd("lscpu", env={"LC_ALL": "C"}, timeout=60))
+    result = host.run(cmd("lscpu", env={"LC_ALL": "C"}, timeout=60, readonly=True))
     if not result.ok:
         raise FactError(f"[{host.name}] `lscpu` failed (exit {result.returncode}): {result.stderr.strip()}")
     return parse_lscpu(result.stdout)
@@ -221,7 +223,7 @@ def read_free_space(host: Host, path: str) -> FreeSpace | None:
     """Free space of the file system holding ``path`` (the nearest existing parent); None if unknown."""
     # df needs an existing path: walk up to the nearest existing parent of a not-yet-created folder.
     script = 'p=$1; while [ ! -e "$p" ] && [ "$p" != / ]; do p=$(dirname "$p"); done; exec df -P -B1 "$p"'
-    result = host.run(cmd("sh", "-c", script, "df-path", path, timeout=60))
+    result = host.run(cmd("sh", "-c", script, "df-path", path, timeout=60, readonly=True))
     if not result.ok:
         return None
     return parse_df(result.stdout, path)
@@ -273,7 +275,7 @@ def parse_user_home(text: str) -> UserHome | None:
 
 
 def read_user_home(host: Host, username: str | None) -> UserHome:
-    result = host.run(cmd("sh", "-c", USER_SCRIPT, "user-home", username or "", timeout=60))
+    result = host.run(cmd("sh", "-c", USER_SCRIPT, "user-home", username or "", timeout=60, readonly=True))
     user = parse_user_home(result.stdout)
     if user is None:
         who = username or result.stdout.strip() or "the current user"

@@ -195,7 +195,7 @@ class Host(abc.ABC):
         """
 
     @abc.abstractmethod
-    def put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+    def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
         """Copy a local file to the host (atomically: temporary name, then rename)."""
 
     @abc.abstractmethod
@@ -207,7 +207,7 @@ class Host(abc.ABC):
         """Contents of a file on the host (FileNotFoundError if missing)."""
 
     @abc.abstractmethod
-    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+    def _write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         """Write a file on the host atomically (write to a temporary name, then rename)."""
 
     @abc.abstractmethod
@@ -308,11 +308,54 @@ class Host(abc.ABC):
     def is_root(self) -> bool:
         return self.identity.uid == 0
 
+    def put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+        """Copy a local file to the host (atomically: temporary name, then rename)."""
+        self.forget_facts()
+        self._put(local_path, remote_path, mode=mode)
+
+    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        """Write a file on the host atomically (write to a temporary name, then rename)."""
+        self.forget_facts()
+        self._write_bytes(path, data, mode=mode)
+
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8", "replace")
 
     def write_text(self, path: str, text: str, *, mode: int | None = None) -> None:
         self.write_bytes(path, text.encode("utf-8"), mode=mode)
+
+    # -- remembered facts ------------------------------------------------------------------------
+    #: Results of ``readonly`` commands (with their scope) while :meth:`remembering_facts` is
+    #: active, by shell line and stdin; None outside it.
+    _fact_memo: dict[tuple[str, bytes | None], tuple[str | None, CommandResult]] | None = None
+
+    @contextlib.contextmanager
+    def remembering_facts(self) -> Iterator[None]:
+        """Within the block, a ``readonly`` command that already ran returns its first result.
+
+        A step reads the same facts in its preflight, plan, re-plan and verify; on a remote host
+        each read is a round trip and a process on the host. Nothing here can go stale: any command
+        that is not ``readonly``, any file write, and :meth:`forget_facts` forget every remembered
+        result (the engine forgets at each step boundary, so facts are still read again before
+        every step); a command with a :attr:`~workload.commands.Command.scope` forgets only the facts
+        of that scope. Only for stretches where the host changes through this object alone: work
+        done through another channel (the docker SDK), or by another process on the host, would not
+        be noticed (code that waits for another process calls :meth:`forget_facts`). Nested blocks
+        share the outer memo.
+        """
+        if self._fact_memo is not None:
+            yield
+            return
+        self._fact_memo = {}
+        try:
+            yield
+        finally:
+            self._fact_memo = None
+
+    def forget_facts(self) -> None:
+        """Forget every remembered fact (see :meth:`remembering_facts`)."""
+        if self._fact_memo:
+            self._fact_memo.clear()
 
     def wrap(self, command: Command) -> tuple[str, bytes | None]:
         """The shell line and stdin for ``command`` on this host, with sudo applied.
@@ -368,6 +411,16 @@ class Host(abc.ABC):
         out = OutputCollector("stdout", sink, secrets, capture_limit)
         err = OutputCollector("stderr", sink, secrets, capture_limit)
         line, stdin = self.wrap(command)
+        memo = self._fact_memo
+        if memo is not None:
+            if command.readonly:
+                if (remembered := memo.get((line, stdin))) is not None:
+                    return remembered[1]
+            elif command.scope is None:
+                memo.clear()  # it may change what any fact would read
+            else:
+                for key in [k for k, (scope, _) in memo.items() if scope == command.scope]:
+                    del memo[key]
         started = time.monotonic()
         try:
             code, timed_out = self._execute(line, stdin=stdin, timeout=command.timeout, stdout=out, stderr=err)
@@ -382,7 +435,7 @@ class Host(abc.ABC):
             ) from lost
         out.close()
         err.close()
-        return CommandResult(
+        result = CommandResult(
             host=self.name,
             command=command.display(),
             returncode=TIMEOUT_EXIT if timed_out else code,
@@ -392,6 +445,9 @@ class Host(abc.ABC):
             timed_out=timed_out,
             truncated=out.truncated or err.truncated,
         )
+        if memo is not None and command.readonly and not timed_out and memo is self._fact_memo:
+            memo[(line, stdin)] = (command.scope, result)
+        return result
 
     def check(self, command: Command, *, on_line: LineSink | None = None, hint: str | None = None) -> CommandResult:
         """Run a command; raise :class:`CommandFailed` unless it exits 0."""
@@ -456,7 +512,7 @@ def raise_for_result(result: CommandResult, *, hint: str | None = None, sudo_use
 
 def probe(host: Host, *argv: str) -> CommandResult:
     """Run a read-only query command (facts); never sudo, short timeout."""
-    return host.run(cmd(*argv, timeout=120))
+    return host.run(cmd(*argv, timeout=120, readonly=True))
 
 
 @dataclass

@@ -184,7 +184,7 @@ class LocalHost(Host):
         )
 
     # -- files -----------------------------------------------------------------------------------
-    def put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+    def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
         with self._file_errors(remote_path), open(local_path, "rb") as src:
             self._atomic_write(remote_path, lambda dst: shutil.copyfileobj(src, dst, _CHUNK), mode)
 
@@ -196,7 +196,7 @@ class LocalHost(Host):
         with self._file_errors(path), open(path, "rb") as f:
             return f.read()
 
-    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+    def _write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         with self._file_errors(path):
             self._atomic_write(path, lambda dst: dst.write(data), mode)
 

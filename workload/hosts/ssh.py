@@ -374,7 +374,7 @@ class SshHost(Host):
                 raise self._lost(f"the connection was lost during {what} {path}", command=f"{what} {path}") from e
             raise FileTransferError(self.name, path, f"{what} failed: {e}") from None
 
-    def put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+    def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
         with open(local_path, "rb") as src:
             sftp = self._sftp_client()
             with self._file_errors("upload to", remote_path):
@@ -397,7 +397,7 @@ class SshHost(Host):
             f.prefetch()
             return f.read()
 
-    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+    def _write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         sftp = self._sftp_client()
         with self._file_errors("write of", path):
             self._atomic_write(sftp, path, lambda f: f.write(data), mode)
