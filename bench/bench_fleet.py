@@ -39,6 +39,14 @@ from tests.testbed.freshvm import FreshVM, create_vms  # noqa: E402
 PROFILE = ROOT / "tests/fixtures/profiles/fleet/FLEET-GPU-SETUP.json"
 
 
+def _machine_busy_s() -> float:
+    """CPU seconds the whole machine has spent busy (all cores, every process and container)."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        fields = [int(v) for v in fh.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(
     engine: DockerEngine,
     image: str,
@@ -48,8 +56,12 @@ def measure(
     parallel: int,
     work: Path,
     runs_dir: Path | None = None,
-) -> tuple[float, float, float, str]:
-    """One ``workload run`` on ``hosts`` fresh VMs: (wall s, controller CPU s, controller peak RSS MiB, verdict)."""
+) -> tuple[float, float, float, str, float]:
+    """One ``workload run`` on ``hosts`` fresh VMs.
+
+    Returns (wall s, controller CPU s, controller peak RSS MiB, verdict, machine CPU s): the last
+    is what every process and VM container of the machine spent busy during the run.
+    """
     vms: list[FreshVM] = create_vms(
         engine, image, repo, hosts, os_release="ubuntu-22.04", gpus=2, gpu_name="NVIDIA H100 PCIe", nvswitch=False
     )
@@ -67,6 +79,7 @@ def measure(
         log = work / f"run-{hosts}-{parallel}.log"
         with log.open("w") as out:
             _cpu_seconds()  # start counting here: VM set-up runs ssh-keygen children too
+            busy_before = _machine_busy_s()
             started = time.monotonic()
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
             peak_kib = 0
@@ -74,8 +87,9 @@ def measure(
                 peak_kib = max(peak_kib, _high_water_kib(proc.pid))
                 time.sleep(0.1)
             wall = time.monotonic() - started
+            busy = _machine_busy_s() - busy_before
         verdict = "ok" if proc.returncode == 0 else f"exit {proc.returncode} (see {log})"
-        return wall, _cpu_seconds(), peak_kib / 1024, verdict
+        return wall, _cpu_seconds(), peak_kib / 1024, verdict, busy
     finally:
         for vm in vms:
             vm.remove()
@@ -121,17 +135,26 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
             work = Path(tmp)
             print(f"{args.hosts} fresh VMs per run, profile {PROFILE.name}, {os.cpu_count()} CPU(s)")
-            parallel_s, cpu, rss_big, verdict = measure(
+            cores = len(os.sched_getaffinity(0))
+            parallel_s, cpu, rss_big, verdict, busy = measure(
                 engine, image, repo, server, args.hosts, args.hosts, work, args.runs_dir
             )
             print(f"parallel (--parallel {args.hosts}): {parallel_s:7.1f} s  (controller CPU {cpu:.1f} s)  [{verdict}]")
+            # The VMs are containers on this machine: together they cannot run faster than their
+            # CPU work spread over its cores. That floor says how much of the wall time is ours.
+            floor_s = busy / cores
+            print(
+                f"  machine busy {busy:.1f} CPU-s over {cores} cores: CPU-bound floor {floor_s:.1f} s, "
+                f"parallel wall = {parallel_s / floor_s:.2f} x floor"
+            )
             if not args.skip_serial:
-                serial_s, cpu, _, verdict = measure(engine, image, repo, server, args.hosts, 1, work, args.runs_dir)
+                serial_s, cpu, _, verdict, _ = measure(engine, image, repo, server, args.hosts, 1, work, args.runs_dir)
                 print(f"serial   (--parallel 1):  {serial_s:7.1f} s  (controller CPU {cpu:.1f} s)  [{verdict}]")
                 print(
-                    f"ratio parallel/serial:    {parallel_s / serial_s:7.3f}  (speed-up {serial_s / parallel_s:.1f}x)"
+                    f"ratio parallel/serial:    {parallel_s / serial_s:7.3f}  (speed-up {serial_s / parallel_s:.1f}x; "
+                    f"goal <= 0.25; this machine's floor {floor_s / serial_s:.3f})"
                 )
-            _, _, rss_small, verdict = measure(engine, image, repo, server, 4, 4, work)
+            _, _, rss_small, verdict, _ = measure(engine, image, repo, server, 4, 4, work)
             print(f"controller peak RSS, 4 hosts:  {rss_small:6.1f} MiB  [{verdict}]")
             print(f"controller peak RSS, {args.hosts} hosts: {rss_big:6.1f} MiB")
     finally:
