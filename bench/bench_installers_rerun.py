@@ -23,12 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.test_installers_e2e import install_lspci
+from tests.test_installers_e2e import install_lspci, open_vm
 from tests.testbed import FreshVM, acquire_engine, ensure_image
 from tests.testbed.aptrepo import ensure_repo
 from tests.testbed.fileserver import start_cuda_runfile_server
 from workload.engine import Engine, HostOutcome, RunOptions
-from workload.hosts import ConnectOptions, open_host
 from workload.hosts.base import Host, HostSpec, parse_host_spec
 from workload.hosts.ssh import SshHost
 from workload.profile import load_profile, resolve_profile
@@ -49,16 +48,9 @@ def _counting_execute(self: SshHost, *args: object, **kwargs: object) -> tuple[i
 def run_once(vm: FreshVM, runs: Path, parameters: dict[str, str]) -> tuple[float, HostOutcome, int]:
     """One engine run of the profile on the VM: (wall s, outcome, commands sent)."""
     profile = resolve_profile(load_profile(str(PROFILE)), parameters)
-    options = ConnectOptions(
-        key_filename=str(vm.key_path),
-        known_hosts=str(vm.known_hosts_path),
-        use_agent=False,
-        look_for_keys=False,
-        use_system_known_hosts=False,
-    )
 
     def factory(spec: HostSpec) -> Host:
-        return open_host(spec, options)
+        return open_vm(vm)
 
     engine = Engine(profile, RunFolder.create(runs, profile.name), factory, RunOptions())
     sent = SENT[0]

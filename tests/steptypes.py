@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field
 
 from workload.commands import cmd
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+from workload.hosts.base import Host
+from workload.steps import Change, HostState, Step, StepContext, StepParameters, StepPlan
+
+
+def step_context(host: Host, tmp_path: Path) -> StepContext:
+    """A context to drive one step by hand on ``host``: its log and state file under ``tmp_path``."""
+    return StepContext(
+        host=host,
+        host_dir=tmp_path,
+        log_path=tmp_path / "step.log",
+        state=HostState(host, str(tmp_path / "state.json")),
+    )
 
 
 class EchoParameters(StepParameters):

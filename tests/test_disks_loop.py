@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from installers.disks import FormatDisks, FormatDisksParameters, MountDisks, MountDisksParameters
+from tests.steptypes import step_context
 from workload.errors import StepError
 from workload.hosts.local import LocalHost
 from workload.steps import HostState, Step, StepContext, StepPlan
@@ -61,12 +62,7 @@ def host() -> LocalHost:
 
 
 def context(host: LocalHost, tmp_path: Path) -> StepContext:
-    return StepContext(
-        host=host,
-        host_dir=tmp_path,
-        log_path=tmp_path / "step.log",
-        state=HostState(host, str(tmp_path / "state.json")),
-    )
+    return step_context(host, tmp_path)
 
 
 def run_step(step: Step, ctx: StepContext) -> StepPlan:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from tests.processes import processes
 from tests.steptypes import TEST_TYPES
 from tests.test_fleet_steps import FLEET_TYPES
 from workload import registry
@@ -64,20 +64,6 @@ def local_fleet(*names: str) -> list[HostSpec]:
 def run_fleet(tmp_path: Path, document: dict[str, Any], names: tuple[str, ...], **options: Any) -> list[HostOutcome]:
     engine = engine_for(tmp_path, document, **options)
     return engine.run(local_fleet(*names))
-
-
-def sleeping(pattern: str) -> list[int]:
-    """Processes whose command line contains ``pattern`` (leftover check)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                argv = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if pattern in argv and "pytest" not in argv:
-                found.append(int(entry))
-    return found
 
 
 # -- reporter ------------------------------------------------------------------------------------
@@ -185,7 +171,7 @@ def test_fail_fast_stops_the_other_hosts_and_kills_their_running_commands(tmp_pa
         assert "stopped by --fail-fast: a failed" in str(other.error)
         assert other.steps_done == 2  # they got as far as the sleep, and not to the EchoStep
     assert "still broken" in str(outcomes[0].error)
-    assert not sleeping("sleep 97.25"), "a killed command left processes behind"
+    assert not processes("sleep 97.25"), "a killed command left processes behind"
 
 
 def test_without_fail_fast_a_failing_host_does_not_stop_the_others(tmp_path: Path) -> None:
@@ -235,7 +221,7 @@ def test_local_host_interrupt_stops_its_commands_and_leaves_other_children_alone
         thread = Thread(target=lambda: result.append(host.run(cmd("sh", "-c", "sleep 95.5; echo after"))))
         thread.start()
         deadline = time.monotonic() + 5
-        while not sleeping("sleep 95.5") and time.monotonic() < deadline:
+        while not processes("sleep 95.5") and time.monotonic() < deadline:
             time.sleep(0.05)
         started = time.monotonic()
         host.interrupt(grace_s=2.0)
@@ -243,7 +229,7 @@ def test_local_host_interrupt_stops_its_commands_and_leaves_other_children_alone
         assert not thread.is_alive() and time.monotonic() - started < 5
         assert result[0].returncode in (128 + signal.SIGTERM, 128 + signal.SIGKILL)
         assert "after" not in result[0].stdout
-        assert not sleeping("sleep 95.5")
+        assert not processes("sleep 95.5")
         assert other.poll() is None
     finally:
         other.kill()
@@ -273,9 +259,9 @@ def test_ctrl_c_stops_every_host_writes_run_json_and_the_next_run_resumes(tmp_pa
             assert proc.poll() is None and time.monotonic() < deadline, "the sleeps never started"
             time.sleep(0.1)
         # The marker is written by the shell just before it starts `sleep`: give the fork a moment.
-        while len(sleeping("sleep 293.5")) < 2 and time.monotonic() < deadline:
+        while len(processes("sleep 293.5")) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(sleeping("sleep 293.5")) == 2
+        assert len(processes("sleep 293.5")) == 2
         stopped_at = time.monotonic()
         proc.send_signal(signal.SIGINT)
         output, _ = proc.communicate(timeout=30)
@@ -284,7 +270,7 @@ def test_ctrl_c_stops_every_host_writes_run_json_and_the_next_run_resumes(tmp_pa
             proc.kill()
     assert proc.returncode == 130, output
     assert time.monotonic() - stopped_at < 15
-    assert not sleeping("sleep 293.5"), "Ctrl-C left the hosts' commands running"
+    assert not processes("sleep 293.5"), "Ctrl-C left the hosts' commands running"
     (run_dir,) = (tmp_path / "runs").iterdir()
     run = json.loads((run_dir / "run.json").read_text())
     assert [o["status"] for o in run["outcomes"]] == ["interrupted", "interrupted"]

@@ -16,6 +16,7 @@ from installers.git_clone import (
     plan_clone,
     same_remote,
 )
+from tests.steptypes import step_context
 from workload.errors import CommandFailed, StepError
 from workload.hosts.local import LocalHost
 from workload.steps import HostState, StepContext, StepPlan
@@ -50,13 +51,7 @@ def repo(tmp_path: Path) -> tuple[str, list[str]]:
 
 
 def context(tmp_path: Path) -> StepContext:
-    host = LocalHost()
-    return StepContext(
-        host=host,
-        host_dir=tmp_path,
-        log_path=tmp_path / "step.log",
-        state=HostState(host, str(tmp_path / "state.json")),
-    )
+    return step_context(LocalHost(), tmp_path)
 
 
 def step(uri: str, tmp_path: Path, **extra: object) -> GitRepoClone:

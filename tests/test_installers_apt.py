@@ -24,10 +24,11 @@ import pytest
 
 from installers import apt
 from installers.download import download_commands, parse_download_state, read_download_state
+from tests.steptypes import step_context
 from workload.commands import Command, cmd
 from workload.errors import CommandFailed
 from workload.hosts.local import LocalHost
-from workload.steps import Change, HostState, StepContext, StepPlan
+from workload.steps import Change, StepPlan
 
 HOLDER = """
 import fcntl, os, sys, time
@@ -224,16 +225,6 @@ def test_download_state_parser() -> None:
 
 
 # -- facts remembered across a refresh -----------------------------------------------------------
-def _refresh_context(tmp_path: Path) -> StepContext:
-    host = LocalHost()
-    return StepContext(
-        host=host,
-        host_dir=tmp_path,
-        log_path=tmp_path / "step.log",
-        state=HostState(host, str(tmp_path / "state.json")),
-    )
-
-
 def _counting_fact(counter: Path, **scope: str) -> Command:
     return cmd("sh", "-c", 'echo x >> "$1"', "fact", str(counter), readonly=True, **scope)
 
@@ -245,7 +236,7 @@ def test_a_refresh_forgets_only_the_package_lists_unless_the_lock_wait_waited(
     """After ``apt-get update`` only what apt offers is read again; after a wait for a lock that
     another process held, everything is (that process changed packages meanwhile)."""
     exe, lock = lock_holder
-    ctx = _refresh_context(tmp_path)
+    ctx = step_context(LocalHost(), tmp_path)
     installed, offered = tmp_path / "installed-reads", tmp_path / "offered-reads"
 
     def read_facts() -> StepPlan:

@@ -33,7 +33,8 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.harness.make_harness import git, make_harness_tree
+from tests.fixtures.harness.make_harness import H100X8, git, make_harness_tree
+from tests.processes import processes
 from workload.cli import invoke
 from workload.errors import EXIT_INVALID_RESULTS, EXIT_STEP_FAILED
 from workload.mlperf.custom_system import BLOCK_BEGIN, HEADER
@@ -46,16 +47,6 @@ CONTAINER = "mlperf-inference-root-x86_64"
 # so after a run `git status` lists build/ and only IgnorePaths keeps the clone "clean". (The stand-in
 # tree's own .gitignore says build/ and misses __pycache__.)
 REAL_GITIGNORE = "__pycache__\n*.out\n"
-H100X8 = {
-    "gpu_name": "NVIDIA H100 80GB HBM3",
-    "gpu_memory_mib": 81559,
-    "gpu_count": 8,
-    "cpu_model": "AMD EPYC 9V84 96-Core Processor",
-    "cpu_cores_per_socket": 80,
-    "cpu_sockets": 2,
-    "cpu_threads_per_core": 1,
-    "memory_bytes": 1_900_000_000_000,
-}
 SERVER_TARGET_QPS = 5000  # bert.Server.target_qps (RUN_ARGS --server_target_qps); the stand-in reports 99% of it
 # (model, scenario, test mode) the profile asks for: bert 3 scenarios, 3d-unet 2, each in both modes.
 EXPECTED = {
@@ -341,20 +332,6 @@ def test_two_actions_of_one_model_in_the_same_second_keep_their_own_results(
     stamp = time.strftime("%Y%m%d-%H%M%S", frozen)
     logs = sorted(p.name for p in (bed.clone / "closed/NVIDIA/build/logs").iterdir())
     assert logs == [f"workload-{stamp}-1-bert-perf", f"workload-{stamp}-1.1-bert-perf"]
-
-
-def processes(pattern: str) -> list[int]:
-    """Processes on this machine (containers' included) whose command line contains ``pattern``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                argv = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if pattern in argv and "pytest" not in argv:
-                found.append(int(entry))
-    return found
 
 
 def test_ctrl_c_stops_the_harness_running_in_the_container(bed: Bed) -> None:

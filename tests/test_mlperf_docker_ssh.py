@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.harness.make_harness import make_bare_repo
+from tests.fixtures.harness.make_harness import H100X8, make_bare_repo
 from tests.testbed.sshd import SshServer, local_user, ssh_host, sshd  # noqa: F401  (fixture)
 from workload.commands import cmd
 from workload.engine import Engine, RunOptions
@@ -31,17 +31,6 @@ from workload.profile import load_profile, resolve_profile
 from workload.rundir import RunFolder
 
 pytestmark = pytest.mark.slow
-
-H100X8 = {
-    "gpu_name": "NVIDIA H100 80GB HBM3",
-    "gpu_memory_mib": 81559,
-    "gpu_count": 8,
-    "cpu_model": "AMD EPYC 9V84 96-Core Processor",
-    "cpu_cores_per_socket": 80,
-    "cpu_sockets": 2,
-    "cpu_threads_per_core": 1,
-    "memory_bytes": 1_900_000_000_000,
-}
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.harness.make_harness import make_bare_repo
+from tests.fixtures.harness.make_harness import H100X8, make_bare_repo
 from workload.engine import Engine, RunOptions
 from workload.hosts.base import Host, HostSpec
 from workload.hosts.local import LocalHost
@@ -26,17 +26,6 @@ from workload.rundir import RunFolder
 
 pytestmark = pytest.mark.slow
 
-# A cloud H100 VM: NVIDIA's system list wants a Xeon 8480C for H100 SXM, so the harness does not know it.
-H100X8 = {
-    "gpu_name": "NVIDIA H100 80GB HBM3",
-    "gpu_memory_mib": 81559,
-    "gpu_count": 8,
-    "cpu_model": "AMD EPYC 9V84 96-Core Processor",
-    "cpu_cores_per_socket": 80,
-    "cpu_sockets": 2,
-    "cpu_threads_per_core": 1,
-    "memory_bytes": 1_900_000_000_000,
-}
 # Azure ND96asr_v4: matches NVIDIA's A100_SXM4_40GBx8 through the generic x86 CPU pattern.
 A100X8 = {
     **H100X8,

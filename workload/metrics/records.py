@@ -156,15 +156,7 @@ class RecordRenderer:
         last: dict[str, Any] = _NO_METRIC
         for metric in metrics:
             d = metric.__dict__
-            if (
-                d["metadata"] is not last["metadata"]
-                or d["host"] != last["host"]
-                or d["scenario_name"] != last["scenario_name"]
-                or d["start_time"] != last["start_time"]
-                or d["end_time"] != last["end_time"]
-                or d["tool_version"] != last["tool_version"]
-                or d["tool_name"] != last["tool_name"]
-            ):
+            if _new_context(d, last):
                 before, after = self._csv_context(d)
                 last = d
             kind = kinds.get((d["name"], d["unit"], d["relativity"], d["categorization"], d["description"],
@@ -182,15 +174,7 @@ class RecordRenderer:
         last: dict[str, Any] = _NO_METRIC
         for metric in metrics:
             d = metric.__dict__
-            if (
-                d["metadata"] is not last["metadata"]
-                or d["host"] != last["host"]
-                or d["scenario_name"] != last["scenario_name"]
-                or d["start_time"] != last["start_time"]
-                or d["end_time"] != last["end_time"]
-                or d["tool_version"] != last["tool_version"]
-                or d["tool_name"] != last["tool_name"]
-            ):
+            if _new_context(d, last):
                 head, tail = self._json_context(d)
                 last = d
             kind = kinds.get((d["name"], d["unit"], d["relativity"], d["categorization"], d["description"],
@@ -206,3 +190,19 @@ class RecordRenderer:
 
 #: the "previous metric" before the first one: its metadata is no metric's (the first one renders its context)
 _NO_METRIC: dict[str, Any] = {"metadata": object()}
+
+
+def _new_context(d: dict[str, Any], last: dict[str, Any]) -> bool:
+    """Whether metric fields ``d`` need other record context than the previous metric's ``last``.
+
+    Metrics of one result share their metadata object, so a run of them renders its context once.
+    """
+    return (
+        d["metadata"] is not last["metadata"]
+        or d["host"] != last["host"]
+        or d["scenario_name"] != last["scenario_name"]
+        or d["start_time"] != last["start_time"]
+        or d["end_time"] != last["end_time"]
+        or d["tool_version"] != last["tool_version"]
+        or d["tool_name"] != last["tool_name"]
+    )
