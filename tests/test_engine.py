@@ -51,7 +51,7 @@ class NeverHereStep(Step):
 
 class FactReadingStep(Step):
     """Reads one fact (a readonly command that counts its runs in ``Marker``) in preflight, plan and
-    verify, like an installer; apply writes with a command that is not readonly."""
+    verify, like an installer; apply runs a command that is not readonly (none when Message=noop)."""
 
     type_name: ClassVar[str] = "FactReadingStep"
     Parameters: ClassVar[type[StepParameters]] = EchoParameters
@@ -66,6 +66,10 @@ class FactReadingStep(Step):
 
     def plan(self, ctx: StepContext) -> StepPlan:
         self._read_fact(ctx)
+        params = self.params
+        assert isinstance(params, EchoParameters)
+        if params.Message == "noop":
+            return StepPlan.noop("nothing to do")
         return StepPlan(changes=(Change("change something", (cmd("true"),)),))
 
     def verify(self, ctx: StepContext) -> None:
@@ -319,13 +323,22 @@ def test_preflight_stops_the_run_before_any_step_changes_the_host(tmp_path: Path
     assert planned.steps[1].message == str(outcome.error)
 
 
-def test_facts_are_read_again_for_every_step_but_once_between_changes(tmp_path: Path) -> None:
+def test_facts_are_read_again_after_every_change_and_once_in_between(tmp_path: Path) -> None:
     reads = tmp_path / "reads"
     step = {"Type": "FactReadingStep", "Parameters": {"Marker": str(reads)}}
     engine, _ = engine_for(tmp_path, make_profile(tmp_path, {"Description": "t", "Dependencies": [step, step]}))
     (outcome,) = engine.run([parse_host_spec("local://")])
     assert outcome.status == "ok", outcome.error
-    # The preflight reads once for both steps and the first step's plan reuses it; each apply
-    # changes the host, so verify reads again; the second step starts with nothing remembered.
+    # The preflight reads once for both steps and the first step's plan reuses it; its apply
+    # changes the host, so its verify reads again, and the second step's plan uses that (nothing
+    # changed since); the second apply changes the host, so the last verify reads again.
     # (Without the memo: 2 preflights + 2 plans + 2 verifies = 6 reads.)
-    assert reads.read_text().splitlines() == ["read"] * 4
+    assert reads.read_text().splitlines() == ["read"] * 3
+
+    # A provisioned host: nothing changes, so one read serves the whole run.
+    reads.unlink()
+    noop = {"Type": "FactReadingStep", "Parameters": {"Marker": str(reads), "Message": "noop"}}
+    engine, _ = engine_for(tmp_path, make_profile(tmp_path, {"Description": "t", "Dependencies": [noop, noop]}))
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert [s.status for s in outcome.steps] == ["unchanged", "unchanged"]
+    assert reads.read_text().splitlines() == ["read"]

@@ -404,17 +404,16 @@ class Engine:
         exports: dict[str, str] = dict(state.get("exports", {}) or {})
         steps = list(enumerate(self._steps(), start=1))
         self._note_reboot_done(host, state)
-        # Facts the preflight reads serve the first step's plan too; within a dependency step the
-        # same facts are read by plan, re-plan and verify. Any change forgets them, and so does each
-        # step boundary. Actions run outside: they change hosts through other channels (docker SDK).
+        # Every step reads its facts in preflight, plan, re-plan and verify, and the next step reads
+        # many of the same: each is read once until something changes the host (any command that is
+        # not a read, a file write, a reboot, a wait for another process's lock), so a step always
+        # plans from facts read after the last change. Actions run outside the memo: they change
+        # hosts through other channels too (the docker SDK).
         with host.remembering_facts():
             self._stop_if_impossible(host, state, steps, exports, outcome)
             for index, step in steps:
                 if step.kind == "dependency":
-                    try:
-                        self._run_step(host, state, index, step, exports, outcome)  # raises: dependencies fail fast
-                    finally:
-                        host.forget_facts()
+                    self._run_step(host, state, index, step, exports, outcome)  # raises: dependencies fail fast
         actions = [(i, s) for i, s in steps if s.kind == "action"]
         if not actions:
             return

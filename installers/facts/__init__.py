@@ -1,6 +1,8 @@
-"""Facts: typed, read-only queries of a host (an argv plus a parser), re-read before every step.
+"""Facts: typed, read-only queries of a host (an argv plus a parser), never older than the last change.
 
-No fact is cached across steps: installers change the host, so what was true at plan time of an
-earlier step is not evidence for a later one. Each parser is a pure function tested on recorded
-real outputs (tests/fixtures/facts/).
+Installers change the host, so what was true before a change is not evidence after it: every
+command that is not a read, every file write, a reboot and a wait for another process's apt lock
+make the host forget what it read (``Host.remembering_facts``); a fact read twice with nothing
+changed in between is read once. So each step plans from facts read after the previous step's
+last change. Each parser is a pure function tested on recorded real outputs (tests/fixtures/facts/).
 """

@@ -333,12 +333,12 @@ class Host(abc.ABC):
     def remembering_facts(self) -> Iterator[None]:
         """Within the block, a ``readonly`` command that already ran returns its first result.
 
-        A step reads the same facts in its preflight, plan, re-plan and verify; on a remote host
-        each read is a round trip and a process on the host. Nothing here can go stale: any command
-        that is not ``readonly``, any file write, and :meth:`forget_facts` forget every remembered
-        result (the engine forgets at each step boundary, so facts are still read again before
-        every step); a command with a :attr:`~workload.commands.Command.scope` forgets only the facts
-        of that scope. Only for stretches where the host changes through this object alone: work
+        A step reads the same facts in its preflight, plan, re-plan and verify, and the next step
+        many of them again; on a remote host each read is a round trip and a process on the host.
+        Nothing here can go stale through this object: any command that is not ``readonly``, any
+        file write, and :meth:`forget_facts` forget every remembered result (a reboot is a command
+        too); a command with a :attr:`~workload.commands.Command.scope` forgets only the facts of
+        that scope. Only for stretches where the host changes through this object alone: work
         done through another channel (the docker SDK), or by another process on the host, would not
         be noticed (code that waits for another process calls :meth:`forget_facts`). Nested blocks
         share the outer memo.
