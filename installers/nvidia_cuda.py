@@ -18,7 +18,7 @@ Ensures, on Ubuntu 22.04/24.04 (x86_64/aarch64):
 Refused before anything changes (:func:`check_possible`, the step's preflight): Debian, whose
 archive and NVIDIA's Debian repository do not ship Ubuntu's ``nvidia-driver-<branch>-server``
 packages this step pins; any other OS or architecture; a host with no NVIDIA GPU on its PCI bus
-(tests pass the option ``allow_no_gpu``); and a driver installed from NVIDIA's ``.run`` file
+(the test bed's hosts pass the option ``allow_no_gpu``); and a driver installed from NVIDIA's ``.run`` file
 (``nvidia-smi`` that no package owns), which packages installed over it would break.
 
 The exact version is ``LinuxDriverPackageVersion`` when given (``550.127.05`` or apt's full
@@ -396,7 +396,8 @@ def check_possible(params: NvidiaCudaParameters, facts: PreflightFacts) -> None:
     if not gpu_visible and not facts.allow_no_gpu:
         raise PlanRefused(
             "no NVIDIA GPU is visible on this host's PCI bus, so the driver could not load",
-            hint="run this step on a GPU machine (tests pass the option allow_no_gpu)",
+            hint="run this step on a GPU machine, or leave it out with --scenarios -<its Scenario> "
+            "(-InstallNvidiaCuda in PERF-GPU-MLPERF)",
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +89,11 @@ def test_plan_gpu_profile_on_this_machine_exits_0_and_shows_every_step() -> None
         assert label in out, label
     assert "LinuxDriverVersion = '550'" in out  # resolved parameters are printed with each step
     assert "Traceback" not in out + result.stderr
+    # A step that cannot be planned here is said to be one that would fail, not one that failed.
+    failing = int(re.search(r"; (\d+) would fail if run now", out).group(1))  # type: ignore[union-attr]
+    assert failing >= 1  # no machine of this kind has an NVIDIA GPU for the driver step
+    assert out.count("would fail if run now:") == failing
+    assert "FAILED" not in out
 
 
 def test_virtualclient_profile_file_loads_unchanged() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -12,7 +14,7 @@ from tests.steptypes import TEST_TYPES, EchoParameters
 from workload import registry
 from workload.commands import cmd
 from workload.engine import PREFLIGHT_NOTE, Engine, HostOutcome, RunOptions, StepOutcome, read_boot_id
-from workload.errors import ConnectError, RebootRequired, StepError
+from workload.errors import ConnectError, ProfileError, RebootRequired, StepError
 from workload.hosts.base import Host, HostSpec, parse_host_spec
 from workload.hosts.local import LocalHost
 from workload.profile import load_profile, resolve_profile
@@ -342,3 +344,34 @@ def test_facts_are_read_again_after_every_change_and_once_in_between(tmp_path: P
     (outcome,) = engine.run([parse_host_spec("local://")])
     assert [s.status for s in outcome.steps] == ["unchanged", "unchanged"]
     assert reads.read_text().splitlines() == ["read"]
+
+
+def test_minimum_execution_interval_spaces_the_rounds_of_actions(tmp_path: Path) -> None:
+    document = {
+        "Description": "t",
+        "MinimumExecutionInterval": "00:00:01.5",
+        "Actions": [{"Type": "EchoStep", "Parameters": {"Scenario": "Act"}}],
+    }
+    profile = make_profile(tmp_path, document)
+    assert profile.minimum_interval_s == 1.5
+    assert profile.to_json()["MinimumExecutionInterval"] == "00:00:01.5"
+    starts: list[float] = []
+
+    class Starts(Recorder):
+        def step_started(self, host: str, step: Step) -> None:
+            starts.append(time.monotonic())
+
+    opts = RunOptions(state_path=str(tmp_path / "state.json"), iterations=3)
+    engine = Engine(profile, RunFolder.create(tmp_path / "runs", profile.name), local_factory, opts, Starts())
+    (outcome,) = engine.run([parse_host_spec("local://")])
+    assert outcome.status == "ok", outcome.error
+    assert len(starts) == 3
+    # Each round starts at least the interval after the one before (a lower bound, not a timing).
+    assert all(b - a >= 1.5 for a, b in itertools.pairwise(starts))
+    assert "MinimumExecutionInterval" in (engine.folder.root / "local" / "host.log").read_text()
+
+
+@pytest.mark.parametrize("bad", ["10 minutes", "00:61:00", "1:2:3:4"])
+def test_a_bad_minimum_execution_interval_names_the_field(tmp_path: Path, bad: str) -> None:
+    with pytest.raises(ProfileError, match=r"profile.json: MinimumExecutionInterval: .*timespan"):
+        make_profile(tmp_path, {"Description": "t", "MinimumExecutionInterval": bad})

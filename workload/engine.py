@@ -422,6 +422,7 @@ class Engine:
         failed: WorkloadError | None = None
         while True:
             iteration += 1
+            round_started = time.monotonic()
             for index, step in actions:
                 try:
                     self._run_step(host, state, index, step, exports, outcome, iteration=iteration)
@@ -436,8 +437,24 @@ class Engine:
                     break
             elif iteration >= self.options.iterations:
                 break
+            self._space_rounds(host, round_started, deadline)
+            if deadline is not None and time.monotonic() >= deadline:
+                break  # the spacing ran into the deadline: no round starts after it
         if failed is not None:
             raise failed
+
+    def _space_rounds(self, host: Host, round_started: float, deadline: float | None) -> None:
+        """Wait until ``MinimumExecutionInterval`` has passed since the round started (VirtualClient's
+        spacing of rounds), but not past the ``--timeout`` deadline; a stop ends the wait at once."""
+        resume = round_started + self.profile.minimum_interval_s
+        if deadline is not None:
+            resume = min(resume, deadline)
+        wait_s = resume - time.monotonic()
+        if wait_s <= 0:
+            return
+        self._host_line(host.name, f"== waiting {wait_s:.0f}s for the next round (MinimumExecutionInterval)")
+        if self.cancel.wait(wait_s):
+            raise Interrupted(f"[{host.name}] stopped between rounds: {self.cancel_reason}")
 
     def _run_step(
         self,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,9 @@ class ResolvedProfile:
     #: Problems that do not stop the run (a --parameters key nothing uses, a --scenarios name
     #: that matches nothing); the CLI prints them.
     warnings: list[str] = field(default_factory=list)
+    #: VirtualClient's ``MinimumExecutionInterval``, in seconds: the least time from the start of
+    #: one round of actions to the start of the next (0: no spacing).
+    minimum_interval_s: float = 0.0
 
     @property
     def dependencies(self) -> list[Step]:
@@ -102,8 +106,10 @@ class ResolvedProfile:
                 if s.kind == kind
             ]
 
-        return {
-            "Description": self.description,
+        document: dict[str, Any] = {"Description": self.description}
+        if self.minimum_interval_s:
+            document["MinimumExecutionInterval"] = format_timespan(self.minimum_interval_s)
+        return document | {
             "Metadata": self.metadata,
             "Parameters": display_parameters(self.parameters),
             "Dependencies": section("dependency"),
@@ -251,6 +257,12 @@ def resolve_profile(
         raise ProfileError(f"{label}: {first.location}", "monitors are not supported by this runner yet")
     steps = _filter_scenarios(all_steps, scenarios, warnings)
     _register_secrets(params.to_dict(), all_steps)
+    interval = 0.0
+    if doc.MinimumExecutionInterval:
+        try:
+            interval = parse_timespan(doc.MinimumExecutionInterval)
+        except ValueError as exc:
+            raise ProfileError(f"{label}: MinimumExecutionInterval", str(exc)) from None
     return ResolvedProfile(
         name=loaded.name,
         path=loaded.path,
@@ -259,7 +271,32 @@ def resolve_profile(
         parameters=params.to_dict(),
         steps=steps,
         warnings=warnings,
+        minimum_interval_s=interval,
     )
+
+
+_TIMESPAN = re.compile(r"^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$")
+
+
+def parse_timespan(text: str) -> float:
+    """Seconds in a .NET timespan as VirtualClient writes them: ``hh:mm:ss``, ``d.hh:mm:ss``, with
+    optional fractions of a second (``00:00:01.5``). ValueError names the expected form."""
+    match = _TIMESPAN.match(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not a timespan; write hh:mm:ss or d.hh:mm:ss, e.g. 00:10:00")
+    days, hours, minutes, seconds = match.groups()
+    if int(minutes) >= 60 or float(seconds) >= 60:
+        raise ValueError(f"{text!r} is not a timespan: minutes and seconds go up to 59")
+    return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def format_timespan(seconds: float) -> str:
+    """``hh:mm:ss`` (``d.hh:mm:ss`` past a day, ``.fff`` for a fraction): the inverse of :func:`parse_timespan`."""
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    fraction = f"{seconds - whole:.3f}".rstrip("0").rstrip(".")[1:]  # "0.5" -> ".5", "0.000" -> ""
+    return f"{days}.{text}{fraction}" if days else text + fraction
 
 
 def _filter_scenarios(steps: list[Step], scenarios: Sequence[str], warnings: list[str]) -> list[Step]:

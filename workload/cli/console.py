@@ -42,7 +42,8 @@ class ConsoleReporter:
     """Renders engine events (a :class:`workload.engine.Reporter`); thread-safe.
 
     ``verbose`` echoes every command output line (always in the step logs anyway);
-    ``total_steps`` (steps per host) lets the progress line say "step 3/7".
+    ``total_steps`` (steps per host) lets the progress line say "step 3/7"; ``planning`` words a
+    step that could not be planned as what it is for ``plan``: a step that would fail if run now.
     """
 
     def __init__(
@@ -53,8 +54,10 @@ class ConsoleReporter:
         verbose: int = 0,
         show_parameters: bool = False,
         total_steps: int | None = None,
+        planning: bool = False,
     ) -> None:
         self.console = console
+        self.planning = planning
         self.verbose = verbose
         self.show_parameters = show_parameters
         self.total_steps = total_steps
@@ -113,7 +116,10 @@ class ConsoleReporter:
                 render_plan(self.console, outcome.plan, indent="    ", full=self.verbose > 0)
                 return
             if outcome.status in ("failed", "interrupted"):
-                self.console.print(f"    {status} after {outcome.duration_s:.1f}s")
+                if self.planning and outcome.status == "failed":
+                    self.console.print("    [red]would fail if run now:[/]")
+                else:
+                    self.console.print(f"    {status} after {outcome.duration_s:.1f}s")
                 for line in outcome.message.splitlines():
                     self.console.print(f"    [red]{escape(line)}[/]", highlight=False)
                 return

@@ -263,7 +263,7 @@ def plan_command(
         outcomes: list[HostOutcome] = []
         for spec in specs:  # one host at a time so the plans print in order
             console.print(f"\n[bold]== host {spec.name} ==[/]")
-            reporter = ConsoleReporter(console, hosts=[spec.name], show_parameters=True, verbose=verbose)
+            reporter = ConsoleReporter(console, hosts=[spec.name], show_parameters=True, verbose=verbose, planning=True)
             engine = Engine(resolved, folder, factory, options, reporter)
             outcomes += engine.run([spec], plan_only=True)
     problems = [s for o in outcomes for s in o.steps if s.status == "failed"]
