@@ -96,11 +96,23 @@ def export_name(package: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", package).upper()
 
 
+_URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@]*)@")
+
+
+def without_credentials(uri: str) -> str:
+    """``uri`` without the userinfo of a URL (``https://user:TOKEN@host/r`` -> ``https://host/r``).
+
+    What is kept on the host (the clone's ``origin``, the state file) must not hold a token that was
+    only needed to fetch. scp-like ``git@host:repo`` names carry no secret and stay as they are.
+    """
+    return _URL_USERINFO.sub(r"\g<scheme>", uri.strip(), count=1)
+
+
 def same_remote(a: str, b: str) -> bool:
-    """Whether two remote URIs name the same repository (``.git``, trailing ``/``, file:// ignored)."""
+    """Whether two remote URIs name the same repository (``.git``, trailing ``/``, file://, credentials ignored)."""
 
     def norm(uri: str) -> str:
-        uri = uri.strip().rstrip("/")
+        uri = without_credentials(uri).rstrip("/")
         uri = uri.removeprefix("file://")
         uri = uri.removesuffix(".git").rstrip("/")
         return uri
@@ -139,6 +151,9 @@ def clone_commands(params: GitRepoCloneParameters, target: str) -> tuple[Command
     else:
         depth = ("--depth", str(params.Depth)) if params.Depth > 0 else ()
         body = (cmd("git", "clone", *depth, params.RepoUri, stage, timeout=3600),)
+    clean = without_credentials(params.RepoUri)
+    if clean != params.RepoUri.strip():  # git keeps the URL as given: drop the token from the clone
+        body += (git(stage, "remote", "set-url", "origin", clean, timeout=60),)
     return (*head, *body, cmd("mv", "-T", stage, target, timeout=60))
 
 
@@ -322,5 +337,5 @@ class GitRepoClone(Step):
         ctx.exports[f"{name}_COMMIT"] = facts.head or ""
         ctx.state.set(
             f"GitRepoClone:{self.p.PackageName.lower()}",
-            {"path": facts.target, "commit": facts.head, "repo": self.p.RepoUri},
+            {"path": facts.target, "commit": facts.head, "repo": without_credentials(self.p.RepoUri)},
         )

@@ -15,6 +15,7 @@ from installers.git_clone import (
     is_transient,
     plan_clone,
     same_remote,
+    without_credentials,
 )
 from tests.steptypes import step_context
 from workload.errors import CommandFailed, StepError
@@ -197,6 +198,22 @@ def test_planner_commands_and_helpers() -> None:
     assert unpinned.notes[0].startswith("no Commit given: https://github.com/mlcommons/inference_results_v4.1.git")
     empty = plan_clone(params, CloneFacts(target="/x", exists=True, empty=True))
     assert [str(a) for a in empty.commands[0].argv] == ["rmdir", "/x"]
+
+
+def test_a_token_in_the_uri_fetches_but_is_not_kept_on_the_host() -> None:
+    uri = "https://ci-bot:ghp_SECRET123@github.com/org/results.git"
+    assert without_credentials(uri) == "https://github.com/org/results.git"
+    assert without_credentials("git@github.com:org/results.git") == "git@github.com:org/results.git"
+    assert same_remote(uri, "https://github.com/org/results")  # the clone's cleaned origin still matches
+    params = GitRepoCloneParameters(RepoUri=uri, PackageName="mlperf", Commit="c" * 40)
+    argvs = [[str(a) for a in c.argv] for c in clone_commands(params, "/opt/p/mlperf")]
+    fetch_from = next(a for a in argvs if "remote" in a and "add" in a)[-1]
+    assert fetch_from == uri  # the token is used to fetch...
+    stage = "/opt/p/.mlperf.partial"
+    set_url = ["git", "-c", f"safe.directory={stage}", "-C", stage, "remote", "set-url", "origin"]
+    assert argvs[-2] == [*set_url, "https://github.com/org/results.git"]  # ...and dropped before the move
+    plain = GitRepoCloneParameters(RepoUri="https://github.com/org/results.git", PackageName="mlperf")
+    assert not any("set-url" in a for a in [[str(x) for x in c.argv] for c in clone_commands(plain, "/opt/p/m")])
 
 
 @pytest.mark.parametrize(
