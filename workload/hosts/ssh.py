@@ -130,6 +130,18 @@ class SshHost(Host):
         assert transport is not None  # _ensure returns only connected clients
         return transport
 
+    def exec_channel(self, shell_line: str, *, timeout: float | None = None) -> paramiko.Channel:
+        """A raw channel running ``shell_line`` on this host's (verified, reconnecting) connection.
+
+        For byte streams that are not commands with output to collect (the docker API dialled
+        through ``docker system dial-stdio``); the caller reads, writes and closes it. The line is
+        used as given: build it with :meth:`wrap` so quoting and sudo are the same as for commands.
+        """
+        channel = self._transport().open_session(timeout=self.options.connect_timeout_s)
+        channel.settimeout(timeout)
+        channel.exec_command(shell_line)
+        return channel
+
     def _ensure(self, *, attempts: int | None = None) -> paramiko.SSHClient:
         with self._lock:
             return self._ensure_locked(attempts)

@@ -174,11 +174,7 @@ class HostDialer:
         return not self.host.run(cmd("test", "-w", path, timeout=60)).ok
 
     def __call__(self, timeout: float | None) -> paramiko.Channel:
-        # SshHost's own (verified, reconnecting) connection; SshHost has no public channel API yet.
-        transport = self.host._transport()
-        channel = transport.open_session(timeout=self.host.options.connect_timeout_s)
-        channel.settimeout(timeout)
-        channel.exec_command(self.line)
+        channel = self.host.exec_channel(self.line, timeout=timeout)
         if self._prefix:
             channel.sendall(self._prefix)
         self._last = channel
