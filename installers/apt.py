@@ -26,7 +26,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from installers.facts.packages import APT_LISTS, PackageFacts, newest, split_version
+from installers.facts.packages import APT_LISTS, APT_LISTS_STAMP, PackageFacts, newest, read_lists_fresh, split_version
 from installers.facts.system import (
     Architecture,
     OsRelease,
@@ -93,6 +93,13 @@ def update(*, lock_timeout: int = DEFAULT_LOCK_TIMEOUT_S, attempts: int = 4) -> 
     """
     refresh = apt_get("update", lock_timeout=lock_timeout).with_options(scope=APT_LISTS)
     return with_retry(refresh, attempts=attempts)
+
+
+def mark_lists_refreshed() -> Command:
+    """Touch the stamp that says when workload last refreshed the lists (see ``read_lists_fresh``)."""
+    return cmd(
+        "sh", "-c", 'mkdir -p "${1%/*}" && touch "$1"', "stamp", APT_LISTS_STAMP, sudo=True, timeout=60, scope=APT_LISTS
+    )
 
 
 def install(
@@ -234,7 +241,8 @@ def refresh_change(
     lock_timeout: int = DEFAULT_LOCK_TIMEOUT_S,
     before: Sequence[Command] = (),
 ) -> AptRefresh:
-    return AptRefresh(summary, (wait_for_dpkg_lock(lock_timeout), *before, update(lock_timeout=lock_timeout)))
+    commands = (wait_for_dpkg_lock(lock_timeout), *before, update(lock_timeout=lock_timeout), mark_lists_refreshed())
+    return AptRefresh(summary, commands)
 
 
 def apply_with_refresh(
@@ -292,7 +300,8 @@ class AptInstallerStep(Step):
     Subclasses give :meth:`plan_from_host` (facts, then a pure planner that may raise
     :class:`PlanRefused`). ``plan`` uses the lists as they are; ``apply`` runs the plan and, after
     an :class:`AptRefresh` change, plans again from the refreshed lists (exact versions are only
-    known then), up to a bound.
+    known then), up to a bound. Lists workload refreshed less than ``APT_LISTS_FRESH_S`` ago, with
+    no apt source changed since, count as refreshed, so consecutive installers refresh once.
     """
 
     @abc.abstractmethod
@@ -300,8 +309,11 @@ class AptInstallerStep(Step):
         """Read the facts and call the pure planner; ``refreshed`` says the lists were just updated."""
 
     def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
+        # Lists an earlier step (or run) refreshed minutes ago, with no source added since, are as
+        # good as refreshed now: the plan installs from them instead of asking for another refresh.
+        fresh = refreshed or read_lists_fresh(ctx.host)
         try:
-            return self.plan_from_host(ctx, refreshed=refreshed)
+            return self.plan_from_host(ctx, refreshed=fresh)
         except PlanRefused as exc:
             raise self.fail(exc.problem, ctx, hint=exc.hint) from None
 

@@ -19,6 +19,7 @@ import pytest
 
 from installers.facts import docker as docker_facts
 from installers.facts import nvidia, packages, system
+from installers.facts.packages import parse_lists_freshness
 
 FIXTURES = Path(__file__).parent / "fixtures" / "facts"
 
@@ -220,3 +221,14 @@ def test_systemctl_words() -> None:
     missing = nvidia.parse_service_state("inactive\n")
     assert (missing.active, missing.enabled, missing.is_enabled) == ("inactive", "not-found", False)
     assert nvidia.parse_service_state("failed\ndisabled\n").active == "failed"
+
+
+def test_package_lists_are_fresh_only_when_workload_refreshed_them_recently_after_every_source_change() -> None:
+    now = 1_800_000_000
+    assert parse_lists_freshness(f"{now} {now - 30} {now - 3600}")  # refreshed 30 s ago, sources older
+    assert not parse_lists_freshness(f"{now} {now - 601} {now - 3600}")  # older than 10 minutes
+    assert not parse_lists_freshness(f"{now} {now - 30} {now - 10}")  # a source changed since
+    assert not parse_lists_freshness(f"{now} none")  # never refreshed by workload
+    assert not parse_lists_freshness(f"{now} {now + 60} 0")  # a clock that went back
+    assert not parse_lists_freshness("")
+    assert parse_lists_freshness(f"{now} {now - 30} {now - 3600}", max_age_s=60)

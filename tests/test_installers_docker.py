@@ -10,7 +10,7 @@ import pytest
 from installers.apt import AptRefresh, PlanRefused
 from installers.docker import DOCKER_PACKAGES, DockerFacts, DockerParameters, plan_docker
 from installers.facts.docker import DockerInfo
-from installers.facts.packages import AptPolicy, InstalledPackage, PackageFacts
+from installers.facts.packages import APT_LISTS_STAMP, AptPolicy, InstalledPackage, PackageFacts
 from installers.nvidia_container_toolkit import (
     ToolkitFacts,
     ToolkitParameters,
@@ -84,7 +84,10 @@ def test_version_pins_docker_ce_and_cli_to_the_newest_build_of_that_version() ->
 
 def test_no_candidate_adds_dockers_repository_only_then() -> None:
     first = plan_docker(DockerParameters(), dfacts(packages=pkgs(), refreshed=False))
-    assert isinstance(first.changes[0], AptRefresh) and len(first.changes[0].commands) == 2
+    assert isinstance(first.changes[0], AptRefresh)
+    _wait, refresh, stamp = first.changes[0].commands  # the lock wait, apt-get update, then the freshness stamp
+    assert "apt-get" in refresh.argv and "update" in refresh.argv
+    assert stamp.argv[-1] == APT_LISTS_STAMP
     second = plan_docker(DockerParameters(), dfacts(packages=pkgs()))
     line = next(c.input for c in second.changes[0].commands if c.argv[0] == "tee")
     assert line == (

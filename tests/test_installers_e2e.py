@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from installers.apt import AptRefresh
 from installers.docker import DockerInstallation
 from installers.doctor import read_doctor_facts, run_checks
 from installers.facts.packages import read_package_facts
@@ -124,6 +125,12 @@ def test_three_installers_on_a_fresh_vm_then_rerun_mismatch_and_doctor(
     first_s = time.monotonic() - started
     cuda_plan, cuda_after = first[0]
     assert cuda_plan.changed and cuda_plan.reboot_required
+    # The driver step refreshed the package lists seconds ago: the next installers plan from them
+    # (no second and third `apt-get update`); their plans are exact, not previews.
+    assert isinstance(cuda_plan.changes[0], AptRefresh)
+    for plan, _after in first[1:]:
+        assert plan.changed and not any(isinstance(c, AptRefresh) for c in plan.changes), plan
+        assert not any(c.summary.startswith("(preview)") for c in plan.changes), plan
     assert cuda_after is not None and not cuda_after.changed, "after the reboot the re-plan must be a no-op"
     ranges = [r.range for r in cuda_runfile_server.server.requests if r.method == "GET"]
     assert any(r and r.startswith("bytes=1048576-") for r in ranges), ranges

@@ -175,6 +175,7 @@ def test_plan_before_refresh_starts_with_apt_update_and_previews_the_rest() -> N
     assert [short(c) for c in plan.changes[0].commands] == [
         LOCK_WAIT,
         "retry 4 5 apt-get update",
+        "stamp /var/lib/workload/apt-lists-refreshed",  # so the next installers need no refresh of their own
     ]
     assert all(c.summary.startswith("(preview) ") for c in plan.changes[1:])
     assert plan.reboot_required
@@ -193,7 +194,7 @@ def test_empty_package_lists_plan_a_refresh_then_the_cuda_repo_then_refuse() -> 
         "deb [arch=amd64 signed-by=/etc/apt/keyrings/workload-nvidia-cuda.asc] "
         "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n"
     )
-    assert cmds[-1] == "retry 4 5 apt-get update"
+    assert cmds[-2:] == ["retry 4 5 apt-get update", "stamp /var/lib/workload/apt-lists-refreshed"]
     with pytest.raises(PlanRefused, match="no configured apt source offers nvidia-driver-550-server"):
         plan_nvidia_cuda(params(), facts(packages=empty, refreshed=True, cuda_repo_configured=True))
 

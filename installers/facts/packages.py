@@ -289,5 +289,42 @@ class PackageFacts:
         return sorted(name for name, pkg in self.installed.items() if pkg.broken)
 
 
+# -- how fresh apt's package lists are ---------------------------------------------------------------
+#: Touched by workload right after each ``apt-get update`` it runs (see ``installers.apt.update``).
+APT_LISTS_STAMP = "/var/lib/workload/apt-lists-refreshed"
+#: Lists that workload refreshed less than this long ago, with no apt source and no list file
+#: changed since, are fresh: the next installer plans from them instead of refreshing again (each
+#: ``apt-get update`` against real mirrors takes seconds to minutes).
+APT_LISTS_FRESH_S = 600
+#: Prints ``now stamp newest`` (epoch seconds): the stamp's time and the last change of an apt
+#: source or of the lists folder (files removed or written there by anyone but our own refresh).
+LISTS_FRESHNESS_SCRIPT = (
+    'now=$(date +%s); s=$(stat -c %Y "$1" 2>/dev/null) || { echo "$now none"; exit 0; }; '
+    "n=$(stat -c %Y /etc/apt/sources.list /etc/apt/sources.list.d /etc/apt/sources.list.d/* /var/lib/apt/lists "
+    '2>/dev/null | sort -n | tail -n 1); echo "$now $s ${n:-0}"'
+)
+
+
+def parse_lists_freshness(text: str, max_age_s: float = APT_LISTS_FRESH_S) -> bool:
+    """Whether ``now stamp newest`` (epoch seconds, the script's output) means fresh lists: refreshed
+    by workload at most ``max_age_s`` ago, with no apt source and the lists folder unchanged since.
+    Anything else (no stamp, a clock that went back, unreadable output) is not fresh."""
+    parts = text.split()
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return False
+    now, stamp, newest_source = (int(p) for p in parts)
+    return stamp >= newest_source and 0 <= now - stamp < max_age_s
+
+
+def read_lists_fresh(host: Host) -> bool:
+    """Whether apt's package lists count as fresh (:func:`parse_lists_freshness`); read-only."""
+    result = host.run(
+        cmd(
+            "sh", "-c", LISTS_FRESHNESS_SCRIPT, "lists-age", APT_LISTS_STAMP, timeout=60, readonly=True, scope=APT_LISTS
+        )
+    )
+    return result.ok and parse_lists_freshness(result.stdout)
+
+
 def read_package_facts(host: Host, names: Iterable[str]) -> PackageFacts:
     return PackageFacts(installed=read_installed(host), holds=read_holds(host), policies=read_apt_policy(host, names))
