@@ -8,10 +8,12 @@ metric. ``priority`` decides who wins: the detail log beats metadata.json beats 
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from workload.metrics.model import AccuracyCheck, ParseIssue
 
@@ -24,6 +26,8 @@ PRIO_DETAIL = 3
 _FLOAT_MAX = sys.float_info.max
 #: :attr:`RawResult.runner` of a result written by ``workload.loadgen.runner`` (the LoadGenExecutor)
 RUNNER_LOADGEN = "workload.loadgen.runner"
+#: What :meth:`RawResult.load_json` returns for text that is not JSON (``None`` is JSON's null).
+NOT_JSON: Any = object()
 
 
 def finite(value: Scalar) -> bool:
@@ -145,6 +149,14 @@ class RawResult:
 
     def issue(self, path: str, problem: str) -> None:
         self.issues.append(ParseIssue(path=path, problem=problem))
+
+    def load_json(self, path: str, text: str) -> Any:
+        """``text`` (from ``path``) as JSON; :data:`NOT_JSON` after an issue saying it is not."""
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            self.issue(path, f"not valid JSON ({exc})")
+            return NOT_JSON
 
     @property
     def has_data(self) -> bool:

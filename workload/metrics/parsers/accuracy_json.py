@@ -9,18 +9,14 @@ before it existed lack it. Values of the wrong type are issues naming the key.
 
 from __future__ import annotations
 
-import json
-
 from workload.metrics.model import AccuracyCheck
-from workload.metrics.raw import PRIO_METADATA, RawResult, finite_float
+from workload.metrics.raw import NOT_JSON, PRIO_METADATA, RawResult, finite_float
 
 
 def parse(path: str, text: str, raw: RawResult) -> None:
     """Read the accuracy.json ``text`` (from ``path``) into ``raw``."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raw.issue(path, f"not valid JSON ({exc})")
+    data = raw.load_json(path, text)
+    if data is NOT_JSON:
         return
     if not isinstance(data, dict) or not isinstance(data.get("metric"), str) or not data["metric"]:
         raw.issue(path, 'expected an object with "metric", "value", "threshold", "pass"')

@@ -9,17 +9,13 @@ keys (``conf_model``, ``user_conf``) is another tool's file and is left alone.
 
 from __future__ import annotations
 
-import json
-
-from workload.metrics.raw import RUNNER_LOADGEN, RawResult
+from workload.metrics.raw import NOT_JSON, RUNNER_LOADGEN, RawResult
 
 
 def parse(path: str, text: str, raw: RawResult) -> None:
     """Mark ``raw`` as a result of the LoadGen runner when ``text`` (from ``path``) is its settings record."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raw.issue(path, f"not valid JSON ({exc})")
+    data = raw.load_json(path, text)
+    if data is NOT_JSON:
         return
     if isinstance(data, dict) and isinstance(data.get("conf_model"), str) and isinstance(data.get("user_conf"), dict):
         raw.runner = RUNNER_LOADGEN

@@ -9,10 +9,8 @@ as a validity signal.
 
 from __future__ import annotations
 
-import json
-
 from workload.metrics.model import AccuracyCheck
-from workload.metrics.raw import PRIO_METADATA, RawResult, finite_float
+from workload.metrics.raw import NOT_JSON, PRIO_METADATA, RawResult, finite_float
 
 _IDENT = {
     "benchmark_short": "model",
@@ -63,10 +61,8 @@ def parse(path: str, text: str, raw: RawResult) -> None:
     Values of the wrong JSON type (``"accuracy_pass": "yes"``, a string accuracy value, a number
     for ``result_validity``) are issues naming the key; the rest of the file is still read.
     """
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raw.issue(path, f"not valid JSON ({exc})")
+    data = raw.load_json(path, text)
+    if data is NOT_JSON:
         return
     if not isinstance(data, dict):
         raw.issue(path, f"expected a JSON object, found {type(data).__name__}")
