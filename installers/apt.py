@@ -301,7 +301,8 @@ class AptInstallerStep(Step):
     :class:`PlanRefused`). ``plan`` uses the lists as they are; ``apply`` runs the plan and, after
     an :class:`AptRefresh` change, plans again from the refreshed lists (exact versions are only
     known then), up to a bound. Lists workload refreshed less than ``APT_LISTS_FRESH_S`` ago, with
-    no apt source changed since, count as refreshed, so consecutive installers refresh once.
+    no apt source and no list file changed since, count as refreshed, so consecutive installers
+    refresh once.
     """
 
     @abc.abstractmethod
@@ -309,8 +310,8 @@ class AptInstallerStep(Step):
         """Read the facts and call the pure planner; ``refreshed`` says the lists were just updated."""
 
     def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
-        # Lists an earlier step (or run) refreshed minutes ago, with no source added since, are as
-        # good as refreshed now: the plan installs from them instead of asking for another refresh.
+        # Lists an earlier step (or run) refreshed minutes ago, with no source or list file changed
+        # since, are as good as refreshed now: the plan installs from them, no second refresh.
         fresh = refreshed or read_lists_fresh(ctx.host)
         try:
             return self.plan_from_host(ctx, refreshed=fresh)

@@ -445,7 +445,7 @@ class Host(abc.ABC):
             timed_out=timed_out,
             truncated=out.truncated or err.truncated,
         )
-        if memo is not None and command.readonly and not timed_out and memo is self._fact_memo:
+        if memo is not None and command.readonly and not timed_out:
             memo[(line, stdin)] = (command.scope, result)
         return result
 
