@@ -11,6 +11,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -234,6 +235,34 @@ def test_local_host_interrupt_stops_its_commands_and_leaves_other_children_alone
     finally:
         other.kill()
         other.wait()
+
+
+def test_local_host_interrupt_right_after_spawn_still_stops_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupt that lands between the spawn and the bookkeeping must not miss the command.
+
+    The window is microseconds wide, so a wrapper around Popen holds it open: right after the real
+    spawn it fires ``interrupt`` from another thread and gives it time to act.
+    """
+    import workload.hosts.local as local_module
+    from workload.commands import cmd
+
+    host = LocalHost("x")
+    real_popen = subprocess.Popen
+
+    def popen_then_interrupt(*args: Any, **kwargs: Any) -> Any:
+        proc = real_popen(*args, **kwargs)
+        interrupter = threading.Thread(target=host.interrupt, kwargs={"grace_s": 1.0})
+        interrupter.start()
+        interrupter.join(0.5)  # blocks the full 0.5 s when the interrupt waits for the bookkeeping
+        return proc
+
+    monkeypatch.setattr(local_module.subprocess, "Popen", popen_then_interrupt)
+    started = time.monotonic()
+    result = host.run(cmd("sh", "-c", "sleep 97.5; echo after", timeout=8))  # the bound, were it missed
+    assert not result.timed_out and time.monotonic() - started < 5, "the interrupt missed the command"
+    assert result.returncode in (128 + signal.SIGTERM, 128 + signal.SIGKILL)
+    assert "after" not in result.stdout
+    assert not processes("sleep 97.5")
 
 
 # -- Ctrl-C on a real `workload run` -------------------------------------------------------------

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import paramiko
 import pytest
@@ -30,6 +31,7 @@ from tests.testbed.sshd import (  # noqa: F401  (fixtures)
 from workload.commands import Secret, cmd
 from workload.errors import ConnectError, UsageError
 from workload.hosts import ConnectionLost, ConnectOptions, LocalHost, SshHost, open_host, parse_host_spec
+from workload.hosts.base import CommandResult
 from workload.hosts.options import secret_from_env
 from workload.hosts.ssh_connect import TransientConnectError
 
@@ -346,6 +348,30 @@ def test_interrupt_stops_running_commands(sshd: SshServer) -> None:  # noqa: F81
     host.interrupt(grace_s=0.5)  # TERM is ignored by the command: the KILL after the grace ends it
     worker.join(10)
     assert results and results[0] != 0 and time.monotonic() - started < 5
+    host.close()
+
+
+def test_interrupt_just_after_a_command_starts_still_stops_it(sshd: SshServer, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Interrupting before the command's process group id has come back still reaches it."""
+    host = ssh_host(sshd)
+    opened = threading.Event()
+    real_open = SshHost._open_command
+
+    def open_and_tell(self: SshHost, *args: Any) -> Any:
+        chan = real_open(self, *args)
+        opened.set()  # the command is on its way; its group id is not back yet
+        return chan
+
+    monkeypatch.setattr(SshHost, "_open_command", open_and_tell)
+    results: list[CommandResult] = []
+    worker = threading.Thread(target=lambda: results.append(host.run(cmd("sleep", "30", timeout=10))))
+    worker.start()
+    assert opened.wait(10)
+    started = time.monotonic()
+    host.interrupt(grace_s=0.5)
+    worker.join(15)
+    assert results and not results[0].timed_out and results[0].returncode != 0
+    assert time.monotonic() - started < 5
     host.close()
 
 

@@ -54,15 +54,17 @@ class LocalHost(Host):
         stdout: OutputCollector,
         stderr: OutputCollector,
     ) -> tuple[int, bool]:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", shell_line],
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # own session and process group: killpg reaches the children
-            close_fds=True,
-        )
+        # Spawned under the lock: once the command exists, ``interrupt`` sees its group (were it
+        # added after Popen returns, an interrupt in between would miss a command already running).
         with self._running_lock:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", shell_line],
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # own session and process group: killpg reaches the children
+                close_fds=True,
+            )
             self._running.add(proc.pid)
         try:
             return self._pump(proc, stdin, timeout, stdout, stderr)

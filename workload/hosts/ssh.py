@@ -104,6 +104,8 @@ class SshHost(Host):
         self._lock = threading.RLock()
         #: Process groups of the commands running now (for interrupt()).
         self._running: set[int] = set()
+        #: Commands started whose process group id has not arrived yet (interrupt() waits for them).
+        self._unannounced = _Counter()
 
     # -- connection ------------------------------------------------------------------------------
     @property
@@ -218,6 +220,18 @@ class SshHost(Host):
         stderr: OutputCollector,
     ) -> tuple[int, bool]:
         transport = self._transport()
+        head = _StderrHead(stderr, self._running, self._unannounced)
+        try:
+            chan = self._open_command(transport, shell_line)
+            try:
+                return self._pump(chan, transport, stdin, timeout, stdout, head)
+            finally:
+                chan.close()
+        finally:
+            head.forget()
+
+    def _open_command(self, transport: paramiko.Transport, shell_line: str) -> paramiko.Channel:
+        """A session channel running ``shell_line`` in the wrapper that announces its group id."""
         try:
             chan = transport.open_session(timeout=self.options.connect_timeout_s)
             chan.exec_command(_remote_line(shell_line))
@@ -229,12 +243,7 @@ class SshHost(Host):
                     hint="sshd limits concurrent commands per connection (MaxSessions, default 10)",
                 ) from e
             raise self._lost(f"the connection was lost ({e or type(e).__name__})") from e
-        head = _StderrHead(stderr, self._running)
-        try:
-            return self._pump(chan, transport, stdin, timeout, stdout, head)
-        finally:
-            head.forget()
-            chan.close()
+        return chan
 
     def _pump(
         self,
@@ -306,6 +315,9 @@ class SshHost(Host):
         closing a channel alone would leave its command running, since without a pty sshd sends
         no SIGHUP.
         """
+        # A command just started announces its group within a round trip; one missed here would
+        # run on to its end (e.g. a whole apt install) after the user asked everything to stop.
+        self._unannounced.wait_zero(timeout_s=min(grace_s, 2.0))
         groups = sorted(self._running)
         if groups and self.is_connected:
             self._signal_groups(self._transport(), groups, grace_s=grace_s)
@@ -463,16 +475,45 @@ def _copy(src: BinaryIO, dst: paramiko.SFTPFile) -> None:
         dst.write(chunk)
 
 
-class _StderrHead:
-    """Takes the ``workload-pgid:N`` line off the start of stderr; passes the rest through."""
+class _Counter:
+    """A thread-safe count that can be waited on until it is zero."""
 
-    def __init__(self, collector: OutputCollector, running: set[int]) -> None:
+    def __init__(self) -> None:
+        self._value = 0
+        self._zero = threading.Condition()
+
+    def add(self, delta: int) -> None:
+        with self._zero:
+            self._value += delta
+            if self._value == 0:
+                self._zero.notify_all()
+
+    def wait_zero(self, *, timeout_s: float) -> bool:
+        with self._zero:
+            return self._zero.wait_for(lambda: self._value == 0, timeout=timeout_s)
+
+
+class _StderrHead:
+    """Takes the ``workload-pgid:N`` line off the start of stderr; passes the rest through.
+
+    Counts itself in ``unannounced`` from creation until the group id arrives or it is forgotten.
+    """
+
+    def __init__(self, collector: OutputCollector, running: set[int], unannounced: _Counter) -> None:
         self.collector = collector
         self.pgid: int | None = None
         self._running = running
         self._head: bytes | None = b""
+        self._unannounced: _Counter | None = unannounced
+        unannounced.add(1)
+
+    def _announced(self) -> None:
+        if self._unannounced is not None:
+            self._unannounced.add(-1)
+            self._unannounced = None
 
     def forget(self) -> None:
+        self._announced()
         if self.pgid is not None:
             self._running.discard(self.pgid)
 
@@ -488,6 +529,7 @@ class _StderrHead:
         if first.startswith(_PGID_MARK) and first[len(_PGID_MARK) :].isdigit():
             self.pgid = int(first[len(_PGID_MARK) :])
             self._running.add(self.pgid)
+            self._announced()
             if rest:
                 self.collector.feed(rest)
         else:
