@@ -139,3 +139,39 @@ def test_a_new_boot_id_proves_the_reboot_without_a_marker() -> None:
     wait_for_reboot(host, boot_id_before="old", timeout_s=10, first_poll_s=0.01)
     assert host.polls == 4
     assert read_boot_id(_ScriptedBootIds(["abc"])) == "abc"
+
+
+class _RebootAtClock(_ScriptedBootIds):
+    """Up with the old boot until ``down_at``, unreachable until ``up_at``, then a new boot; on a fake clock."""
+
+    def __init__(self, down_at: float, up_at: float) -> None:
+        super().__init__([])
+        self.now = 0.0
+        self.down_at, self.up_at = down_at, up_at
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def _execute(self, shell_line: str, *, stdout: OutputCollector, **_: object) -> tuple[int, bool]:  # type: ignore[override]
+        self.polls += 1
+        if self.down_at <= self.now < self.up_at:
+            raise ConnectError(self.name, "connection refused")
+        stdout.feed(b"old\n" if self.now < self.down_at else b"new\n")
+        return 0, False
+
+
+@pytest.mark.parametrize("up_at", [3.6, 7.6, 40.0, 300.0])
+def test_polls_notice_the_return_within_a_quarter_of_the_wait(up_at: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quick reboot is noticed quickly (doubling pauses would see one back at 3.6 s only at 7.5 s),
+    a long one without a storm of polls, and never more than ``max_poll_s`` late."""
+    import workload.hosts.reboot as reboot_module
+
+    host = _RebootAtClock(down_at=1.0, up_at=up_at)
+    monkeypatch.setattr(reboot_module, "time", host)
+    wait_for_reboot(host, boot_id_before="old", timeout_s=600, first_poll_s=0.5, max_poll_s=5.0)
+    late = host.now - up_at
+    assert 0 <= late <= min(0.25 * up_at, 5.0) + 1e-9
+    assert host.polls <= 12 + up_at / 5.0  # the ramp to max_poll_s, then one poll per max_poll_s

@@ -13,9 +13,11 @@ How "it rebooted" is decided
     ``wait_for_reboot`` without ``marker`` trusts ``boot_id`` alone.
 
     Merely seeing the host unreachable is not used as proof: a network blip is not a reboot, and a
-    fast reboot can come back between two polls. Polls back off from ``first_poll_s`` to
-    ``max_poll_s``; each poll makes one connect attempt (no tenacity retries inside the wait), so the
-    whole wait is bounded by ``timeout_s`` plus at most one poll.
+    fast reboot can come back between two polls. The pause between polls is a quarter of the time
+    waited so far, between ``first_poll_s`` and ``max_poll_s``: a host back after T seconds is
+    noticed by about 1.25 T (at most ``max_poll_s`` late), where doubling pauses could notice a
+    3-second reboot only after 7. Each poll makes one connect attempt (no tenacity retries inside
+    the wait), so the whole wait is bounded by ``timeout_s`` plus at most one poll.
 
 The local machine cannot be rebooted from here (the controller runs on it): :func:`reboot` on a
 :class:`~workload.hosts.local.LocalHost` raises :class:`~workload.errors.RebootRequired`, which the
@@ -38,6 +40,8 @@ from workload.hosts.local import LocalHost
 log = logging.getLogger(__name__)
 
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+#: The pause between polls as a share of the time waited so far (see the module doc).
+POLL_PAUSE_SHARE = 0.25
 #: Written before a reboot; its disappearance proves the machine restarted (see the module doc).
 DEFAULT_MARKER = "/run/workload/reboot-pending"
 
@@ -123,7 +127,6 @@ def wait_for_reboot(
     """
     started = time.monotonic()
     deadline = started + timeout_s
-    delay = first_poll_s
     last = "no poll finished"
     seen_down = False
     while True:
@@ -154,8 +157,8 @@ def wait_for_reboot(
                     else "it never went down: check that the reboot command works (sudo, systemd) on this machine"
                 ),
             )
-        time.sleep(min(delay, max(0.0, deadline - now)))
-        delay = min(delay * 2, max_poll_s)
+        pause = min(max_poll_s, max(first_poll_s, (now - started) * POLL_PAUSE_SHARE))
+        time.sleep(min(pause, max(0.0, deadline - now)))
 
 
 def reboot_and_wait(host: Host, *, timeout_s: float, command: Command | None = None) -> None:
