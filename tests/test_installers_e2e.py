@@ -31,7 +31,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "facts"
 
 # The test bed has no lspci; this one reads the VM's hardware file like the stand-in nvidia-smi,
 # so NVSwitch auto-detection runs the same code path as on a real machine (lspci -n -D -d 10de:).
-LSPCI = r"""#!/usr/bin/python3
+LSPCI = r"""#!/usr/bin/python3 -S
 import json
 try:
     hw = json.load(open("/var/lib/standin/hardware.json"))
