@@ -26,8 +26,17 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from installers.facts.packages import APT_LISTS, APT_LISTS_STAMP, PackageFacts, newest, read_lists_fresh, split_version
+from installers.facts.packages import (
+    APT_LISTS,
+    APT_LISTS_STAMP,
+    LISTS_FRESHNESS_QUERY,
+    PackageFacts,
+    newest,
+    read_lists_fresh,
+    split_version,
+)
 from installers.facts.system import (
+    ARCHITECTURE_QUERY,
     Architecture,
     OsRelease,
     read_architecture,
@@ -37,7 +46,7 @@ from installers.facts.system import (
 from workload.commands import Command, cmd
 from workload.errors import StepError
 from workload.hosts.base import CommandResult
-from workload.steps import Change, Step, StepContext, StepPlan
+from workload.steps import Change, FactPhase, Step, StepContext, StepPlan
 
 #: Seconds apt waits for the dpkg lock (and the explicit wait before it).
 DEFAULT_LOCK_TIMEOUT_S = 600
@@ -312,6 +321,7 @@ class AptInstallerStep(Step):
     def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
         # Lists an earlier step (or run) refreshed minutes ago, with no source or list file changed
         # since, are as good as refreshed now: the plan installs from them, no second refresh.
+        ctx.host.prefetch(self.fact_queries(ctx, "plan"))  # again after a refresh inside apply
         fresh = refreshed or read_lists_fresh(ctx.host)
         try:
             return self.plan_from_host(ctx, refreshed=fresh)
@@ -320,6 +330,10 @@ class AptInstallerStep(Step):
 
     def plan(self, ctx: StepContext) -> StepPlan:
         return self._plan(ctx, refreshed=False)
+
+    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
+        """Preflight and plan read the platform and the lists' freshness; subclasses add theirs."""
+        return [LISTS_FRESHNESS_QUERY, ARCHITECTURE_QUERY] if phase == "plan" else []
 
     def apply(self, ctx: StepContext, plan: StepPlan) -> StepPlan:
         """Apply, re-planning after each refresh; returns the plan applied last (its reboot counts)."""

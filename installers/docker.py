@@ -20,13 +20,14 @@ Example::
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from installers import apt
 from installers.apt import AptRepository
-from installers.facts.docker import DockerInfo, read_docker_info
-from installers.facts.packages import PackageFacts, read_package_facts
+from installers.facts.docker import DockerInfo, docker_info_query, read_docker_info
+from installers.facts.packages import PackageFacts, package_fact_queries, read_package_facts
 from installers.facts.system import (
     Architecture,
     OsRelease,
@@ -34,9 +35,10 @@ from installers.facts.system import (
     read_architecture,
     read_os_release,
     read_user_home,
+    user_home_query,
 )
-from workload.commands import cmd
-from workload.steps import Change, StepContext, StepParameters, StepPlan
+from workload.commands import Command, cmd
+from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 DOCKER_PACKAGES = ("docker-ce", "docker-ce-cli", "containerd.io", "docker-compose-plugin")
 VERSIONED = ("docker-ce", "docker-ce-cli")
@@ -154,6 +156,12 @@ class DockerInstallation(apt.AptInstallerStep):
 
     def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
         return plan_docker(self.p, gather_facts(ctx, self.p, refreshed=refreshed))
+
+    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
+        if phase == "verify":
+            return [docker_info_query()]
+        queries = [*super().fact_queries(ctx, phase), user_home_query(self.p.Username)]
+        return [*queries, *package_fact_queries(DOCKER_PACKAGES), docker_info_query()]
 
     def verify(self, ctx: StepContext) -> None:
         info = read_docker_info(ctx.host)

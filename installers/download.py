@@ -51,15 +51,18 @@ class DownloadState:
     tool: Tool | None  # the download tool the host has (curl preferred)
 
 
-def read_download_state(host: Host, dest: str) -> DownloadState:
+def download_state_query(dest: str) -> Command:
     script = (
         'if [ -e "$1" ]; then echo complete; fi; '
         'if [ -e "$1.part" ]; then echo "partial $(stat -c %s "$1.part")"; fi; '
         "if command -v curl >/dev/null 2>&1; then echo tool curl; "
         "elif command -v wget >/dev/null 2>&1; then echo tool wget; fi"
     )
-    result = host.run(cmd("sh", "-c", script, "download-state", dest, timeout=60, readonly=True))
-    return parse_download_state(result.stdout)
+    return cmd("sh", "-c", script, "download-state", dest, timeout=60, readonly=True)
+
+
+def read_download_state(host: Host, dest: str) -> DownloadState:
+    return parse_download_state(host.run(download_state_query(dest)).stdout)
 
 
 def parse_download_state(text: str) -> DownloadState:

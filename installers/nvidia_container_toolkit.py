@@ -24,17 +24,24 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from installers import apt
 from installers.apt import AptRepository, PlanRefused
-from installers.facts.docker import DockerInfo, read_docker_info, read_nvidia_ctk_version
-from installers.facts.nvidia import GpuInventory, read_gpus
-from installers.facts.packages import PackageFacts, read_package_facts
+from installers.facts.docker import (
+    CTK_VERSION_QUERY,
+    DockerInfo,
+    docker_info_query,
+    read_docker_info,
+    read_nvidia_ctk_version,
+)
+from installers.facts.nvidia import PCI_SCAN, SMI_QUERY, GpuInventory, read_gpus
+from installers.facts.packages import PackageFacts, package_fact_queries, read_package_facts
 from installers.facts.system import Architecture, OsRelease, read_architecture, read_os_release
-from workload.commands import cmd
-from workload.steps import Change, StepContext, StepParameters, StepPlan
+from workload.commands import Command, cmd
+from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 PACKAGE = "nvidia-container-toolkit"
 #: Holds ``nvidia-ctk`` since toolkit 1.13 (the main package depends on it at the same version).
@@ -214,6 +221,12 @@ class NvidiaContainerToolkitInstallation(apt.AptInstallerStep):
 
     def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
         return plan_toolkit(self.p, gather_facts(ctx, refreshed=refreshed))
+
+    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
+        checks = [CTK_VERSION_QUERY, docker_info_query()]
+        if phase == "verify":
+            return [*checks, SMI_QUERY, PCI_SCAN]
+        return [*super().fact_queries(ctx, phase), *package_fact_queries((PACKAGE,)), *checks]
 
     def verify(self, ctx: StepContext) -> None:
         if read_nvidia_ctk_version(ctx.host) is None:

@@ -53,22 +53,36 @@ from pydantic import field_validator
 
 from installers import apt
 from installers.apt import AptRepository, PlanRefused
-from installers.download import SHA256_RE, DownloadState, download_commands, file_name, read_download_state
+from installers.download import (
+    SHA256_RE,
+    DownloadState,
+    download_commands,
+    download_state_query,
+    file_name,
+    read_download_state,
+)
 from installers.facts.nvidia import (
+    DRIVER_ORIGIN_QUERY,
     FABRIC_MANAGER_UNIT,
+    FABRIC_MANAGER_VERSION_QUERY,
+    PCI_SCAN,
+    SMI_QUERY,
     CudaToolkit,
     DriverOrigin,
     FabricManagerFacts,
     GpuInventory,
+    cuda_toolkit_query,
     read_cuda_toolkit,
     read_driver_origin,
     read_fabric_manager,
     read_gpus,
+    service_query,
 )
 from installers.facts.packages import (
     PackageFacts,
     compare_versions,
     newest,
+    package_fact_queries,
     read_package_facts,
     upstream_version,
 )
@@ -80,10 +94,11 @@ from installers.facts.system import (
     read_os_release,
     read_user_home,
     unsupported_platform,
+    user_home_query,
 )
 from workload.commands import Command, cmd
 from workload.hosts.base import Host
-from workload.steps import Change, StepContext, StepParameters, StepPlan
+from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 CUDA_REPO_NAME = "workload-nvidia-cuda"
 CUDA_REPO_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/"
@@ -686,6 +701,20 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
 
     def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
         return plan_nvidia_cuda(self.p, gather_facts(ctx, self.p, refreshed=refreshed))
+
+    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
+        params = self.p
+        queries = [SMI_QUERY, PCI_SCAN, FABRIC_MANAGER_VERSION_QUERY, service_query(FABRIC_MANAGER_UNIT)]
+        if params.LinuxCudaVersion:
+            queries.append(cuda_toolkit_query(cuda_home(params)))
+        if phase == "verify":
+            return [*queries, *package_fact_queries(())]
+        names = [*BUILD_PACKAGES, *driver_packages(params), *fabric_manager_packages(params)]
+        queries += [*super().fact_queries(ctx, phase), *package_fact_queries(names), DRIVER_ORIGIN_QUERY]
+        queries.append(user_home_query(params.Username))
+        if params.CudaRequired and params.LinuxLocalRunFile:
+            queries.append(download_state_query(runfile_path(params)))
+        return queries
 
     def preflight(self, ctx: StepContext) -> None:
         host = ctx.host

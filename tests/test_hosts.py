@@ -394,6 +394,59 @@ def test_remembered_facts_are_read_once_and_forgotten_on_any_change(host: Host, 
     assert counter.read_text().count("x") == 6
 
 
+# Facts of every awkward shape: no final newline, stderr only, both streams, non-zero and
+# signal exits, empty output, text that looks like our framing, sudo, env, non-ASCII.
+PREFETCH_FACTS = [
+    cmd("printf", "no newline", readonly=True),
+    cmd("sh", "-c", "echo out; echo err >&2; exit 3", readonly=True),
+    cmd("sh", "-c", "echo 'workload-batch-0 0 exit 0'; printf '\\n\\n' >&2", readonly=True),
+    cmd("true", readonly=True),
+    cmd("sh", "-c", "kill -TERM $$", readonly=True),
+    cmd("sh", "-c", 'echo "$X"; cat', env={"X": "ünï cödé"}, readonly=True),  # stdin must be empty
+    cmd("id", "-u", sudo=True, readonly=True),
+    cmd("/nonexistent/tool", "--version", readonly=True),
+]
+
+
+def test_prefetched_facts_are_what_each_command_gives_alone(host: Host) -> None:
+    alone = [host.run(c) for c in PREFETCH_FACTS]
+    with host.remembering_facts():
+        assert host.prefetch(PREFETCH_FACTS) == len(PREFETCH_FACTS)
+        batched = [host.run(c) for c in PREFETCH_FACTS]  # from the memo: no round trip
+    for one, other in zip(alone, batched, strict=True):
+        assert (other.returncode, other.stdout, other.stderr) == (one.returncode, one.stdout, one.stderr)
+    assert [r.returncode for r in alone[:2]] == [0, 3] and alone[4].returncode == 128 + 15
+
+
+def test_prefetch_runs_one_command_and_leaves_what_it_cannot_batch(host: Host, tmp_path: Path) -> None:
+    counter = tmp_path / "reads"
+    fact = cmd("sh", "-c", 'echo x >> "$1"; wc -l < "$1"', "fact", str(counter), readonly=True)
+    other = cmd("sh", "-c", 'echo y >> "$1"', "other", str(counter), readonly=True)
+    assert host.prefetch([fact, other]) == 0  # outside remembering_facts nothing would keep them
+    assert not counter.exists()
+    with host.remembering_facts():
+        change = cmd("touch", str(tmp_path / "x"))  # not readonly: never run ahead of time
+        with_stdin = cmd("cat", input="in", readonly=True)
+        assert host.prefetch([fact, fact, other, change, with_stdin]) == 2
+        assert counter.read_text() == "x\ny\n"  # one run each, in order
+        assert not (tmp_path / "x").exists()
+        assert host.run(fact).stdout == "1\n"
+        assert host.prefetch([fact, other]) == 0  # all remembered already
+        host.run(change)  # a change forgets the prefetched results like any others
+        assert host.run(fact).stdout == "3\n"
+
+
+def test_a_prefetch_cut_short_remembers_nothing(host: Host, tmp_path: Path) -> None:
+    counter = tmp_path / "reads"
+    fact = cmd("sh", "-c", 'echo x >> "$1"; wc -l < "$1"', "fact", str(counter), readonly=True, timeout=1)
+    slow = cmd("sleep", "30", readonly=True, timeout=1)
+    with host.remembering_facts():
+        started = time.monotonic()
+        assert host.prefetch([fact, slow]) == 0  # the batch's bound is the sum of its commands'
+        assert time.monotonic() - started < 10
+        assert host.run(fact).stdout == "2\n"  # read again, on its own
+
+
 def test_root_needs_no_sudo_and_can_run_as_another_user(host: Host) -> None:
     if os.geteuid() != 0:
         pytest.skip("runs as root")

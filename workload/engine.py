@@ -359,8 +359,11 @@ class Engine:
     ) -> list[tuple[int, Step, WorkloadError]]:
         """Every step's :meth:`~workload.steps.Step.preflight` on this host: the ones that cannot run."""
         impossible: list[tuple[int, Step, WorkloadError]] = []
-        for index, step in steps:
-            ctx = self._context(host, state, index, step, exports)
+        contexts = [(index, step, self._context(host, state, index, step, exports)) for index, step in steps]
+        # Nothing changes the host until the first step applies: one round trip reads what every
+        # step's preflight and the first step's plan need.
+        host.prefetch([query for _i, step, ctx in contexts for query in step.fact_queries(ctx, "plan")])
+        for index, step, ctx in contexts:
             ctx.dry_run = True
             try:
                 step.preflight(ctx)
@@ -636,6 +639,7 @@ def drive_step(step: Step, ctx: StepContext, reboot: Callable[[StepContext], Ste
     with. After the reboot the step is planned again; if it still wants a reboot, it fails.
     Raises :class:`~workload.errors.StepError` when verify fails.
     """
+    ctx.host.prefetch(step.fact_queries(ctx, "plan"))
     plan = step.plan(ctx)
     ctx.log(f"plan: {describe_plan(plan)}")
     applied = plan
@@ -646,12 +650,14 @@ def drive_step(step: Step, ctx: StepContext, reboot: Callable[[StepContext], Ste
     after: StepPlan | None = None
     if applied.reboot_required:
         ctx = reboot(ctx)
+        ctx.host.prefetch(step.fact_queries(ctx, "plan"))
         after = step.plan(ctx)
         ctx.log(f"plan after the reboot: {describe_plan(after)}")
         if after.reboot_required:
             raise step.fail("the host still needs a reboot after rebooting", ctx)
         if after.changed and (step.apply(ctx, after) or after).reboot_required:
             raise step.fail("the host still needs a reboot after rebooting", ctx)
+    ctx.host.prefetch(step.fact_queries(ctx, "verify"))
     step.verify(ctx)
     return DrivenStep(plan, applied, after)
 

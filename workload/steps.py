@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 import difflib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -32,6 +32,9 @@ from pydantic_core import PydanticUseDefault
 from workload.commands import Command, mask_text
 from workload.errors import StepError
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
+
+#: When a step reads its facts (see :meth:`Step.fact_queries`).
+FactPhase = Literal["plan", "verify"]
 
 StepKind = Literal["dependency", "action", "monitor"]
 
@@ -300,6 +303,16 @@ class Step(abc.ABC):
         Only read-only facts that no earlier step can change may decide it (OS release,
         architecture, hardware). The default checks nothing.
         """
+
+    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
+        """The read-only commands this step's ``phase`` reads ("plan": preflight and plan; "verify").
+
+        The engine runs them in one round trip just before (:meth:`Host.prefetch`), so the reads
+        that follow need no round trip of their own. Only an optimisation: a query left out runs
+        on its own when read, and one listed but not read costs a little work on the host. The
+        default lists none.
+        """
+        return ()
 
     def apply(self, ctx: StepContext, plan: StepPlan) -> StepPlan | None:
         """Make the planned changes. The default runs every planned command with ``check``.

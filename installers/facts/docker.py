@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from workload.commands import cmd
-from workload.hosts.base import Host, probe
+from workload.commands import Command, cmd
+from workload.hosts.base import Host
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,13 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
+def docker_info_query(*, sudo: bool = True) -> Command:
+    return cmd("docker", "info", "--format", "{{json .}}", sudo=sudo, timeout=120, readonly=True)
+
+
 def read_docker_info(host: Host, *, sudo: bool = True) -> DockerInfo:
     """``sudo`` because a user not (yet) in the docker group gets "permission denied" on the socket."""
-    result = host.run(cmd("docker", "info", "--format", "{{json .}}", sudo=sudo, timeout=120, readonly=True))
+    result = host.run(docker_info_query(sudo=sudo))
     return parse_docker_info(result.returncode, result.stdout, result.stderr)
 
 
@@ -82,7 +86,10 @@ def parse_nvidia_ctk_version(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+CTK_VERSION_QUERY = cmd("nvidia-ctk", "--version", timeout=120, readonly=True)
+
+
 def read_nvidia_ctk_version(host: Host) -> str | None:
     """The NVIDIA container toolkit's CLI version, or None where ``nvidia-ctk`` is missing or fails."""
-    result = probe(host, "nvidia-ctk", "--version")
+    result = host.run(CTK_VERSION_QUERY)
     return parse_nvidia_ctk_version(result.stdout) if result.ok else None

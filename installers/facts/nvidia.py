@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from workload.commands import cmd
-from workload.hosts.base import Host, probe
+from workload.commands import Command, cmd
+from workload.hosts.base import Host
 
 GPU_QUERY_FIELDS = "name,driver_version,memory.total,pci.bus_id,compute_cap,uuid"
 GPU_QUERY_ARGV = ("nvidia-smi", f"--query-gpu={GPU_QUERY_FIELDS}", "--format=csv,noheader,nounits")
@@ -212,13 +212,17 @@ class GpuInventory:
         return f"{len(self.gpus)}x {', '.join(names)} ({self.gpus[0].memory_mib} MiB), driver {self.driver_version}"
 
 
+SMI_QUERY = cmd(*GPU_QUERY_ARGV, timeout=120, readonly=True)
+PCI_SCAN = cmd("sh", "-c", PCI_SCAN_SCRIPT, timeout=60, readonly=True)
+
+
 def read_smi_query(host: Host) -> SmiQuery:
-    result = host.run(cmd(*GPU_QUERY_ARGV, timeout=120, readonly=True))
+    result = host.run(SMI_QUERY)
     return classify_smi(result.returncode, result.stdout, result.stderr)
 
 
 def read_pci(host: Host) -> tuple[PciDevice, ...]:
-    result = host.run(cmd("sh", "-c", PCI_SCAN_SCRIPT, timeout=60, readonly=True))
+    result = host.run(PCI_SCAN)
     return parse_pci_scan(result.stdout) if result.ok else ()
 
 
@@ -278,11 +282,14 @@ def parse_service_state(text: str) -> ServiceState:
     return ServiceState(active=active, enabled=enabled)
 
 
-def read_service(host: Host, unit: str) -> ServiceState:
+def service_query(unit: str) -> Command:
     # Both questions in one round trip; their exit codes are not the answer, their words are.
     script = 'systemctl is-active "$1" 2>/dev/null; systemctl is-enabled "$1" 2>/dev/null; true'
-    result = host.run(cmd("sh", "-c", script, "service-state", unit, timeout=60, readonly=True))
-    return parse_service_state(result.stdout)
+    return cmd("sh", "-c", script, "service-state", unit, timeout=60, readonly=True)
+
+
+def read_service(host: Host, unit: str) -> ServiceState:
+    return parse_service_state(host.run(service_query(unit)).stdout)
 
 
 @dataclass(frozen=True)
@@ -291,8 +298,11 @@ class FabricManagerFacts:
     service: ServiceState
 
 
+FABRIC_MANAGER_VERSION_QUERY = cmd("nv-fabricmanager", "--version", timeout=120, readonly=True)
+
+
 def read_fabric_manager(host: Host) -> FabricManagerFacts:
-    result = probe(host, "nv-fabricmanager", "--version")
+    result = host.run(FABRIC_MANAGER_VERSION_QUERY)
     version = parse_fabric_manager_version(result.stdout + result.stderr) if result.ok else None
     return FabricManagerFacts(version=version, service=read_service(host, FABRIC_MANAGER_UNIT))
 
@@ -336,8 +346,11 @@ def parse_driver_origin(text: str) -> DriverOrigin:
     return DriverOrigin(values.get("nvidia-smi"), values.get("package"), values.get("uninstaller"))
 
 
+DRIVER_ORIGIN_QUERY = cmd("sh", "-c", DRIVER_ORIGIN_SCRIPT, timeout=60, readonly=True)
+
+
 def read_driver_origin(host: Host) -> DriverOrigin:
-    result = host.run(cmd("sh", "-c", DRIVER_ORIGIN_SCRIPT, timeout=60, readonly=True))
+    result = host.run(DRIVER_ORIGIN_QUERY)
     return parse_driver_origin(result.stdout)
 
 
@@ -360,10 +373,14 @@ def parse_nvcc_release(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+def cuda_toolkit_query(home: str) -> Command:
+    return cmd(f"{home}/bin/nvcc", "--version", timeout=60, readonly=True)
+
+
 def read_cuda_toolkit(host: Host, home: str) -> CudaToolkit:
     """Run the toolkit's own nvcc: a folder that exists is not a toolkit that works."""
     nvcc = f"{home}/bin/nvcc"
-    result = host.run(cmd(nvcc, "--version", timeout=60, readonly=True))
+    result = host.run(cuda_toolkit_query(home))
     release = parse_nvcc_release(result.stdout) if result.ok else None
     if release is not None:
         return CudaToolkit(home, release)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from workload.commands import cmd
+from workload.commands import Command, cmd
 from workload.errors import FactError
 from workload.hosts.base import Host
 
@@ -134,8 +134,12 @@ def parse_dpkg_query(text: str) -> dict[str, InstalledPackage]:
     return packages
 
 
+INSTALLED_QUERY = cmd("dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT, timeout=120, readonly=True)
+HOLDS_QUERY = cmd("apt-mark", "showhold", timeout=120, readonly=True)
+
+
 def read_installed(host: Host) -> dict[str, InstalledPackage]:
-    result = host.run(cmd("dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT, timeout=120, readonly=True))
+    result = host.run(INSTALLED_QUERY)
     if result.returncode == 127:
         raise FactError(f"[{host.name}] dpkg-query is missing: this is not a Debian/Ubuntu system")
     if not result.ok:
@@ -148,7 +152,7 @@ def parse_showhold(text: str) -> frozenset[str]:
 
 
 def read_holds(host: Host) -> frozenset[str]:
-    result = host.run(cmd("apt-mark", "showhold", timeout=120, readonly=True))
+    result = host.run(HOLDS_QUERY)
     if not result.ok:
         raise FactError(f"[{host.name}] apt-mark showhold failed (exit {result.returncode}): {result.stderr.strip()}")
     return parse_showhold(result.stdout)
@@ -231,14 +235,20 @@ class _Key:
         return compare_versions(self.version, other.version) < 0
 
 
-def read_apt_policy(host: Host, names: Iterable[str]) -> dict[str, AptPolicy]:
-    """What the configured apt sources offer for each name (names apt does not know are absent)."""
+def apt_policy_query(names: Iterable[str]) -> Command | None:
+    """``apt-cache policy`` for ``names`` (duplicates dropped); None when there are none."""
     wanted = list(dict.fromkeys(names))
     if not wanted:
+        return None
+    return cmd("apt-cache", "policy", *wanted, env={"LC_ALL": "C"}, timeout=120, readonly=True, scope=APT_LISTS)
+
+
+def read_apt_policy(host: Host, names: Iterable[str]) -> dict[str, AptPolicy]:
+    """What the configured apt sources offer for each name (names apt does not know are absent)."""
+    query = apt_policy_query(names)
+    if query is None:
         return {}
-    result = host.run(
-        cmd("apt-cache", "policy", *wanted, env={"LC_ALL": "C"}, timeout=120, readonly=True, scope=APT_LISTS)
-    )
+    result = host.run(query)
     if not result.ok:
         raise FactError(f"[{host.name}] apt-cache policy failed (exit {result.returncode}): {result.stderr.strip()}")
     return parse_apt_policy(result.stdout)
@@ -316,14 +326,21 @@ def parse_lists_freshness(text: str, max_age_s: float = APT_LISTS_FRESH_S) -> bo
     return stamp >= newest_source and 0 <= now - stamp < max_age_s
 
 
+LISTS_FRESHNESS_QUERY = cmd(
+    "sh", "-c", LISTS_FRESHNESS_SCRIPT, "lists-age", APT_LISTS_STAMP, timeout=60, readonly=True, scope=APT_LISTS
+)
+
+
 def read_lists_fresh(host: Host) -> bool:
     """Whether apt's package lists count as fresh (:func:`parse_lists_freshness`); read-only."""
-    result = host.run(
-        cmd(
-            "sh", "-c", LISTS_FRESHNESS_SCRIPT, "lists-age", APT_LISTS_STAMP, timeout=60, readonly=True, scope=APT_LISTS
-        )
-    )
+    result = host.run(LISTS_FRESHNESS_QUERY)
     return result.ok and parse_lists_freshness(result.stdout)
+
+
+def package_fact_queries(names: Iterable[str]) -> list[Command]:
+    """The commands :func:`read_package_facts` runs (for :meth:`~workload.hosts.base.Host.prefetch`)."""
+    policy = apt_policy_query(names)
+    return [INSTALLED_QUERY, HOLDS_QUERY, *([policy] if policy else [])]
 
 
 def read_package_facts(host: Host, names: Iterable[str]) -> PackageFacts:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from workload.commands import cmd
+from workload.commands import Command, cmd
 from workload.errors import FactError
 from workload.hosts.base import Host, probe
 
@@ -88,11 +88,14 @@ def parse_architecture(uname_m: str, dpkg_arch: str) -> Architecture:
     return Architecture(machine=machine, dpkg=dpkg_arch.strip())
 
 
+# One round trip for both: facts are re-read before every step, so their cost adds up.
+ARCHITECTURE_QUERY = cmd(
+    "sh", "-c", "uname -m; dpkg --print-architecture 2>/dev/null || true", timeout=60, readonly=True
+)
+
+
 def read_architecture(host: Host) -> Architecture:
-    # One round trip for both: facts are re-read before every step, so their cost adds up.
-    result = host.run(
-        cmd("sh", "-c", "uname -m; dpkg --print-architecture 2>/dev/null || true", timeout=60, readonly=True)
-    )
+    result = host.run(ARCHITECTURE_QUERY)
     lines = result.stdout.splitlines()
     if not result.ok or not lines:
         raise FactError(f"[{host.name}] `uname -m` failed: {result.stderr.strip()}")
@@ -274,8 +277,12 @@ def parse_user_home(text: str) -> UserHome | None:
     return UserHome(name=lines[0], home=lines[1])
 
 
+def user_home_query(username: str | None) -> Command:
+    return cmd("sh", "-c", USER_SCRIPT, "user-home", username or "", timeout=60, readonly=True)
+
+
 def read_user_home(host: Host, username: str | None) -> UserHome:
-    result = host.run(cmd("sh", "-c", USER_SCRIPT, "user-home", username or "", timeout=60, readonly=True))
+    result = host.run(user_home_query(username))
     user = parse_user_home(result.stdout)
     if user is None:
         who = username or result.stdout.strip() or "the current user"

@@ -16,12 +16,13 @@ import itertools
 import shlex
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from workload.commands import MASK, Command, Secret, cmd, mask_text
 from workload.errors import EXIT_STEP_FAILED, CommandFailed, CommandTimeout, ConnectError, UsageError, WorkloadError
+from workload.hosts import batch
 
 #: Called for each output line: ``(stream, line)`` with stream ``"stdout"`` or ``"stderr"``.
 LineSink = Callable[[str, str], None]
@@ -356,6 +357,66 @@ class Host(abc.ABC):
         """Forget every remembered fact (see :meth:`remembering_facts`)."""
         if self._fact_memo:
             self._fact_memo.clear()
+
+    def prefetch(self, commands: Iterable[Command]) -> int:
+        """Run the ``readonly`` commands not remembered yet in one round trip; remember each result.
+
+        For callers about to read many facts (an installer before it plans): the reads that follow
+        get the remembered results, as if each had run alone at this moment. Only inside
+        :meth:`remembering_facts` (elsewhere nothing would keep the results); commands with stdin,
+        secrets or a sudo password are left to run on their own. When the batch itself fails (a
+        timeout, a cut-off reply) nothing is remembered, so each read then runs on its own as usual.
+        Returns how many results were remembered.
+        """
+        memo = self._fact_memo
+        if memo is None:
+            return 0
+        todo: dict[str, Command] = {}
+        for command in commands:
+            if not command.readonly or command.input is not None or command.secrets():
+                continue
+            line, stdin = self.wrap(command)
+            if stdin is None and (line, None) not in memo:
+                todo.setdefault(line, command)
+        if len(todo) < 2:
+            return 0
+        boundary = batch.new_boundary()
+        lines = list(todo)
+        limit = DEFAULT_CAPTURE_LIMIT * len(lines)
+        out = OutputCollector("stdout", None, [], limit)
+        err = OutputCollector("stderr", None, [], limit)
+        timeouts = [c.timeout for c in todo.values()]
+        timeout = None if None in timeouts else sum(t for t in timeouts if t is not None)
+        started = time.monotonic()
+        try:
+            code, timed_out = self._execute(
+                batch.batch_script(lines, boundary), stdin=None, timeout=timeout, stdout=out, stderr=err
+            )
+        except ConnectionLost as lost:
+            if lost.command is not None:
+                raise
+            what = f"reading {len(lines)} facts: " + "; ".join(c.display() for c in todo.values())
+            raise ConnectionLost(self.name, f"{lost.problem} while {what}", command=what, hint=lost.hint) from lost
+        out.close()
+        err.close()
+        parts: list[batch.BatchedResult] | None = None
+        if code == 0 and not timed_out and not out.truncated and not err.truncated:
+            parts = batch.split_batch(out.text(), err.text(), boundary, len(lines))
+        if parts is None:
+            return 0
+        each_s = (time.monotonic() - started) / len(lines)
+        for line, part in zip(lines, parts, strict=True):
+            command = todo[line]
+            result = CommandResult(
+                host=self.name,
+                command=command.display(),
+                returncode=part.returncode,
+                stdout=part.stdout,
+                stderr=part.stderr,
+                duration_s=each_s,
+            )
+            memo[(line, None)] = (command.scope, result)
+        return len(parts)
 
     def wrap(self, command: Command) -> tuple[str, bytes | None]:
         """The shell line and stdin for ``command`` on this host, with sudo applied.
