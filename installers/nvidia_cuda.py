@@ -209,6 +209,11 @@ def fabric_manager_packages(params: NvidiaCudaParameters) -> tuple[str, ...]:
     return (f"cuda-drivers-fabricmanager-{branch}", f"nvidia-fabricmanager-{branch}")
 
 
+def planned_packages(params: NvidiaCudaParameters) -> list[str]:
+    """Every package the plan may install (whose installed versions and apt offers it reads)."""
+    return [*BUILD_PACKAGES, *driver_packages(params), *fabric_manager_packages(params)]
+
+
 def apt_pin_path(params: NvidiaCudaParameters) -> str:
     return posixpath.join(PREFERENCES_DIR, f"workload-nvidia-{params.LinuxDriverVersion}")
 
@@ -621,7 +626,7 @@ def _append_as(user: UserHome, path: str, text: str) -> Command:
 # -- the step ----------------------------------------------------------------------------------------
 def gather_facts(ctx: StepContext, params: NvidiaCudaParameters, *, refreshed: bool = False) -> CudaFacts:
     host = ctx.host
-    names = [*BUILD_PACKAGES, *driver_packages(params), *fabric_manager_packages(params)]
+    names = planned_packages(params)
     user = read_user_home(host, params.Username)
     begin, _ = bashrc_markers(params)
     bashrc = posixpath.join(user.home, ".bashrc")
@@ -709,8 +714,8 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
             queries.append(cuda_toolkit_query(cuda_home(params)))
         if phase == "verify":
             return [*queries, *package_fact_queries(())]
-        names = [*BUILD_PACKAGES, *driver_packages(params), *fabric_manager_packages(params)]
-        queries += [*super().fact_queries(ctx, phase), *package_fact_queries(names), DRIVER_ORIGIN_QUERY]
+        queries += [*super().fact_queries(ctx, phase), *package_fact_queries(planned_packages(params))]
+        queries.append(DRIVER_ORIGIN_QUERY)
         queries.append(user_home_query(params.Username))
         if params.CudaRequired and params.LinuxLocalRunFile:
             queries.append(download_state_query(runfile_path(params)))

@@ -23,7 +23,7 @@ from installers.nvidia_container_toolkit import NvidiaContainerToolkitInstallati
 from installers.nvidia_cuda import NvidiaCudaInstallation
 from workload.engine import drive_step
 from workload.errors import StepError
-from workload.hosts import ConnectOptions, Host, open_host, parse_host_spec
+from workload.hosts import ConnectOptions, Host, SshHost, open_host, parse_host_spec
 from workload.steps import HostState, Step, StepContext, StepParameters, StepPlan
 
 pytestmark = pytest.mark.slow
@@ -353,7 +353,11 @@ def test_gpus_without_a_loaded_driver_fail_the_toolkit_verify(fresh_vm: Callable
 
 
 def test_workload_run_through_the_engine_reboots_and_resumes(
-    fresh_vm: Callable[..., Any], cuda_runfile_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    fresh_vm: Callable[..., Any],
+    cuda_runfile_server: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`workload run` with a profile of the three installers: the engine reboots the VM after the
     driver, re-plans (no-op), verifies, goes on; `workload plan` afterwards shows no change."""
@@ -397,8 +401,21 @@ def test_workload_run_through_the_engine_reboots_and_resumes(
     assert vm.loaded_driver() == "550.144.03"
     code, _ = vm.exec(["dpkg-query", "-W", "nvidia-fabricmanager-550"])
     assert code != 0
+    # Each step's fact queries reach the host together (Host.prefetch): re-checking the whole
+    # provisioned host is a handful of SSH commands, not one per fact (the step-by-step reading
+    # took 22).
+    lines: list[str] = []
+    real_execute = SshHost._execute
+
+    def counting(self: SshHost, shell_line: str, **kwargs: Any) -> tuple[int, bool]:
+        lines.append(shell_line)
+        return real_execute(self, shell_line, **kwargs)
+
+    monkeypatch.setattr(SshHost, "_execute", counting)
     code = invoke(["plan", *common])
     out = capsys.readouterr()
     assert code == 0, out.out + out.err
     assert out.out.count("no change") == 3, out.out
     assert "$ " not in out.out  # no command would run
+    batches = [line for line in lines if "workload-batch-" in line]
+    assert batches and len(lines) <= 6, lines
