@@ -321,7 +321,6 @@ class AptInstallerStep(Step):
     def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
         # Lists an earlier step (or run) refreshed minutes ago, with no source or list file changed
         # since, are as good as refreshed now: the plan installs from them, no second refresh.
-        ctx.host.prefetch(self.fact_queries(ctx, "plan"))  # again after a refresh inside apply
         fresh = refreshed or read_lists_fresh(ctx.host)
         try:
             return self.plan_from_host(ctx, refreshed=fresh)
@@ -337,7 +336,12 @@ class AptInstallerStep(Step):
 
     def apply(self, ctx: StepContext, plan: StepPlan) -> StepPlan:
         """Apply, re-planning after each refresh; returns the plan applied last (its reboot counts)."""
-        return apply_with_refresh(ctx, plan, lambda: self._plan(ctx, refreshed=True), label=self.label)
+        return apply_with_refresh(ctx, plan, lambda: self._replan_after_refresh(ctx), label=self.label)
+
+    def _replan_after_refresh(self, ctx: StepContext) -> StepPlan:
+        # The refresh made the host forget its facts; drive_step prefetched only for the first plan.
+        ctx.host.prefetch(self.fact_queries(ctx, "plan"))
+        return self._plan(ctx, refreshed=True)
 
     def preflight(self, ctx: StepContext) -> None:
         """Refuse an OS or architecture these apt-based installers do not support."""
