@@ -266,6 +266,104 @@ def test_driver_upgrade_without_reboot_is_a_version_mismatch(driver_vm: dict[str
     assert vm.loaded_driver() == NEW
 
 
+SLEEPER_UNIT = """\
+[Unit]
+Description=Stand-in test sleeper
+# a comment = not a key
+
+[Service]
+Type=notify
+ExecStartPre=-/bin/echo pre-step ran
+ExecStart=/bin/sleep 600
+ExecStop=/bin/echo stopping now
+
+[Install]
+WantedBy=multi-user.target
+"""
+CRASHER_UNIT = """\
+[Service]
+ExecStart=/usr/local/bin/crasher --fast
+"""
+CRASHER = '#!/bin/sh\necho "boom: $1" >&2\nexit 7\n'
+
+
+def test_standin_systemctl_follows_systemd_for_the_verbs_installers_use(module_vm: FreshVM) -> None:
+    vm = module_vm
+    vm.write_file("/etc/systemd/system/tb-sleeper.service", SLEEPER_UNIT)
+    vm.write_file("/etc/systemd/system/tb-crasher.service", CRASHER_UNIT)
+    vm.write_file("/usr/local/bin/crasher", CRASHER, mode=0o755)
+    link = "/etc/systemd/system/multi-user.target.wants/tb-sleeper.service"
+
+    assert vm.exec(["systemctl", "is-enabled", "tb-sleeper"]) == (1, "disabled\n")
+    assert vm.exec(["systemctl", "enable", "tb-sleeper"]) == (
+        0,
+        f"Created symlink {link} \u2192 /etc/systemd/system/tb-sleeper.service.\n",
+    )
+    assert vm.exec(["systemctl", "enable", "tb-sleeper"]) == (0, "")  # already enabled: quiet
+    assert vm.exec(["systemctl", "is-enabled", "--quiet", "tb-sleeper.service"]) == (0, "")
+
+    # A long-running main process: start returns once it survived its start-up, and is tracked.
+    started = time.monotonic()
+    assert vm.exec(["systemctl", "start", "tb-sleeper"]) == (0, "")
+    assert time.monotonic() - started >= 0.5
+    assert vm.exec(["systemctl", "is-active", "tb-sleeper"]) == (0, "active\n")
+    code, status = vm.exec(["systemctl", "status", "tb-sleeper"])
+    assert code == 0
+    lines = status.splitlines()
+    assert lines[0] == "\u25cf tb-sleeper.service - Stand-in test sleeper"
+    assert lines[1] == "     Loaded: loaded (/etc/systemd/system/tb-sleeper.service; enabled; preset: enabled)"
+    assert lines[2].startswith("     Active: active (running) since ") and lines[2].endswith(" UTC")
+    pid = int(lines[3].split()[2])
+    assert lines[3] == f"   Main PID: {pid} (sleep)"
+    assert vm.check(["cat", f"/proc/{pid}/comm"]).strip() == "sleep"
+    assert "]: pre-step ran" in status and "systemd[1]: Started Stand-in test sleeper." in status
+
+    # The main process dies behind systemd's back: the unit is failed, and restart revives it.
+    vm.check(["kill", "-KILL", str(pid)])
+    deadline = time.monotonic() + 5
+    while vm.exec(["systemctl", "is-active", "tb-sleeper"]) != (3, "failed\n"):
+        assert time.monotonic() < deadline, "the killed main process was not noticed"
+        time.sleep(0.1)
+    assert vm.exec(["systemctl", "is-failed", "tb-sleeper"]) == (0, "failed\n")
+    vm.check(["systemctl", "restart", "tb-sleeper"])
+    new_pid = int(vm.check(["systemctl", "status", "tb-sleeper"]).splitlines()[3].split()[2])
+    assert new_pid != pid
+    assert vm.exec(["systemctl", "stop", "tb-sleeper"]) == (0, "")
+    assert vm.exec(["systemctl", "is-active", "tb-sleeper"]) == (3, "inactive\n")
+    assert vm.exec(["test", "-e", f"/proc/{new_pid}/comm"])[0] != 0  # TERM reached it
+    journal = vm.check(["journalctl", "-u", "tb-sleeper"])
+    assert "]: stopping now" in journal and "systemd[1]: Stopped Stand-in test sleeper." in journal
+    assert vm.exec(["systemctl", "try-restart", "tb-sleeper"]) == (0, "")  # not running: left alone
+    assert vm.exec(["systemctl", "is-active", "tb-sleeper"])[0] == 3
+
+    # A main process that exits at once: the "Job failed" text, the details only in the journal.
+    code, out = vm.exec(["systemctl", "start", "tb-crasher"])
+    assert (code, out) == (
+        1,
+        "Job for tb-crasher.service failed because the service process exited with error code.\n"
+        'See "systemctl status tb-crasher.service" and "journalctl -xeu tb-crasher.service" for details.\n',
+    )
+    journal = vm.check(["journalctl", "-xeu", "tb-crasher"])
+    assert "crasher[" in journal and "]: boom: --fast" in journal
+    assert "tb-crasher.service: Main process exited, code=exited, status=7/FAILURE" in journal
+    assert "systemd[1]: Failed to start tb-crasher.service." in journal  # no Description: the name
+    code, status = vm.exec(["systemctl", "status", "tb-crasher"])
+    assert code == 3 and status.startswith("\u00d7 tb-crasher.service - tb-crasher.service\n")
+    assert "     Active: failed (Result: exit-code) since " in status
+
+    assert vm.exec(["systemctl", "disable", "tb-sleeper"]) == (0, f'Removed "{link}".\n')
+    assert vm.exec(["systemctl", "is-enabled", "tb-sleeper"]) == (1, "disabled\n")
+    # Unknown units and verbs: systemd's messages and exit codes.
+    assert vm.exec(["systemctl", "is-active", "tb-none"]) == (3, "inactive\n")
+    assert vm.exec(["systemctl", "status", "tb-none"]) == (4, "Unit tb-none.service could not be found.\n")
+    assert vm.exec(["systemctl", "start", "tb-none"]) == (
+        5,
+        "Failed to start tb-none.service: Unit tb-none.service not found.\n",
+    )
+    assert vm.exec(["systemctl", "frobnicate", "tb-sleeper"]) == (1, "Unknown command verb frobnicate.\n")
+    assert vm.exec(["systemctl", "daemon-reload"]) == (0, "")
+
+
 def test_dpkg_lock_holder_blocks_apt(module_vm: FreshVM) -> None:
     vm = module_vm
     pid = vm.hold_dpkg_lock(60)
