@@ -353,30 +353,56 @@ def _decide_target(params: NvidiaCudaParameters, facts: CudaFacts, fm_wanted: bo
     return _Target(upstream, driver, fabric)
 
 
-def _install_change(
-    summary: str, wanted: dict[str, str], facts: CudaFacts, *, lock_timeout: int
-) -> tuple[Change | None, bool]:
-    """Unhold, install exact versions, hold. Returns (change or None, whether something was installed)."""
-    to_install = {n: v for n, v in wanted.items() if facts.packages.version(n) != v}
+@dataclass(frozen=True)
+class _PinnedSet:
+    """Packages that must sit at exact versions and be held together, and how a plan names them."""
+
+    label: str  # "NVIDIA driver 550.127.05 (branch 550)"
+    wanted: dict[str, str]  # package -> exact version
+
+
+def _packages_change(
+    sets: Sequence[_PinnedSet], build: Sequence[str], facts: CudaFacts, *, lock_timeout: int
+) -> tuple[Change | None, list[bool]]:
+    """One apt transaction for every package the step installs: unhold, install, hold (pure).
+
+    ``build`` are packages wanted at any version (the build tools). Driver, fabric manager and
+    build tools go to ONE ``apt-get install``: each apt transaction costs a dependency solve, a
+    debconf pass, a dpkg run and its triggers (initramfs, ldconfig, man-db on Ubuntu), and one
+    transaction cannot leave the fabric manager at another version than the driver it came with.
+    Returns the change (None when nothing is missing or unheld) and, per set, whether it installs.
+    """
+    installs = [{n: v for n, v in s.wanted.items() if facts.packages.version(n) != v} for s in sets]
+    to_install = {n: v for missing in installs for n, v in missing.items()}
+    wanted = sorted(n for s in sets for n in s.wanted)
     to_hold = sorted(n for n in wanted if n not in facts.packages.holds or n in to_install)
-    if not to_install and not to_hold:
-        return None, False
+    installing = [bool(missing) for missing in installs]
+    if not to_install and not build:
+        if not to_hold:
+            return None, installing
+        return Change(
+            f"hold {', '.join(to_hold)} so an upgrade cannot move one without the other", (apt.hold(to_hold),)
+        ), installing
     commands: list[Command] = []
-    if to_install:
-        held = sorted(n for n in to_install if n in facts.packages.holds)
-        if held:
-            commands.append(apt.unhold(held))
-        downgrade = any(
-            (cur := facts.packages.version(n)) is not None and compare_versions(v, cur) < 0
-            for n, v in to_install.items()
-        )
-        pins = [apt.pin(n, v) for n, v in sorted(to_install.items())]
-        commands.append(apt.install(pins, allow_downgrades=downgrade, lock_timeout=lock_timeout))
-        commands.append(apt.hold(sorted(wanted)))
-        return Change(summary, tuple(commands)), True
-    return Change(
-        f"hold {', '.join(to_hold)} so an upgrade cannot move one without the other", (apt.hold(to_hold),)
-    ), False
+    held = sorted(n for n in to_install if n in facts.packages.holds)
+    if held:
+        commands.append(apt.unhold(held))
+    downgrade = any(
+        (cur := facts.packages.version(n)) is not None and compare_versions(v, cur) < 0 for n, v in to_install.items()
+    )
+    pins = [apt.pin(n, v) for n, v in sorted(to_install.items())]
+    commands.append(apt.install([*build, *pins], allow_downgrades=downgrade, lock_timeout=lock_timeout))
+    if to_hold:
+        commands.append(apt.hold(to_hold))
+    labels = [s.label for s, missing in zip(sets, installs, strict=True) if missing]
+    if build:
+        labels.insert(0, f"build tools ({', '.join(build)})")
+    summary = "install " + (", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else labels[0])
+    if pins:
+        summary += ", held: " + ", ".join(pins)
+    elif to_hold:
+        summary += f"; hold {', '.join(to_hold)}"
+    return Change(summary, tuple(commands)), installing
 
 
 def check_possible(params: NvidiaCudaParameters, facts: PreflightFacts) -> None:
@@ -470,59 +496,35 @@ def plan_nvidia_cuda(params: NvidiaCudaParameters, facts: CudaFacts) -> StepPlan
                 (apt.wait_for_dpkg_lock(lock), apt.configure_pending()),
             )
         )
-    if any(facts.packages.version(p) is None for p in BUILD_PACKAGES):
-        changes.append(
-            Change("install build tools (build-essential)", (apt.install(BUILD_PACKAGES, lock_timeout=lock),))
-        )
-
     loaded = gpus.driver_version
-    driver_change, driver_installing = _install_change(
-        f"install NVIDIA driver {target.upstream} (branch {params.LinuxDriverVersion}), held: "
-        + ", ".join(apt.pin(n, v) for n, v in target.driver.items()),
-        target.driver,
-        facts,
-        lock_timeout=lock,
-    )
-    if driver_change:
-        changes.append(driver_change)
+    build = [p for p in BUILD_PACKAGES if facts.packages.version(p) is None]
+    sets = [_PinnedSet(f"NVIDIA driver {target.upstream} (branch {params.LinuxDriverVersion})", target.driver)]
     if fm_wanted:
         installed_fm = facts.fabric_manager.version
         why = f"exactly the driver's version; installed: {installed_fm or 'none'}"
         newest_offered = newest(v for n in target.fabric_manager for v in _versions_for(facts, n))
         if newest_offered and upstream_version(newest_offered) != target.upstream:
             why += f"; the repository's newest is {upstream_version(newest_offered)}"
-        fm_change, fm_installing = _install_change(
-            f"install fabric manager {target.upstream} ({why}), held: "
-            + ", ".join(apt.pin(n, v) for n, v in sorted(target.fabric_manager.items())),
-            target.fabric_manager,
-            facts,
-            lock_timeout=lock,
-        )
-        if fm_change:
-            changes.append(fm_change)
-        fm_change_or_none = fm_change
+        sets.append(_PinnedSet(f"fabric manager {target.upstream} ({why})", target.fabric_manager))
     else:
-        fm_installing = False
-        fm_change_or_none = None
         notes.append(
             "no fabric manager: "
             + ("no NVSwitch on this host" if params.InstallFabricManager == "auto" else "InstallFabricManager is false")
         )
-
+    packages_change, installing = _packages_change(sets, build, facts, lock_timeout=lock)
+    driver_installing = installing[0]
+    fm_installing = fm_wanted and installing[-1]
     pin_text = apt_pin_text(params, target.upstream)
     if facts.apt_pin != pin_text:
         pin_cmd = cmd("tee", apt_pin_path(params), input=pin_text, sudo=True, timeout=60)
-        first_install = next((i for i, c in enumerate(changes) if c in (driver_change, fm_change_or_none)), None)
-        if first_install is not None:
-            target_change = changes[first_install]
-            changes[first_install] = Change(target_change.summary, (pin_cmd, *target_change.commands))
+        if packages_change is not None:
+            packages_change = Change(packages_change.summary, (pin_cmd, *packages_change.commands))
         else:
-            changes.append(
-                Change(
-                    f"pin branch {params.LinuxDriverVersion} at {target.upstream} in {apt_pin_path(params)}",
-                    (pin_cmd,),
-                )
+            packages_change = Change(
+                f"pin branch {params.LinuxDriverVersion} at {target.upstream} in {apt_pin_path(params)}", (pin_cmd,)
             )
+    if packages_change is not None:
+        changes.append(packages_change)
 
     if params.CudaRequired and not facts.toolkit_installed:
         url = params.LinuxLocalRunFile or ""

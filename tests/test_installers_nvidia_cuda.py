@@ -114,24 +114,16 @@ def test_fresh_ubuntu_host_with_nvswitch_pins_driver_and_fm_exactly() -> None:
     full = v("550.127.05")
     assert snapshot(plan) == [
         (
-            "install build tools (build-essential)",
+            # One apt transaction: one dependency solve, one dpkg run, one round of triggers.
+            "install build tools (build-essential), NVIDIA driver 550.127.05 (branch 550) and fabric manager "
+            "550.127.05 (exactly the driver's version; installed: none; the repository's newest is 550.144.03), "
+            f"held: {DKMS}={full}, {DRIVER}={full}, {FM}={full}",
             [
                 LOCK_WAIT,
-                "apt-get install build-essential",
-            ],
-        ),
-        (
-            f"install NVIDIA driver 550.127.05 (branch 550), held: {DRIVER}={full}, {DKMS}={full}",
-            [
                 "tee /etc/apt/preferences.d/workload-nvidia-550",
-                f"apt-get install {DKMS}={full} {DRIVER}={full}",
-                f"apt-mark hold {DKMS} {DRIVER}",
+                f"apt-get install build-essential {DKMS}={full} {DRIVER}={full} {FM}={full}",
+                f"apt-mark hold {DKMS} {DRIVER} {FM}",
             ],
-        ),
-        (
-            "install fabric manager 550.127.05 (exactly the driver's version; installed: none; "
-            f"the repository's newest is 550.144.03), held: {FM}={full}",
-            [f"apt-get install {FM}={full}", f"apt-mark hold {FM}"],
         ),
         (
             "download the CUDA 12.4 run file to /var/cache/workload/cuda_12.4.0_550.54.14_linux.run "
@@ -153,20 +145,50 @@ def test_fresh_ubuntu_host_with_nvswitch_pins_driver_and_fm_exactly() -> None:
     ]
     assert plan.reboot_required
     assert "starts at boot" in " ".join(plan.notes)
-    bashrc = plan.changes[5].commands[0]
+    bashrc = plan.changes[3].commands[0]
     assert bashrc.sudo and bashrc.input is not None
     assert "export PATH=/usr/local/cuda-12.4/bin${PATH:+:${PATH}}" in bashrc.input
     assert bashrc.input.startswith("# >>> workload: CUDA 12.4 >>>\n")
     # Installs are never retried blindly; downloads and apt-get update are.
     installs = [c for c in plan.commands if "install" in c.argv and c.argv[0] == "apt-get"]
-    assert len(installs) == 3 and all(c.argv[0] != "sh" for c in installs)
+    assert len(installs) == 1 and all(c.argv[0] != "sh" for c in installs)
 
 
 def test_default_version_is_the_newest_offered_and_fm_follows_it() -> None:
     plan = plan_nvidia_cuda(params(), facts())
     commands = [short(c) for c in plan.commands]
-    assert f"apt-get install {DKMS}={v('550.144.03')} {DRIVER}={v('550.144.03')}" in commands
-    assert f"apt-get install {FM}={v('550.144.03')}" in commands
+    newest = v("550.144.03")
+    assert f"apt-get install build-essential {DKMS}={newest} {DRIVER}={newest} {FM}={newest}" in commands
+
+
+def test_missing_build_tools_or_holds_alone_get_a_change_of_their_own() -> None:
+    no_build = {k: val for k, val in PROVISIONED.items() if k != "build-essential"}
+    plan = plan_nvidia_cuda(
+        params(),
+        provisioned(
+            packages=package_facts(installed=no_build, holds={DRIVER, DKMS, FM}, offered=OFFERED), refreshed=True
+        ),
+    )
+    assert snapshot(plan) == [("install build tools (build-essential)", [LOCK_WAIT, "apt-get install build-essential"])]
+    # Build tools missing and the fabric manager not held: installed and held in the same change.
+    plan = plan_nvidia_cuda(
+        params(),
+        provisioned(packages=package_facts(installed=no_build, holds={DRIVER, DKMS}, offered=OFFERED), refreshed=True),
+    )
+    assert snapshot(plan) == [
+        (
+            f"install build tools (build-essential); hold {FM}",
+            [LOCK_WAIT, "apt-get install build-essential", f"apt-mark hold {FM}"],
+        )
+    ]
+    plan = plan_nvidia_cuda(params(), provisioned(packages=package_facts(installed=PROVISIONED, holds={DRIVER})))
+    assert snapshot(plan) == [
+        (
+            f"hold {DKMS}, {FM} so an upgrade cannot move one without the other",
+            [LOCK_WAIT, f"apt-mark hold {DKMS} {FM}"],
+        )
+    ]
+    assert not plan.reboot_required
 
 
 def test_plan_before_refresh_starts_with_apt_update_and_previews_the_rest() -> None:
@@ -264,14 +286,14 @@ def test_nvidia_repo_pins_meta_and_binary_fabric_manager_packages() -> None:
     for name, versions in nvidia_style.items():
         policies[name] = AptPolicy(name, None, versions[0], versions, versions)
     plan = plan_nvidia_cuda(params(), facts(packages=dataclasses.replace(pkgs, policies=policies)))
-    fm_cmds = [short(c) for c in plan.commands if "fabricmanager" in short(c)]
-    assert f"apt-get install {META}=550.127.05-1 {FM}=550.127.05-1" in fm_cmds
+    install = next(short(c).split() for c in plan.commands if short(c).startswith("apt-get install"))
+    assert {f"{META}=550.127.05-1", f"{FM}=550.127.05-1", f"{DRIVER}={v('550.127.05')}"} <= set(install)
 
 
 @pytest.mark.parametrize("os_release", [UBUNTU_22, UBUNTU_24])
 def test_supported_systems_plan_the_same_packages(os_release: Any) -> None:
     plan = plan_nvidia_cuda(params(LinuxDriverPackageVersion="550.127.05"), facts(os=os_release))
-    assert any(short(c).startswith(f"apt-get install {DKMS}=") for c in plan.commands)
+    assert any(short(c).startswith(f"apt-get install build-essential {DKMS}=") for c in plan.commands)
 
 
 def test_debian_is_refused_naming_the_supported_ubuntu_releases() -> None:
@@ -319,7 +341,8 @@ def test_a_driver_bump_behind_stale_lists_previews_a_reboot_and_the_refreshed_pl
         bumped, provisioned(packages=package_facts(installed=PROVISIONED, holds=holds, offered=OFFERED), refreshed=True)
     )
     assert after.reboot_required
-    assert f"apt-get install {DKMS}={v('550.144.03')} {DRIVER}={v('550.144.03')}" in [short(c) for c in after.commands]
+    bump = v("550.144.03")
+    assert f"apt-get install {DKMS}={bump} {DRIVER}={bump} {FM}={bump}" in [short(c) for c in after.commands]
     # Only the fabric manager is missing from the stale lists: the driver stays, so no reboot is previewed.
     driver_only = {DRIVER: v("550.127.05"), DKMS: v("550.127.05"), "build-essential": "12.9ubuntu3"}
     same = plan_nvidia_cuda(
