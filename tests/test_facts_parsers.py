@@ -42,7 +42,7 @@ PARSERS: dict[str, Callable[[Path], Any]] = {
     "df": lambda p: system.parse_df(p.read_text(), "/tmp"),
     "dpkg_query": lambda p: packages.parse_dpkg_query(p.read_text()),
     "apt_policy": lambda p: packages.parse_apt_policy(p.read_text()),
-    "showhold": lambda p: sorted(packages.parse_showhold(p.read_text())),
+    "dpkg_query_holds": lambda p: sorted(packages.held_packages(packages.parse_dpkg_query(p.read_text()))),
     "madison": lambda p: packages.parse_madison(p.read_text()),
     "gpu_csv": lambda p: nvidia.parse_gpu_csv(p.read_text()),
     "smi_failure": lambda p: nvidia.classify_smi(_exit_code(p), p.read_text(), ""),
@@ -94,6 +94,18 @@ def test_seed_004_driver_and_fabric_manager_versions_match() -> None:
     fm = (FIXTURES / "fm_version" / "seed004.txt").read_text()
     assert nvidia.parse_smi_table_driver(table) == "550.127.05"
     assert nvidia.parse_fabric_manager_version(fm) == "550.127.05"
+
+
+def test_holds_from_dpkg_query_are_what_apt_mark_showhold_lists() -> None:
+    """Recorded on a test-bed VM after `apt-mark hold dkms nvidia-driver-550-server` (neither
+    installed) and `apt-mark hold build-essential` (installed); `apt-mark showhold` listed these three."""
+    text = (FIXTURES / "dpkg_query_holds" / "debian12-two-held-before-install.txt").read_text()
+    installed = packages.parse_dpkg_query(text)
+    assert packages.held_packages(installed) == {"build-essential", "dkms", "nvidia-driver-550-server"}
+    facts = packages.PackageFacts(installed=installed, holds=packages.held_packages(installed), policies={})
+    assert facts.version("build-essential") == "12.9ubuntu3"
+    assert facts.version("dkms") is None  # held, not installed
+    assert "zsh" not in installed  # "un": known to dpkg by name only
 
 
 def test_gpu_csv_a100x8() -> None:

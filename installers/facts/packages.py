@@ -1,6 +1,7 @@
 """Package facts: installed Debian packages, holds, and the versions apt can install.
 
-``dpkg-query`` says what is installed, ``apt-mark showhold`` what is held, and
+``dpkg-query`` says what is installed and what is held (dpkg's selection, which ``apt-mark hold``
+sets and ``apt-mark showhold`` reads back; one query instead of two, and no load of apt's cache), and
 ``apt-cache policy`` what the configured sources offer (every version, not only the candidate:
 exact pinning needs the full list). :func:`compare_versions` orders Debian version strings
 exactly as dpkg does, so "is this a downgrade?" never needs the host.
@@ -116,9 +117,10 @@ class InstalledPackage:
 
 
 def parse_dpkg_query(text: str) -> dict[str, InstalledPackage]:
-    """Parse ``dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'``.
+    """Parse ``dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' '*'``.
 
-    Multi-arch packages may appear once per architecture; an installed entry wins.
+    Multi-arch packages may appear once per architecture; an installed entry wins. Entries dpkg
+    only knows by name (``un``: no selection, not installed) carry nothing and are left out.
     """
     packages: dict[str, InstalledPackage] = {}
     for line in text.splitlines():
@@ -128,14 +130,23 @@ def parse_dpkg_query(text: str) -> dict[str, InstalledPackage]:
         if len(parts) < 3:
             raise FactError(f"unexpected dpkg-query line: {line!r}")
         name, version, status = parts[0].split(":")[0], parts[1], parts[2].ljust(3)
+        if status.startswith("un"):
+            continue
         pkg = InstalledPackage(name, version, status)
         if name not in packages or (pkg.installed and not packages[name].installed):
             packages[name] = pkg
     return packages
 
 
-INSTALLED_QUERY = cmd("dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT, timeout=120, readonly=True)
-HOLDS_QUERY = cmd("apt-mark", "showhold", timeout=120, readonly=True)
+def held_packages(installed: Mapping[str, InstalledPackage]) -> frozenset[str]:
+    """The packages on hold: dpkg's selection ``hold`` (``hi``, and ``hn`` for one held before it
+    was installed), exactly what ``apt-mark showhold`` lists."""
+    return frozenset(name for name, pkg in installed.items() if pkg.status.startswith("h"))
+
+
+#: The pattern makes dpkg-query list packages that are not installed too, so a hold put on a
+#: package before it was installed (``hn``) is seen; without it they are left out.
+INSTALLED_QUERY = cmd("dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT, "*", timeout=120, readonly=True)
 
 
 def read_installed(host: Host) -> dict[str, InstalledPackage]:
@@ -145,17 +156,6 @@ def read_installed(host: Host) -> dict[str, InstalledPackage]:
     if not result.ok:
         raise FactError(f"[{host.name}] dpkg-query failed (exit {result.returncode}): {result.stderr.strip()}")
     return parse_dpkg_query(result.stdout)
-
-
-def parse_showhold(text: str) -> frozenset[str]:
-    return frozenset(line.strip().split(":")[0] for line in text.splitlines() if line.strip())
-
-
-def read_holds(host: Host) -> frozenset[str]:
-    result = host.run(HOLDS_QUERY)
-    if not result.ok:
-        raise FactError(f"[{host.name}] apt-mark showhold failed (exit {result.returncode}): {result.stderr.strip()}")
-    return parse_showhold(result.stdout)
 
 
 # -- what apt can install ----------------------------------------------------------------------------
@@ -340,8 +340,9 @@ def read_lists_fresh(host: Host) -> bool:
 def package_fact_queries(names: Iterable[str]) -> list[Command]:
     """The commands :func:`read_package_facts` runs (for :meth:`~workload.hosts.base.Host.prefetch`)."""
     policy = apt_policy_query(names)
-    return [INSTALLED_QUERY, HOLDS_QUERY, *([policy] if policy else [])]
+    return [INSTALLED_QUERY, *([policy] if policy else [])]
 
 
 def read_package_facts(host: Host, names: Iterable[str]) -> PackageFacts:
-    return PackageFacts(installed=read_installed(host), holds=read_holds(host), policies=read_apt_policy(host, names))
+    installed = read_installed(host)
+    return PackageFacts(installed=installed, holds=held_packages(installed), policies=read_apt_policy(host, names))
