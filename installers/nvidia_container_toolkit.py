@@ -48,6 +48,9 @@ PACKAGE = "nvidia-container-toolkit"
 BASE_PACKAGE = "nvidia-container-toolkit-base"
 REPO_NAME = "workload-nvidia-container-toolkit"
 DAEMON_JSON = "/etc/docker/daemon.json"
+#: Through sudo (the file may be root's alone) and read-only, so it goes to the host with the
+#: step's other fact queries; a missing file reads as "no runtime registered".
+DAEMON_JSON_QUERY = cmd("cat", DAEMON_JSON, sudo=True, timeout=60, readonly=True)
 
 
 class ToolkitParameters(StepParameters):
@@ -162,11 +165,8 @@ def plan_toolkit(params: ToolkitParameters, facts: ToolkitFacts) -> StepPlan:
 
 def gather_facts(ctx: StepContext, *, refreshed: bool = False) -> ToolkitFacts:
     host = ctx.host
-    try:
-        daemon_json: str | None = host.read_text(DAEMON_JSON)
-    except (FileNotFoundError, PermissionError):
-        result = host.run(cmd("cat", DAEMON_JSON, sudo=True, timeout=60, readonly=True))
-        daemon_json = result.stdout if result.ok else None
+    result = host.run(DAEMON_JSON_QUERY)
+    daemon_json = result.stdout if result.ok else None
     return ToolkitFacts(
         os=read_os_release(host),
         arch=read_architecture(host),
@@ -226,7 +226,7 @@ class NvidiaContainerToolkitInstallation(apt.AptInstallerStep):
         checks = [CTK_VERSION_QUERY, docker_info_query()]
         if phase == "verify":
             return [*checks, SMI_QUERY, PCI_SCAN]
-        return [*super().fact_queries(ctx, phase), *package_fact_queries((PACKAGE,)), *checks]
+        return [*super().fact_queries(ctx, phase), *package_fact_queries((PACKAGE,)), *checks, DAEMON_JSON_QUERY]
 
     def verify(self, ctx: StepContext) -> None:
         if read_nvidia_ctk_version(ctx.host) is None:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from workload.commands import cmd
 from workload.errors import FactError, Interrupted, RebootRequired, StepError, WorkloadError
 from workload.hosts.base import Host, HostSpec
 from workload.profile import ResolvedProfile
@@ -535,8 +534,8 @@ class Engine:
         from workload.hosts.local import LocalHost
 
         host = ctx.host
-        boot_id = read_boot_id(host)
         if isinstance(host, LocalHost):
+            boot_id = read_boot_id(host)
             with self._lock:
                 rebooted_for = self._rebooted_for.get(host.name)
             if rebooted_for == step.label:
@@ -547,11 +546,12 @@ class Engine:
                 f"[{host.name}] {step.label} needs a reboot to take effect",
                 hint="reboot this machine, then run the same command again: it resumes where it stopped",
             )
-        from workload.hosts.reboot import reboot
+        from workload.hosts.reboot import prepare_reboot, reboot
 
         ctx.log("rebooting the host and waiting for it to come back")
-        state.set(PENDING_REBOOT_KEY, {"step": step.label, "boot_id": boot_id})
-        ticket = reboot(host)
+        ticket = prepare_reboot(host)  # reads the boot id and leaves the marker the wait looks for
+        state.set(PENDING_REBOOT_KEY, {"step": step.label, "boot_id": ticket.boot_id})
+        reboot(host, ticket=ticket)
         self._wait_for_reboot(host, ticket.boot_id, ticket.marker)
         state.set(PENDING_REBOOT_KEY, None)
         ctx.log("the host is back")
@@ -678,8 +678,10 @@ def _problem(error: WorkloadError, host: str, label: str) -> str:
 
 
 def read_boot_id(host: Host) -> str:
-    result = host.run(cmd("cat", "/proc/sys/kernel/random/boot_id", timeout=30))
-    return result.stdout.strip()
+    """The host's boot id, or "" when it cannot be read (unlike :func:`workload.hosts.reboot.read_boot_id`)."""
+    from workload.hosts.reboot import BOOT_ID_QUERY
+
+    return host.run(BOOT_ID_QUERY).stdout.strip()
 
 
 def describe_plan(plan: StepPlan) -> str:

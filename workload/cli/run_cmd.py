@@ -165,6 +165,9 @@ def _report_results(
     Returns the verdict exit code (0 or 6) and each host's main metric for the hosts table.
     """
     from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK
+
+    if not any(outcome.results for outcome in outcomes):
+        return EXIT_OK, {}  # e.g. a provisioning-only profile: no need to load the metrics package
     from workload.metrics import Collection, OutputContext, Verdict, collect, render_table, write_outputs
 
     merged = Collection()

@@ -40,6 +40,9 @@ from workload.hosts.local import LocalHost
 log = logging.getLogger(__name__)
 
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+#: Read-only: within a memo of facts a second read before any change is not sent again; the reboot
+#: command, like every command that is not read-only, makes the memo forget it.
+BOOT_ID_QUERY = cmd("cat", BOOT_ID_PATH, timeout=30, readonly=True)
 #: The pause between polls as a share of the time waited so far (see the module doc).
 POLL_PAUSE_SHARE = 0.25
 #: Written before a reboot; its disappearance proves the machine restarted (see the module doc).
@@ -67,7 +70,7 @@ class RebootTicket:
 
 def read_boot_id(host: Host) -> str:
     """The kernel's boot id (a new random UUID at every boot)."""
-    result = host.run(cmd("cat", BOOT_ID_PATH, timeout=30))
+    result = host.run(BOOT_ID_QUERY)
     raise_for_result(result)
     return result.stdout.strip()
 
@@ -89,13 +92,18 @@ def prepare_reboot(host: Host, *, marker: str = DEFAULT_MARKER) -> RebootTicket:
     return RebootTicket(host=host.name, boot_id=boot_id, marker=marker)
 
 
-def reboot(host: Host, *, command: Command | None = None, marker: str = DEFAULT_MARKER) -> RebootTicket:
+def reboot(
+    host: Host, *, command: Command | None = None, marker: str = DEFAULT_MARKER, ticket: RebootTicket | None = None
+) -> RebootTicket:
     """Issue a reboot without waiting for the machine to go down; return the ticket for the wait.
 
-    The connection breaking while the command runs is expected and not an error. A non-zero exit
-    (sudo refused, no reboot command) raises :class:`~workload.errors.CommandFailed`.
+    ``ticket`` is what :func:`prepare_reboot` returned just before (for a caller that records the
+    boot id first); without it the reboot is prepared here, with ``marker``. The connection
+    breaking while the command runs is expected and not an error. A non-zero exit (sudo refused,
+    no reboot command) raises :class:`~workload.errors.CommandFailed`.
     """
-    ticket = prepare_reboot(host, marker=marker)
+    if ticket is None:
+        ticket = prepare_reboot(host, marker=marker)
     reboot_cmd = command or DEFAULT_REBOOT
     try:
         result = host.run(reboot_cmd)
