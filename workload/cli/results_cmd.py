@@ -1,8 +1,8 @@
-"""``workload results`` and ``workload compare``: re-read, judge and compare MLPerf results.
+"""``workload results``: re-read and judge MLPerf results (``compare`` is in :mod:`workload.cli.compare_cmd`).
 
 Only click is imported at module level; the metrics layer and rich load when a command runs.
 Exit codes: 0 ok, 2 nothing parseable / bad path, 6 INVALID, accuracy failed or unknown, or a
-result file unreadable (unless ``--allow-invalid``), 7 a regression or a slow host (compare).
+result file unreadable (unless ``--allow-invalid``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+
+from workload.cli.history_hook import record_options
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -114,9 +116,20 @@ def _print_lines(console: Console, lines: list[str]) -> None:
     help="Exit 0 even if a result is INVALID, failed accuracy or a result file could not be read.",
 )
 @click.option("--host", default=None, help="Host name to record on every metric (default: from the run folder).")
+@click.option("--record", is_flag=True, help="Record these results in the run history (see --history, --tag).")
+@record_options
 @click.pass_context
 def results_command(
-    ctx: click.Context, path: Path, output: Path | None, as_json: bool, allow_invalid: bool, host: str | None
+    ctx: click.Context,
+    path: Path,
+    output: Path | None,
+    as_json: bool,
+    allow_invalid: bool,
+    host: str | None,
+    record: bool,
+    history: str | None,
+    tag: str | None,
+    junit: Path | None,
 ) -> int:
     """Parse and judge MLPerf results under PATH.
 
@@ -128,6 +141,8 @@ def results_command(
     """
     collection = _load(ctx, path, host, then_import=_DISPLAY_MODULES)
     from workload.cli.console import make_console
+    from workload.cli.history_hook import record as record_results
+    from workload.cli.history_hook import write_junit
     from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK
     from workload.metrics.outputs import OutputContext, write_outputs
     from workload.metrics.table import render_table
@@ -149,95 +164,12 @@ def results_command(
         written = write_outputs(output, collection.results, OutputContext(), issues=collection.issues)
         console.print("wrote " + ", ".join(str(p) for p in written), markup=False)
     code = EXIT_OK if verdict.ok or allow_invalid else EXIT_INVALID_RESULTS
+    if junit is not None:
+        console.print(f"wrote {write_junit(junit, collection, suite=path.name)}", markup=False)
+    if record or tag is not None:  # a tag names a recorded run, so it records too
+        record_results(
+            path, collection, command="results", exit_code=code, ok=verdict.ok, history=history, tag=tag, echo=console.out
+        )
     if code:
         ctx.exit(code)
     return code
-
-
-def _fmt(value: float, unit: str) -> str:
-    return f"{value:.6g} {unit}".strip()
-
-
-@click.command("compare")
-@click.argument("run_a", type=click.Path(path_type=Path))
-@click.argument("run_b", type=click.Path(path_type=Path), required=False)
-@click.option(
-    "--threshold",
-    "threshold",
-    type=click.FloatRange(min=0),
-    default=5.0,
-    show_default=True,
-    help="Percent change that counts as a regression (or a slow host with --hosts).",
-)
-@click.option("--hosts", "by_host", is_flag=True, help="Compare the hosts of RUN_A against their median.")
-@click.option("--all", "show_all", is_flag=True, help="Also list metrics without a better direction (settings).")
-@click.pass_context
-def compare_command(
-    ctx: click.Context, run_a: Path, run_b: Path | None, threshold: float, by_host: bool, show_all: bool
-) -> int:
-    """Compare RUN_B against RUN_A metric by metric, or the hosts of one run (--hosts).
-
-    \b
-    A regression is a change past --threshold percent in the wrong direction (throughput
-    down, latency up, VALID/PASS lost). Exit 7 on a regression or a slow host, else 0.
-    """
-    from rich.table import Table
-
-    from workload.cli.console import make_console
-    from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
-    from workload.metrics.compare import compare, compare_hosts
-    from workload.metrics.model import Relativity
-
-    console = make_console()
-    if by_host:
-        if run_b is not None:
-            _fail(ctx, EXIT_USAGE, "--hosts compares the hosts of one run: give a single RUN")
-        fleet = compare_hosts(_load(ctx, run_a), threshold)
-        if not fleet.deviations:
-            _fail(ctx, EXIT_USAGE, f"{run_a}: no benchmark/scenario ran on two or more hosts; nothing to compare")
-        table = Table(title=f"Hosts against the fleet median (threshold {threshold:g} %)")
-        for column in ("Host", "Benchmark", "Scenario", "Metric", "Value", "Median", "Change", ""):
-            table.add_column(column)
-        for d in fleet.deviations:
-            flag = "[red]SLOW[/]" if d.slow else ""
-            table.add_row(
-                d.host,
-                d.benchmark,
-                d.scenario,
-                d.metric,
-                _fmt(d.value, d.unit),
-                _fmt(d.median, d.unit),
-                f"{d.deviation_pct:+.2f} %",
-                flag,
-            )
-        console.print(table)
-        if fleet.slow_hosts:
-            console.print(f"slow hosts: {', '.join(fleet.slow_hosts)}", markup=False)
-            ctx.exit(EXIT_REGRESSION)
-        return EXIT_OK
-
-    if run_b is None:
-        _fail(ctx, EXIT_USAGE, "give two runs to compare (RUN_A RUN_B), or one run with --hosts")
-        return EXIT_USAGE  # not reached: _fail exits
-    result = compare(_load(ctx, run_a), _load(ctx, run_b), threshold)
-    if not result.changes:
-        _fail(ctx, EXIT_USAGE, "the two runs have no metric in common (different benchmarks or scenarios?)")
-    table = Table(title=f"{run_a} -> {run_b} (threshold {threshold:g} %)")
-    for column in ("Metric", "A", "B", "Change", ""):
-        table.add_column(column)
-    for change in result.changes:
-        if change.relativity is Relativity.UNDEFINED and not show_all:
-            continue
-        pct = "n/a" if change.change_pct is None else f"{change.change_pct:+.2f} %"
-        flag = "[red]REGRESSION[/]" if change.regression else "[green]better[/]" if change.improvement else ""
-        table.add_row(change.label, _fmt(change.before, change.unit), _fmt(change.after, change.unit), pct, flag)
-    console.print(table)
-    for key in result.only_in_a:
-        console.print(f"only in A: {' '.join(k for k in key if k)}", markup=False)
-    for key in result.only_in_b:
-        console.print(f"only in B: {' '.join(k for k in key if k)}", markup=False)
-    if result.regressions:
-        console.print(f"{len(result.regressions)} regression(s) past {threshold:g} %", markup=False)
-        ctx.exit(EXIT_REGRESSION)
-    console.print("no regression", markup=False)
-    return EXIT_OK

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from workload.cli.history_hook import record_options
 from workload.cli.options import Targets, build_targets, host_options, parameter_options, resolve_from_options
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ def _output_option(func: Any) -> Any:
     help="Only the hosts that did not finish in that earlier run (same --host/--inventory).",
 )
 @_output_option
+@record_options
 @click.option("-v", "--verbose", count=True, help="Show command output on the console (always in the step logs).")
 def run_command(
     profile: str,
@@ -73,6 +75,9 @@ def run_command(
     allow_invalid: bool,
     only_failed: Path | None,
     output_dir: Path,
+    history: str | None,
+    tag: str | None,
+    junit: Path | None,
     verbose: int,
 ) -> int:
     """Run PROFILE's steps on the hosts, then parse the results into metrics.
@@ -134,12 +139,14 @@ def run_command(
         if outcome.error is not None:
             console.print(Text.assemble(("error: ", "red"), str(outcome.error)), highlight=False)
     console.print(f"run folder: {folder.root}")
-    if engine.interrupted:
-        from workload.errors import EXIT_INTERRUPTED
+    from workload.cli.history_hook import after_run
+    from workload.errors import EXIT_INTERRUPTED
 
+    code = EXIT_INTERRUPTED if engine.interrupted else _exit_code(outcomes, metrics_code)
+    after_run(folder.root, exit_code=code, history=history, tag=tag, junit=junit, echo=console.out)
+    if engine.interrupted:
         console.print("interrupted: finished steps and results are kept; run again to resume")
-        return EXIT_INTERRUPTED
-    return _exit_code(outcomes, metrics_code)
+    return code
 
 
 def _exit_code(outcomes: list[HostOutcome], metrics_code: int) -> int:
