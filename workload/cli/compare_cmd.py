@@ -204,10 +204,10 @@ def _report(
     from workload.metrics.compare import compare
 
     result = compare(a, b, threshold, headline_only=not show_all, iterations=iterations)
-    if not result.changes and not result.only_in_a:
+    if not result.changes and (allow_missing or not result.only_in_a):
         from workload.cli.results_cmd import _fail
 
-        _fail(ctx, EXIT_USAGE, f"{name_a}: no metric to compare (nothing parsed, or only metrics new in {name_b})")
+        _fail(ctx, EXIT_USAGE, f"{name_a} and {name_b} have no metric in common (different benchmarks or scenarios?)")
     failed = result.failed(allow_missing=allow_missing)
     code = EXIT_REGRESSION if failed else EXIT_OK
     console = make_console(stderr=as_json)

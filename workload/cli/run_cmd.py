@@ -234,6 +234,7 @@ def _write_run_json(
     help="Ignored: plan writes no run folder. Accepted so that a run command line works as a plan one.",
 )
 @click.option("-v", "--verbose", count=True, help="Show embedded shell scripts in full (they are shortened otherwise).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plans as JSON on stdout (the progress goes to stderr).")
 def plan_command(
     profile: str,
     parameters: tuple[str, ...],
@@ -243,6 +244,7 @@ def plan_command(
     strict: bool,
     output_dir: Path | None,
     verbose: int,
+    as_json: bool,
 ) -> int:
     """Show what `run` would do on each host, changing nothing (a dry run).
 
@@ -265,7 +267,7 @@ def plan_command(
     del output_dir  # accepted for run's command lines; plan writes nothing to keep
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
-    console = make_console()
+    console = make_console(stderr=as_json)
     console.print(f"[bold]{resolved.name}[/]: {resolved.description}")
     with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
         folder = RunFolder.create(Path(tmp), resolved.name)
@@ -284,6 +286,9 @@ def plan_command(
         f"\n{sum(len(o.steps) for o in outcomes)} step plan(s) on {len(specs)} host(s); "
         f"{len(problems)} would fail if run now."
     )
-    if errors:
-        return _exit_code(outcomes, 0)
-    return EXIT_STEP_FAILED if strict and problems else 0
+    code = _exit_code(outcomes, 0) if errors else EXIT_STEP_FAILED if strict and problems else 0
+    if as_json:
+        from workload.cli.plan_json import plan_document
+
+        click.echo(plan_document(resolved.name, outcomes, code))
+    return code
