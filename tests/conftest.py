@@ -19,3 +19,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # The fresh-VM test bed (private Docker Engine, Debian VMs with sshd, stand-in apt repository,
 # CUDA run-file server): fixtures docker_engine, fresh_vm, fresh_vms, standin_repo, ...
 from tests.testbed.fixtures import *  # noqa: E402, F403
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_history(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # Every `workload run` records into the run history; tests must not write into the user's
+    # data directory (~/.local/share/workload): their default history lives in a session folder.
+    import os
+
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    os.environ.pop("WORKLOAD_HISTORY", None)

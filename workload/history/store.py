@@ -304,7 +304,7 @@ class History:
                     count_query = (
                         select(metrics.c.run_pk, func.count()).where(metrics.c.run_pk.in_(pks)).group_by(metrics.c.run_pk)
                     )
-                    counts = {pk: n for pk, n in conn.execute(count_query).tuples()}
+                    counts = {int(row[0]): int(row[1]) for row in conn.execute(count_query).all()}
         except SQLAlchemyError as exc:
             raise self._fail(exc) from None
         return [
