@@ -24,17 +24,20 @@ def _key_text(key: tuple[str, ...]) -> str:
     return f"[{host}] {text}" if host else text
 
 
-def _side(change: MetricChange, which: str) -> str:
+def _side(change: MetricChange, which: str, *, best: bool = False) -> str:
+    """One side's value (its median over iterations, or with ``best`` its best), scaled like the other side."""
     from workload.metrics.units import readable
 
     agg = change.a if which == "a" else change.b
-    other = change.b if which == "a" else change.a
-    like = [*(agg.values if agg else ()), *(other.values if other else ())]
+    like = [*(change.a.values if change.a else ()), *(change.b.values if change.b else ())]
     value = change.before if which == "a" else change.after
-    text = readable(value, change.unit, like=like)
-    if agg is not None and agg.n > 1:
-        text += f" (median of {agg.n}, best {readable(agg.best, change.unit, like=like)})"
-    return text
+    if best and agg is not None:
+        value = agg.best
+    return readable(value, change.unit, like=like)
+
+
+def _counts(change: MetricChange) -> str:
+    return f"{change.a.n if change.a else 1}/{change.b.n if change.b else 1}"
 
 
 def _junit_cases(result: Comparison) -> list[Any]:
@@ -236,13 +239,22 @@ def _report(
             ctx.exit(code)
         return code
     scope = "every metric" if show_all else "headline metrics"
-    table = Table(title=f"{escape(name_a)} -> {escape(name_b)} ({scope}, threshold {threshold:g} %)")
-    for column in ("Metric", "A", "B", "Change", ""):
+    repeated = any((c.a and c.a.n > 1) or (c.b and c.b.n > 1) for c in result.changes)
+    title = f"{escape(name_a)} -> {escape(name_b)} ({scope}, threshold {threshold:g} %)"
+    if repeated:
+        title += "\niterations: A and B are medians; best and N (A/B) beside them"
+    table = Table(title=title)
+    columns = ("Metric", "A", "A best", "B", "B best", "N", "Change", "") if repeated else ("Metric", "A", "B", "Change", "")
+    for column in columns:
         table.add_column(column)
     for change in result.changes:
         pct = "n/a" if change.change_pct is None else f"{change.change_pct:+.2f} %"
         flag = "[red]REGRESSION[/]" if change.regression else "[green]better[/]" if change.improvement else ""
-        table.add_row(escape(change.label), escape(_side(change, "a")), escape(_side(change, "b")), pct, flag)
+        if repeated:
+            cells = (_side(change, "a"), _side(change, "a", best=True), _side(change, "b"), _side(change, "b", best=True))
+            table.add_row(escape(change.label), *map(escape, cells), _counts(change), pct, flag)
+        else:
+            table.add_row(escape(change.label), escape(_side(change, "a")), escape(_side(change, "b")), pct, flag)
     console.print(table)
     whole = set(result.missing_results)
     for result_key in result.missing_results:  # a whole result once, not each of its metrics
