@@ -18,6 +18,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # The fresh-VM test bed (private Docker Engine, Debian VMs with sshd, stand-in apt repository,
 # CUDA run-file server): fixtures docker_engine, fresh_vm, fresh_vms, standin_repo, ...
+# The run-history backends: a SQLite file and a PostgreSQL server the tests start (history_url).
+from tests.history_db import history_url, postgres_server  # noqa: E402, F401
 from tests.testbed.fixtures import *  # noqa: E402, F403
 
 

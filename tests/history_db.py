@@ -83,7 +83,9 @@ class PostgresServer:
 def postgres_server() -> Iterator[PostgresServer]:
     bindir = pg_bindir()
     if bindir is None:
-        pytest.skip("PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin/initdb): apt-get install postgresql")
+        pytest.skip(
+            "PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin/initdb): apt-get install postgresql"
+        )
     server = PostgresServer(bindir)
     server.start()
     try:

@@ -79,7 +79,9 @@ def test_iterations_are_compared_by_median_with_best_and_count(tmp_path: Path) -
     base = run_folder(tmp_path, "base", ["70000", "71000", "72000"])
     new = run_folder(tmp_path, "new", ["60000", "71500", "99000"])  # median 71500: no regression
     result = compare(collect_run(base), collect_run(new), 5.0, headline_only=True)
-    (change,) = [c for c in result.changes if c.key[1:] == ("bert-99", "Offline", "PerformanceOnly", "samples_per_second")]
+    (change,) = [
+        c for c in result.changes if c.key[1:] == ("bert-99", "Offline", "PerformanceOnly", "samples_per_second")
+    ]
     assert change.a is not None and change.b is not None
     assert (change.before, change.after, change.a.n, change.b.n, change.b.best) == (71000.0, 71500.0, 3, 3, 99000.0)
     assert not change.regression
@@ -87,7 +89,15 @@ def test_iterations_are_compared_by_median_with_best_and_count(tmp_path: Path) -
     assert code == 0 and "A and B are medians; best and N (A/B) beside them" in out
     row = next(line for line in out.splitlines() if "[n1] bert-99 Offline" in line and "samples/s" in line)
     cells = [cell.strip() for cell in row.split("│")[2:9]]
-    assert cells == ["71,000 samples/s", "72,000 samples/s", "71,500 samples/s", "99,000 samples/s", "3/3", "+0.70 %", ""]
+    assert cells == [
+        "71,000 samples/s",
+        "72,000 samples/s",
+        "71,500 samples/s",
+        "99,000 samples/s",
+        "3/3",
+        "+0.70 %",
+        "",
+    ]
     # a new run with fewer iterations than asked for is incomplete: a failure
     short = run_folder(tmp_path, "short", ["71000", "71000"])
     code, out = cli("compare", str(base), str(short), "--iterations", "3")
@@ -108,9 +118,7 @@ def test_compare_json_is_one_document_with_every_change(tmp_path: Path) -> None:
     code, out = cli("compare", str(a), str(b), "--json")
     document = json.loads(out)
     assert code == 7 and document["exit_code"] == 7 and document["scope"] == "headline"
-    (offline,) = [
-        c for c in document["changes"] if c["scenario"] == "Offline" and c["metric"] == "samples_per_second"
-    ]
+    (offline,) = [c for c in document["changes"] if c["scenario"] == "Offline" and c["metric"] == "samples_per_second"]
     assert offline["before"]["median"] == 73309.5 and offline["after"]["median"] == 65000.0
     assert offline["regression"] is True and round(offline["change_pct"], 2) == -11.33
     assert document["missing"] == [] and document["regressions"] >= 1
@@ -127,7 +135,9 @@ def test_junit_of_results_names_the_invalid_reason_and_fix(tmp_path: Path) -> No
     assert int(root.attrib["failures"]) == len(failed) >= 3
     texts = [c.find("failure").text or "" for c in failed]  # type: ignore[union-attr]
     assert all("why:" in t and "fix:" in t for t in texts if "INVALID" in t or "min duration" in t)
-    offline = next(c for c in failed if "Offline" in (c.get("name") or "") and "min duration" in (c.findtext("failure") or ""))
+    offline = next(
+        c for c in failed if "Offline" in (c.get("name") or "") and "min duration" in (c.findtext("failure") or "")
+    )
     failure = offline.find("failure")
     assert failure is not None and failure.get("message", "").startswith("min duration not met")
     assert "target_qps" in (failure.text or "")
@@ -143,7 +153,9 @@ def test_junit_of_compare_fails_the_regressed_and_missing_cases(tmp_path: Path) 
     cases = {(c.get("classname"), c.get("name")): c for c in ET.parse(junit).getroot().iter("testcase")}
     offline = cases[("n1.bert-99", "Offline PerformanceOnly")]
     assert "regression past 5 %" in (offline.findtext("failure") or "")
-    assert offline.find("failure") is not None and cases[("n1.bert-99", "Server PerformanceOnly")].find("failure") is None
+    assert (
+        offline.find("failure") is not None and cases[("n1.bert-99", "Server PerformanceOnly")].find("failure") is None
+    )
 
 
 def test_readable_units() -> None:

@@ -16,7 +16,6 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import create_engine, inspect, text
 
-from tests.history_db import history_url, postgres_server  # noqa: F401  (fixtures)
 from workload.cli import invoke
 from workload.errors import HistoryError, UsageError
 from workload.history import open_history
@@ -49,7 +48,9 @@ def make_run(
         shutil.copytree(source, raw)
         if qps is not None:
             for summary in raw.rglob("mlperf_log_summary.txt"):
-                summary.write_text(summary.read_text().replace("Samples per second: 73309.5", f"Samples per second: {qps}"))
+                summary.write_text(
+                    summary.read_text().replace("Samples per second: 73309.5", f"Samples per second: {qps}")
+                )
         results += collect(raw, host=host).results
     write_outputs(folder, results, OutputContext(experiment_id=run_id, profile_name=profile))
     run_hosts = [{"name": h, "labels": {"sku": sku} if sku else {}} for h, sku in hosts.items()]
@@ -102,9 +103,7 @@ def test_record_keeps_hosts_facts_masked_parameters_and_every_metric(history_url
 def test_filters_trend_and_baselines(history_url: str, tmp_path: Path) -> None:
     record_folder(history_url, make_run(tmp_path, "20261101-120000-P", hosts={"a": "SKU1"}, qps="70000"), tag="t1")
     record_folder(history_url, make_run(tmp_path, "20261102-120000-P", hosts={"b": "SKU2"}, qps="71000"))
-    record_folder(
-        history_url, make_run(tmp_path, "20261103-120000-P", hosts={"a": "SKU1"}, qps="72000"), exit_code=6
-    )
+    record_folder(history_url, make_run(tmp_path, "20261103-120000-P", hosts={"a": "SKU1"}, qps="72000"), exit_code=6)
     record_folder(
         history_url,
         make_run(tmp_path, "20261104-120000-C", hosts={"local": None}, profile="PERF-CPU-MLPERF", source=FIX / "cpu"),
@@ -138,15 +137,18 @@ def test_rerecording_a_folder_replaces_it_and_a_foreign_run_id_gets_a_suffix(his
     assert record_folder(history_url, other) == "20261101-120000-P-2"
     with open_history(history_url) as history:
         runs = history.runs()
-        assert sorted((r.run_id, r.tag) for r in runs) == [("20261101-120000-P", "again"), ("20261101-120000-P-2", None)]
+        assert sorted((r.run_id, r.tag) for r in runs) == [
+            ("20261101-120000-P", "again"),
+            ("20261101-120000-P-2", None),
+        ]
         assert all(r.metric_count == 92 for r in runs)  # the replaced run's metrics went with it
 
 
 def test_migrations_build_the_declared_schema(history_url: str) -> None:
     from alembic.autogenerate import compare_metadata
+    from alembic.config import Config
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
-    from alembic.config import Config
 
     open_history(history_url).close()
     open_history(history_url).close()  # a second open finds it current
@@ -312,7 +314,9 @@ def test_run_records_itself_and_writes_junit(tmp_path: Path, monkeypatch: pytest
     from tests.steptypes import TEST_TYPES
     from workload import registry
 
-    monkeypatch.setattr(registry, "STEP_TYPES", {**registry.STEP_TYPES, **TEST_TYPES, "CopyResults": "tests.test_history:CopyResults"})
+    monkeypatch.setattr(
+        registry, "STEP_TYPES", {**registry.STEP_TYPES, **TEST_TYPES, "CopyResults": "tests.test_history:CopyResults"}
+    )
     monkeypatch.setenv("WORKLOAD_STATE_PATH", str(tmp_path / "state.json"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.delenv("WORKLOAD_HISTORY", raising=False)

@@ -244,14 +244,21 @@ def _report(
     if repeated:
         title += "\niterations: A and B are medians; best and N (A/B) beside them"
     table = Table(title=title)
-    columns = ("Metric", "A", "A best", "B", "B best", "N", "Change", "") if repeated else ("Metric", "A", "B", "Change", "")
+    columns = (
+        ("Metric", "A", "A best", "B", "B best", "N", "Change", "") if repeated else ("Metric", "A", "B", "Change", "")
+    )
     for column in columns:
         table.add_column(column)
     for change in result.changes:
         pct = "n/a" if change.change_pct is None else f"{change.change_pct:+.2f} %"
         flag = "[red]REGRESSION[/]" if change.regression else "[green]better[/]" if change.improvement else ""
         if repeated:
-            cells = (_side(change, "a"), _side(change, "a", best=True), _side(change, "b"), _side(change, "b", best=True))
+            cells = (
+                _side(change, "a"),
+                _side(change, "a", best=True),
+                _side(change, "b"),
+                _side(change, "b", best=True),
+            )
             table.add_row(escape(change.label), *map(escape, cells), _counts(change), pct, flag)
         else:
             table.add_row(escape(change.label), escape(_side(change, "a")), escape(_side(change, "b")), pct, flag)
@@ -270,7 +277,8 @@ def _report(
     if result.regressions:
         console.print(f"{len(result.regressions)} regression(s) past {threshold:g} %", markup=False)
     if result.only_in_a:
-        what = f"{len(result.only_in_a)} metric(s) missing from the new run ({len(result.missing_results)} whole result(s))"
+        whole_count = len(result.missing_results)
+        what = f"{len(result.only_in_a)} metric(s) missing from the new run ({whole_count} whole result(s))"
         console.print(what + ("; allowed by --allow-missing" if allow_missing else ""), markup=False)
     if result.incomplete:
         console.print(f"{len(result.incomplete)} metric(s) with fewer than {iterations} iterations", markup=False)

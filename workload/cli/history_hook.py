@@ -98,8 +98,11 @@ def record(
 
 
 def _warn(text: str, source: Path) -> None:
-    click.echo(f"warning: {text}\n  (the results are kept in {source}; record them later with "
-               f"`workload results {source} --record`)", err=True)
+    click.echo(
+        f"warning: {text}\n  (the results are kept in {source}; record them later with "
+        f"`workload results {source} --record`)",
+        err=True,
+    )
 
 
 def junit_write(path: Path, cases: list[Any], *, suite: str) -> Path:
@@ -124,7 +127,13 @@ def write_junit(path: Path, collection: Collection, *, suite: str, outcomes: lis
 
 
 def after_run(
-    folder: Path, *, exit_code: int, history: str | None, tag: str | None, junit: Path | None, echo: Callable[[str], None]
+    folder: Path,
+    *,
+    exit_code: int,
+    history: str | None,
+    tag: str | None,
+    junit: Path | None,
+    echo: Callable[[str], None],
 ) -> None:
     """``workload run``'s last act: JUnit XML and the history record of the run folder ``folder``."""
     import json

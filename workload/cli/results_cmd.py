@@ -168,7 +168,14 @@ def results_command(
         console.print(f"wrote {write_junit(junit, collection, suite=path.name)}", markup=False)
     if record or tag is not None:  # a tag names a recorded run, so it records too
         record_results(
-            path, collection, command="results", exit_code=code, ok=verdict.ok, history=history, tag=tag, echo=console.out
+            path,
+            collection,
+            command="results",
+            exit_code=code,
+            ok=verdict.ok,
+            history=history,
+            tag=tag,
+            echo=console.out,
         )
     if code:
         ctx.exit(code)

@@ -234,7 +234,9 @@ def _write_run_json(
     help="Ignored: plan writes no run folder. Accepted so that a run command line works as a plan one.",
 )
 @click.option("-v", "--verbose", count=True, help="Show embedded shell scripts in full (they are shortened otherwise).")
-@click.option("--json", "as_json", is_flag=True, help="Print the plans as JSON on stdout (the progress goes to stderr).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the plans as JSON on stdout (the progress goes to stderr)."
+)
 def plan_command(
     profile: str,
     parameters: tuple[str, ...],

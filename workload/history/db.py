@@ -13,6 +13,7 @@ schema current. SQLite writers wait for each other (a 60 s busy timeout) instead
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -97,10 +98,8 @@ def _sqlite_engine(url: URL) -> Engine:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute("PRAGMA foreign_keys=ON")
-            try:  # WAL lets readers read while one writes; a failure only costs that
+            with contextlib.suppress(sqlite3.OperationalError):  # WAL: readers read while one writes
                 cursor.execute("PRAGMA journal_mode=WAL")
-            except sqlite3.OperationalError:
-                pass
         finally:
             cursor.close()
 

@@ -173,8 +173,10 @@ def build_record(
     host_rows = []
     for name in names:
         entry = entry_of.get(name, {})
-        labels = entry.get("labels") if isinstance(entry.get("labels"), dict) else {}
-        facts = entry.get("facts") if isinstance(entry.get("facts"), dict) else {}
+        labels = entry.get("labels")
+        facts = entry.get("facts")
+        labels = labels if isinstance(labels, dict) else {}
+        facts = facts if isinstance(facts, dict) else {}
         host_rows.append(_host_facts(name, labels, facts, collection, params))
     return RunRecord(
         run_id=run_id,

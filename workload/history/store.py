@@ -91,9 +91,7 @@ class RunRow:
             "ok": self.ok,
             "parameters": self.parameters,
             "tool_version": self.tool_version,
-            "hosts": [
-                {k: v for k, v in h.__dict__.items() if k != "facts"} | {"facts": h.facts} for h in self.hosts
-            ],
+            "hosts": [{k: v for k, v in h.__dict__.items() if k != "facts"} | {"facts": h.facts} for h in self.hosts],
             "metric_count": self.metric_count,
         }
 
@@ -302,7 +300,9 @@ class History:
                     for h in conn.execute(select(hosts).where(hosts.c.run_pk.in_(pks)).order_by(hosts.c.id)):
                         host_rows[h.run_pk].append(_host_of(h))
                     count_query = (
-                        select(metrics.c.run_pk, func.count()).where(metrics.c.run_pk.in_(pks)).group_by(metrics.c.run_pk)
+                        select(metrics.c.run_pk, func.count())
+                        .where(metrics.c.run_pk.in_(pks))
+                        .group_by(metrics.c.run_pk)
                     )
                     counts = {int(row[0]): int(row[1]) for row in conn.execute(count_query).all()}
         except SQLAlchemyError as exc:
@@ -427,7 +427,7 @@ class History:
                     categorization=Categorization(m.categorization or Categorization.PERFORMANCE.value),
                     verbosity=m.verbosity if m.verbosity is not None else 5,
                     scenario_name=str(meta.get("model") or meta.get("benchmark_full") or ""),
-                    host=meta.get("host") if isinstance(meta.get("host"), str) else None,  # type: ignore[arg-type]
+                    host=host if isinstance(host := meta.get("host"), str) else None,
                     metadata=meta,
                 )
             )

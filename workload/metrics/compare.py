@@ -184,9 +184,7 @@ def compare(
                 worse, better = delta < 0, delta > 0
             else:
                 worse, better = sign * pct < -threshold_pct, sign * pct > threshold_pct
-        changes.append(
-            MetricChange(key, first.unit, first.relativity, before, after, pct, worse, better, agg_a, agg_b)
-        )
+        changes.append(MetricChange(key, first.unit, first.relativity, before, after, pct, worse, better, agg_a, agg_b))
         if iterations is not None and agg_b.n < iterations:
             incomplete.append((key, agg_b.n))
     return Comparison(

@@ -20,7 +20,6 @@ from pathlib import Path
 from workload.metrics.model import BenchmarkResult, ParseIssue
 from workload.metrics.units import readable
 
-
 #: characters XML 1.0 cannot carry (control characters from a log line would make the file unreadable)
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
