@@ -271,10 +271,20 @@ class History:
         since: datetime | None = None,
         tag: str | None = None,
         ok: bool | None = None,
+        exit_code: int | None = None,
+        run_id: str | None = None,
+        exclude: str | None = None,
         limit: int | None = 50,
     ) -> list[RunRow]:
-        """Recorded runs, newest first, filtered (every filter given must hold; ``sku`` on any host)."""
+        """Recorded runs, newest first, filtered (every filter given must hold; ``sku`` on any host;
+        ``exclude`` is a run id left out)."""
         query: Select[Any] = select(runs)
+        if run_id is not None:
+            query = query.where(runs.c.run_id == run_id)
+        if exclude is not None:
+            query = query.where(runs.c.run_id != exclude)
+        if exit_code is not None:
+            query = query.where(runs.c.exit_code == exit_code)
         if profile is not None:
             query = query.where(func.lower(runs.c.profile) == profile.lower())
         if tag is not None:
@@ -394,12 +404,11 @@ class History:
         a run id, or a tag (its newest run). ``exclude`` (a run id) is never picked. UsageError if none."""
         candidates: list[RunRow]
         if ref == "last-good":
-            candidates = [r for r in self.runs(profile=profile, limit=None) if r.exit_code == 0 and r.ok is not False]
+            candidates = self.runs(profile=profile, exit_code=0, exclude=exclude, limit=1)
             what = "no run with exit code 0" + (f" for profile {profile}" if profile else "")
         else:
-            candidates = [r for r in self.runs(limit=None) if r.run_id == ref] or self.runs(tag=ref, limit=None)
+            candidates = self.runs(run_id=ref, exclude=exclude, limit=1) or self.runs(tag=ref, exclude=exclude, limit=1)
             what = f"no run with id or tag {ref!r}"
-        candidates = [r for r in candidates if r.run_id != exclude]
         if not candidates:
             raise UsageError(f"--baseline {ref}: {what} in the history {self.url}", hint="see `workload history`")
         return candidates[0]
