@@ -157,6 +157,7 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
         path=raw.directory,
         benchmark=benchmark_full or model,
         scheduled_headline=raw.scheduled_headline,
+        qsl_rng_seed=values.get("effective_qsl_rng_seed"),
     )
     rules = rules_for(round_name)
     bench = rules.benchmark(benchmark_full) or rules.benchmark(model)

@@ -58,6 +58,8 @@ _LABELS: dict[str, str] = {
     "min_query_count": "effective_min_query_count",
     "max_query_count": "effective_max_query_count",
     "performance_sample_count": "effective_performance_sample_count",
+    # the round's seeds (the submission checker's MODEL_CONFIG "seeds"): they tell the round of a summary
+    "qsl_rng_seed": "effective_qsl_rng_seed",
 }
 _PERCENTILE = re.compile(
     r"^(\d+(?:\.\d+)?) percentile (latency|first token latency|time (?:to|per) output token) \(ns\)$"

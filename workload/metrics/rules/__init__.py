@@ -21,7 +21,8 @@ API (small on purpose; other modules read only this)::
     override_round("v5.0")                   # context manager: the round `workload results --round` forces
 
 Round detection (:func:`detect_round`), first that answers: the override; the LoadGen version in the
-detail log (``5.1.0 @ ...`` -> v5.1); a path component naming a round (``inference_results_v4.1``,
+detail log (``5.1.0 @ ...`` -> v5.1); the round's ``qsl_rng_seed`` (every round has its own seeds, and
+the summary prints them); a path component naming a round (``inference_results_v4.1``,
 ``.../v4.0/closed/...``); the LoadGen summary's own words (a Server summary headed "Scheduled samples
 per second" is LoadGen <= 4.0); the newest round that knows the benchmark; the newest round.
 """
@@ -110,6 +111,7 @@ class RoundRules:
     round: str
     source: Mapping[str, Any]
     loadgen_versions: tuple[str, ...]
+    qsl_rng_seed: int | None
     min_duration_ms: int
     result_fields: Mapping[str, str]
     units: Mapping[str, str]
@@ -229,6 +231,7 @@ def rules_for(round_name: str) -> RoundRules:
             round=name,
             source=data["source"],
             loadgen_versions=tuple(data["loadgen_versions"]),
+            qsl_rng_seed=data.get("qsl_rng_seed"),
             min_duration_ms=int(data["min_duration_ms"]),
             result_fields=data["result_fields"],
             units=data["units"],
@@ -279,6 +282,7 @@ def detect_round(
     path: str | None = None,
     benchmark: str | None = None,
     scheduled_headline: bool = False,
+    qsl_rng_seed: object = None,
 ) -> tuple[str, str]:
     """The round of a result and how it was found (``"LoadGen 4.1 @ 2ed9555be0"``, ``"path"`` ...)."""
     if _override:
@@ -286,6 +290,10 @@ def detect_round(
     by_loadgen = _from_loadgen(loadgen_version)
     if by_loadgen is not None:
         return by_loadgen, f"LoadGen {loadgen_version}"
+    if isinstance(qsl_rng_seed, int) and not isinstance(qsl_rng_seed, bool) and qsl_rng_seed:
+        by_seed = next((r for r in ROUNDS if rules_for(r).qsl_rng_seed == qsl_rng_seed), None)
+        if by_seed is not None:
+            return by_seed, f"qsl_rng_seed {qsl_rng_seed} (the {by_seed} seed)"
     if path:
         for match in reversed(list(_ROUND_IN_PATH.finditer(path))):
             name = f"v{match.group(1)}"
