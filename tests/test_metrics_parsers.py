@@ -237,7 +237,8 @@ def test_accuracy_only_loadgen_summary_is_a_result_without_metrics() -> None:
 def test_whole_tree_counts_and_hosts() -> None:
     collection = collect(FIX, host="gpu-1")
     assert collection.issues == []
-    assert len(collection.results) == 25
+    # the published files (tests/fixtures/results/published) have golden tests of their own
+    assert len([r for r in collection.results if "/published/" not in r.source]) == 25
     assert {m.host for m in collection.metrics} == {"gpu-1"}
     assert collection.hosts == ["gpu-1"]
 
