@@ -218,12 +218,17 @@ def normalize_round(text: str) -> str:
     return text if text.startswith("v") else f"v{text}"
 
 
-@functools.cache
 def rules_for(round_name: str) -> RoundRules:
     """The rules of ``round_name`` (``v4.1`` or ``4.1``); :class:`RulesError` names the known rounds."""
     name = normalize_round(round_name)
     if name not in ROUNDS:
         raise RulesError(f"unknown MLPerf Inference round {round_name!r}; known: {', '.join(ROUNDS)}")
+    return _load(name)
+
+
+@functools.cache
+def _load(name: str) -> RoundRules:
+    """The rules file of round ``name`` (one of :data:`ROUNDS`), read once per process."""
     path = _HERE / f"{name}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
