@@ -219,3 +219,20 @@ def test_sources_lists_every_fixture_file_from_many_submitters() -> None:
         assert repository.startswith("mlcommons/") and path and len(commit) == 40
     submitters = {row[0].split("/")[2] for row in rows}
     assert len(submitters) >= 20, submitters
+
+
+def test_loadgen_6_time_per_output_token_lines_read_like_time_to_output_token(tmp_path: Path) -> None:
+    src = PUB / "v5.1/closed/AMD/results/8xMI300X_2xEPYC_9575F/llama2-70b-99/Interactive/performance/run_1"
+    text = (src / "mlperf_log_summary.txt").read_text()
+    renamed = text.replace("Time to Output Token", "Time per Output Token").replace(
+        "time to output token", "time per output token"
+    )
+    assert renamed != text
+    values = {}
+    for name, content in (("old", text), ("new", renamed)):
+        folder = tmp_path / name / "llama2-70b-99" / "Interactive" / "performance" / "run_1"
+        folder.mkdir(parents=True)
+        (folder / "mlperf_log_summary.txt").write_text(content)
+        values[name] = {m.name: m.value for m in one(tmp_path / name).metrics}
+    assert values["new"] == values["old"]
+    assert values["new"]["tpot_p99_ns"] == 39507635 and values["new"]["tpot_mean_ns"] == 32102490
