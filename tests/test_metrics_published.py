@@ -98,6 +98,14 @@ def test_published_performance_headline_round_and_validity(
     assert r.headline is not None and (r.headline.name, r.headline.value) == (name, value)
     assert meta(r)["mlperf_round"] == round_name
     assert not r.failed and r.invalid_reasons == []
+    # the unit MLCommons reports the headline in (the checker's UNIT_DICT / SPECIAL_UNIT_DICT)
+    unit = meta(r)["mlperf_checker_unit"]
+    if name == "early_stopping_latency_ns":
+        assert unit == "Latency (ms)"
+    elif name == "tokens_per_second":
+        assert unit == "Tokens/s"
+    elif scenario == "Offline" and name == "samples_per_second":
+        assert unit == "Samples/s"
 
 
 # (folder, round, {figure: (value as printed, lower target, upper limit, passed)})

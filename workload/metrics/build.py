@@ -202,6 +202,7 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
         "mlperf_round": round_name,
         "mlperf_round_from": round_from,
         "mlperf_benchmark": bench.name if bench is not None else None,
+        "mlperf_checker_unit": rules.unit(bench, scenario) if bench and test_mode != "AccuracyOnly" else None,
         "loadgen_validity": validity_raw if violations else None,
     }
     for extra in ("tensorrt_version", "sut_name"):
