@@ -15,8 +15,9 @@ API (small on purpose; other modules read only this)::
     RoundRules.benchmark("resnet50") -> Benchmark | None     # aliases and 99/99.9 variants resolved
     RoundRules.headline_key(benchmark, "Interactive") -> str # detail-log key of the official metric
     RoundRules.accuracy_figures(lines) -> dict[str, float]   # ACC_PATTERN over accuracy.txt lines
-    Benchmark.targets, .upper_limits, .token_limits("Interactive"), .server_latency_ns, .min_queries
-    detect_round(loadgen_version=..., path=..., benchmark=..., scheduled_headline=...) -> (round, how)
+    Benchmark.targets (Target: metric, lower, upper), .target("F1"), .scenarios, .server_latency_ns
+    Benchmark.token_limits("Interactive") -> (ttft_ns, tpot_ns) | None; .min_queries, .headline, .unit
+    detect_round(loadgen_version=, qsl_rng_seed=, path=, benchmark=, scheduled_headline=) -> (round, how)
     known_anywhere("qwen3.6-27b") -> bool    # False: a benchmark no round knows (reported with a warning)
     override_round("v5.0")                   # context manager: the round `workload results --round` forces
 
