@@ -30,14 +30,24 @@ def _fail(ctx: click.Context, code: int, message: str) -> None:
     ctx.exit(code)
 
 
-def _load(ctx: click.Context, path: Path, host: str | None = None, *, then_import: tuple[str, ...] = ()) -> Collection:
+def _load(
+    ctx: click.Context,
+    path: Path,
+    host: str | None = None,
+    *,
+    then_import: tuple[str, ...] = (),
+    round_name: str | None = None,
+) -> Collection:
     """Results under ``path`` (a run folder's metrics.jsonl, or raw result files); exit 2 if none.
 
     The modules named in ``then_import`` (the display's) are imported while worker processes parse.
+    ``round_name`` (``--round``) judges raw result files by that MLPerf round's rules instead of the
+    round detected from the files; an unknown round is exit 2.
     """
     from workload.errors import EXIT_USAGE
     from workload.metrics.collection import collect
     from workload.metrics.outputs import load_run
+    from workload.metrics.rules import RulesError, override_round
 
     if not path.exists():
         _fail(ctx, EXIT_USAGE, f"{path}: no such file or directory")
@@ -46,9 +56,16 @@ def _load(ctx: click.Context, path: Path, host: str | None = None, *, then_impor
         for name in then_import:
             importlib.import_module(name)
 
-    collection = (
-        collect(path, host=host, while_parsing=import_display) if host else load_run(path, while_parsing=import_display)
-    )
+    try:
+        with override_round(round_name):
+            collection = (
+                collect(path, host=host, while_parsing=import_display)
+                if host
+                else load_run(path, while_parsing=import_display)
+            )
+    except RulesError as exc:
+        _fail(ctx, EXIT_USAGE, str(exc))
+        raise  # not reached: _fail exits
     if not collection.results:
         for issue in collection.issues:
             click.echo(f"warning: {issue}", err=True)
@@ -118,6 +135,14 @@ def _print_lines(console: Console, lines: list[str]) -> None:
 @click.option("--host", default=None, help="Host name to record on every metric (default: from the run folder).")
 @click.option("--record", is_flag=True, help="Record these results in the run history (see --history, --tag).")
 @record_options
+@click.option(
+    "--round",
+    "round_name",
+    default=None,
+    metavar="vX.Y",
+    help="Judge by this MLPerf Inference round's rules (v3.1 ... v6.1) instead of the round detected from the "
+    "files (LoadGen version, a vX.Y folder, the benchmark).",
+)
 @click.pass_context
 def results_command(
     ctx: click.Context,
@@ -130,16 +155,19 @@ def results_command(
     history: str | None,
     tag: str | None,
     junit: Path | None,
+    round_name: str | None,
 ) -> int:
     """Parse and judge MLPerf results under PATH.
 
     \b
-    PATH is a NVIDIA harness build/logs tree, a LoadGen output folder, a previous run folder
-    or a single result file. Every INVALID result is explained (which constraint failed) with
-    the setting to change. Exit 0 if every result is VALID and passed accuracy and every result
-    file was read, 6 if not (unreadable files are named), 2 if nothing could be parsed.
+    PATH is a NVIDIA harness build/logs tree, a LoadGen output folder, a published MLPerf
+    submission tree (any round v3.1-v6.1), a previous run folder or a single result file.
+    Headline, limits and accuracy targets follow the result's MLPerf round (see --round).
+    Every INVALID result is explained (which constraint failed) with the setting to change.
+    Exit 0 if every result is VALID and passed accuracy and every result file was read,
+    6 if not (unreadable files are named), 2 if nothing could be parsed.
     """
-    collection = _load(ctx, path, host, then_import=_DISPLAY_MODULES)
+    collection = _load(ctx, path, host, then_import=_DISPLAY_MODULES, round_name=round_name)
     from workload.cli.console import make_console
     from workload.cli.history_hook import record as record_results
     from workload.cli.history_hook import write_junit
