@@ -32,6 +32,7 @@ from workload.mlperf.harness import (
     run_groups,
     scenario_fields,
 )
+from workload.profile import load_profile, resolve_profile
 
 
 def params(**kw: object) -> MLPerfParameters:
@@ -248,7 +249,6 @@ def test_bad_parameters_raise_one_clear_error(kw: dict[str, object], message: st
 
 
 def test_profile_loader_names_the_place_of_an_unknown_model(tmp_path: Path) -> None:
-    from workload.profile import load_profile, resolve_profile
 
     path = tmp_path / "p.json"
     path.write_text(
@@ -493,3 +493,33 @@ def test_plan_skips_finished_setup_and_build() -> None:
 def test_plan_before_clone_assumes_v41_and_says_so() -> None:
     plan = plan_mlperf(params(Quick=True), facts(nvidia_dir=None, nvidia_dir_exists=False, version=None, commit=None))
     assert any("assuming v4.1" in n for n in plan.notes)
+
+
+def test_a_loadgen_key_in_parameters_reaches_its_model_and_scenario_with_the_shipped_profile() -> None:
+    # `workload run --profile PERF-GPU-MLPERF --parameters "bert.Server.target_qps=1234"`: no step of the
+    # shipped profile refers to that key, yet it must reach bert's Server run (and nothing else).
+    from workload.actions.mlperf_executor import MLPerfParameters
+
+    profile = resolve_profile(load_profile("PERF-GPU-MLPERF"), {"bert.Server.target_qps": "1234"})
+    assert not any("bert.Server.target_qps" in w for w in profile.warnings), profile.warnings
+    by_model = {}
+    for step in profile.steps:
+        if step.type_name == "MLPerfExecutor":
+            assert isinstance(step.params, MLPerfParameters)
+            by_model[step.params.Model] = plan_mlperf(step.params, facts(), run_id="R")
+    bert_runs = [c for c in by_model["bert"].changes if c.summary.startswith("run bert")]
+    server = [c for c in bert_runs if "Server" in c.summary]
+    assert server and all("server_target_qps=1234" in c.summary for c in server)
+    assert all("--server_target_qps=1234" in c.commands[0].display() for c in server)
+    # A Server-only field does not split the run: the harness reads --server_target_qps for Server only
+    # (fields.py scopes it), so Offline and SingleStream keep their own targets.
+    assert all("--offline_expected_qps" not in c.commands[0].display() for c in bert_runs)
+    unet = [c for c in by_model["3d-unet"].changes if c.summary.startswith("run 3d-unet")]
+    assert unet and not any("1234" in c.commands[0].display() for c in unet)
+    assert "overrides not read by 3d-unet Offline,SingleStream: bert.Server.target_qps" in by_model["3d-unet"].notes
+
+
+def test_a_bad_loadgen_value_in_parameters_names_the_key() -> None:
+    with pytest.raises(ProfileError) as err:
+        resolve_profile(load_profile("PERF-GPU-MLPERF"), {"bert.Server.target_qps": "fast"})
+    assert "bert.Server.target_qps" in str(err.value) and "not an integer or a decimal number" in str(err.value)
