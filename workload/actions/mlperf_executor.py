@@ -638,11 +638,23 @@ class MLPerfExecutor(Step):
             with host.on_interrupt(container.stop):
                 # The system check comes first: an unknown system must not cost hours of downloads.
                 blocked = self._prepare_system(ctx, container, facts, settings, version)
+                self._refuse_if_nothing_can_run(ctx, settings, blocked)
                 self._setup(ctx, container, facts, settings.model)
                 run_id = self._run_id(ctx, facts.nvidia_dir, settings)
                 self._runs(ctx, container, facts, settings, version, run_id, blocked)
         finally:
             client.close()
+
+    def _refuse_if_nothing_can_run(
+        self, ctx: StepContext, settings: Settings, blocked: dict[tuple[str, str], str]
+    ) -> None:
+        """Stop before any download when no (scenario, benchmark) of this action can run, naming each reason."""
+        if all((s, b) in blocked for s in settings.scenarios for b in settings.benchmarks):
+            problems = [
+                f"no result for {benchmark} {scenario} ({', '.join(settings.test_modes)}): {why}"
+                for (scenario, benchmark), why in blocked.items()
+            ]
+            raise StepError(self.label, "; ".join(problems) + " (nothing set up or run)", host=ctx.host.name)
 
     @staticmethod
     def _run_id(ctx: StepContext, nvidia_dir: str, settings: Settings) -> str:
