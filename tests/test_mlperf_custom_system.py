@@ -305,3 +305,50 @@ def test_install_removes_only_our_stale_custom_py(tmp_path: Path) -> None:
         LocalHost(), str(nvidia), None, [], remove=["configs/bert/Server/custom.py", "configs/bert/Offline/custom.py"]
     )
     assert not ours.exists() and theirs.read_text() == "# NVIDIA's own custom configs\n"
+
+
+SYSTEM_ID_SCRIPT_CASES = [
+    # (detected system, what NVIDIA's v4.1 get_system_id.py prints)
+    ({**A100X8.to_json(), "gpu_name": "NVIDIA H100 80GB HBM3", "cpu_model": "AMD EPYC 9V84 96-Core Processor"}, "None"),
+    (A100X8.to_json(), "KnownSystem.A100_SXM4_40GBx8"),  # any AMD/Intel x86 CPU: NVIDIA's generic entry
+    (
+        {
+            **A100X8.to_json(),
+            "gpu_name": "NVIDIA H100 80GB HBM3",
+            "cpu_model": "Intel(R) Xeon(R) Platinum 8480C",
+            "cpu_cores_per_socket": 56,
+        },
+        "KnownSystem.H100_SXM_80GBx8",
+    ),
+    (A100X4.to_json(), "None"),  # NVIDIA lists A100_SXM4_40GB systems with 1 and 8 GPUs only
+]
+
+
+@pytest.mark.parametrize(("system", "printed"), SYSTEM_ID_SCRIPT_CASES)
+def test_the_stand_in_system_script_prints_what_nvidias_prints(tmp_path: Path, system: dict, printed: str) -> None:
+    nvidia = make_harness_tree(tmp_path / "repo")
+    (tmp_path / "standin_detected_system.json").write_text(json.dumps(system))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scripts.get_system_id"],
+        cwd=nvidia,
+        capture_output=True,
+        text=True,
+        env={"MLPERF_SCRATCH_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (0, printed + "\n"), proc.stderr
+
+
+def test_a_registered_custom_system_is_printed_as_its_known_system_member(tmp_path: Path) -> None:
+    nvidia = make_harness_tree(tmp_path / "repo")
+    sid = generate(nvidia, A100X4, "bert", ["Offline"], "v4.1", ["default"])
+    (tmp_path / "standin_detected_system.json").write_text(json.dumps(A100X4.to_json()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scripts.get_system_id"],
+        cwd=nvidia,
+        capture_output=True,
+        text=True,
+        env={"MLPERF_SCRATCH_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (0, f"KnownSystem.{sid}\n"), proc.stderr
