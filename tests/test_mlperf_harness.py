@@ -522,4 +522,5 @@ def test_a_loadgen_key_in_parameters_reaches_its_model_and_scenario_with_the_shi
 def test_a_bad_loadgen_value_in_parameters_names_the_key() -> None:
     with pytest.raises(ProfileError) as err:
         resolve_profile(load_profile("PERF-GPU-MLPERF"), {"bert.Server.target_qps": "fast"})
-    assert "bert.Server.target_qps" in str(err.value) and "not an integer or a decimal number" in str(err.value)
+    assert "--parameters bert.Server.target_qps" in str(err.value)
+    assert "not an integer or a decimal number" in str(err.value)

@@ -456,6 +456,8 @@ def _build_step(
     except ValueError as exc:
         # check_parameters raises ValueError("Param: problem"); name the parameter in the path.
         param, sep, problem = str(exc).partition(": ")
+        if sep and param.lower() in {key.lower() for key in taken}:
+            raise ProfileError(f"--parameters {param} (for {label}: {location})", problem) from None
         if sep and (param.isidentifier() or param in resolved):
             raise ProfileError(f"{label}: {key_path(prefix, param)}", problem) from None
         raise ProfileError(f"{label}: {prefix}", str(exc)) from None
