@@ -352,3 +352,24 @@ def test_a_registered_custom_system_is_printed_as_its_known_system_member(tmp_pa
         check=False,
     )
     assert (proc.returncode, proc.stdout) == (0, f"KnownSystem.{sid}\n"), proc.stderr
+
+
+def test_nvidias_own_a100_system_keeps_the_device_fields_its_registry_allows(tmp_path: Path) -> None:
+    # Azure ND96asr_v4 is KnownSystem.A100_SXM4_40GBx8, which NVIDIA's fields.py lists for start_from_device
+    # and end_on_device: a 3d-unet SingleStream class added for it keeps NVIDIA's values, and imports.
+    nvidia = make_harness_tree(tmp_path / "repo")
+    member = "A100_SXM4_40GBx8"
+    generated = custom_system.custom_config(
+        "3d-unet",
+        "SingleStream",
+        member,
+        f"WL_{member}",
+        classes_for(A100X8, "3d-unet", "SingleStream", ["default"]),
+        HarnessVersion(4, 1),  # type: ignore[arg-type]
+    )
+    assert "start_from_device = True" in generated.text and "end_on_device = True" in generated.text
+    custom_system.install(LocalHost(), str(nvidia), None, [generated])
+    out = probe(nvidia, tmp_path, A100X8, [("3d-unet", "SingleStream", "default")])
+    single = out["classes"]["3d-unet/SingleStream/default"]
+    assert out["matched"] == member and single["system"] == member
+    assert single["single_stream_expected_latency_ns"] == 657000000
