@@ -365,3 +365,10 @@ def test_the_harness_script_output_is_read_as_nvidia_prints_it(bed: dict[str, An
     assert outcome.status == "failed"
     assert "without printing None or KnownSystem.<name>" in str(outcome.error)
     assert "DGX-H100_H100-SXM-80GBx8" in str(outcome.error)
+    # The harness's logging around the answer does not hide it.
+    script.write_text(
+        "import sys\nprint('[I] detecting the system', file=sys.stderr)\nprint(None)\n"
+        "print('[I] done', file=sys.stderr)\n"
+    )
+    unknown = run(bed, [action(bed, "bert", "Offline", RequireCustomSystemSupport=False)])
+    assert unknown.status == "failed" and "does not recognise this system" in str(unknown.error)

@@ -737,8 +737,13 @@ class MLPerfExecutor(Step):
             return None
         argv = ["python3", "-m", "scripts.get_system_id"]
         code, output = container.exec(argv, on_line=ctx.line_sink(echo=False))
-        lines = [line.strip() for line in output.splitlines() if line.strip()]
-        last = lines[-1] if lines else ""
+        # The answer is the last line that is one (the harness's logging may surround it).
+        answers = [
+            line.strip()
+            for line in output.splitlines()
+            if line.strip() == "None" or KNOWN_SYSTEM_LINE.match(line.strip())
+        ]
+        last = answers[-1] if answers else ""
         if code == 0 and last == "None":
             ctx.log("harness system: None (no KnownSystem matches this machine)")
             return ""

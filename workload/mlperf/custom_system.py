@@ -165,8 +165,8 @@ def custom_config(
         lines.append(f"# From {config.source()}")
         if dropped:
             lines.append(
-                f"# Not set: {', '.join(dropped)} (NVIDIA's fields.py allows it only for its own systems, "
-                f"not KnownSystem.{member})"
+                f"# Not set: {', '.join(dropped)} (NVIDIA's fields.py allows {'them' if len(dropped) > 1 else 'it'} "
+                f"only for its own systems, not KnownSystem.{member})"
             )
         lines.append(
             f"@ConfigRegistry.register(HarnessType.{setting.harness}, AccuracyTarget.{setting.accuracy}, "
