@@ -373,3 +373,45 @@ def test_nvidias_own_a100_system_keeps_the_device_fields_its_registry_allows(tmp
     single = out["classes"]["3d-unet/SingleStream/default"]
     assert out["matched"] == member and single["system"] == member
     assert single["single_stream_expected_latency_ns"] == 657000000
+
+
+REGISTRY_REFUSALS = [
+    # (class body after the decorator line, the error NVIDIA's ConfigRegistry.validate raises)
+    (
+        "class Two(OfflineGPUBaseConfig, dict):\n    system = KnownSystem.A100_SXM4_40GBx1\n",
+        "ConfigMultipleExtendsError",
+    ),
+    (
+        "class Twice(OfflineGPUBaseConfig):\n    system = KnownSystem.A100_SXM4_40GBx1\n"
+        "    gpu_batch_size = {'bert': 1}\n    gpu_batch_size = {'bert': 2}\n",
+        "ConfigFieldReassignmentError",
+    ),
+    (
+        "class Typo(OfflineGPUBaseConfig):\n    system = KnownSystem.A100_SXM4_40GBx1\n"
+        "    gpu_batchsize = {'bert': 1}\n",
+        "ConfigFieldInvalidError",
+    ),
+    (  # a Server-only field in an Offline config
+        "class Scope(OfflineGPUBaseConfig):\n    system = KnownSystem.A100_SXM4_40GBx1\n    server_target_qps = 1\n",
+        "ConfigFieldInvalidError",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "error"), REGISTRY_REFUSALS)
+def test_the_stand_in_registry_refuses_what_nvidias_refuses(tmp_path: Path, body: str, error: str) -> None:
+    nvidia = make_harness_tree(tmp_path / "repo")
+    (nvidia / "configs/bert/Offline/custom.py").write_text(
+        "from . import *\n\n@ConfigRegistry.register(HarnessType.Custom, AccuracyTarget.k_99, PowerSetting.MaxP)\n"
+        + body
+    )
+    (tmp_path / "standin_detected_system.json").write_text(json.dumps(A100X8.to_json()))
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps([["bert", "Offline", "default"]])],
+        cwd=nvidia,
+        capture_output=True,
+        text=True,
+        env={"MLPERF_SCRATCH_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert proc.returncode != 0 and error in proc.stderr, proc.stderr
