@@ -61,6 +61,18 @@ PROBE = textwrap.dedent(
 )
 
 
+def harness_python(nvidia: Path, scratch: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python3 <args>`` in the stand-in harness folder, detecting the system written to ``scratch``."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=nvidia,
+        capture_output=True,
+        text=True,
+        env={"MLPERF_SCRATCH_PATH": str(scratch), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+
+
 def classes_for(system: HostSystem, model: str, scenario: str, cvs: list[str]) -> list[tuple[WorkloadSetting, object]]:
     """One class per distinct setting of the config versions, with the table's values for its accuracy."""
     table = load_table()
@@ -97,14 +109,7 @@ def generate(nvidia: Path, system: HostSystem, model: str, scenarios: list[str],
 
 def probe(nvidia: Path, scratch: Path, system: HostSystem, queries: list[tuple[str, str, str]]) -> dict:
     (scratch / "standin_detected_system.json").write_text(json.dumps(system.to_json()))
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(queries)],
-        cwd=nvidia,
-        capture_output=True,
-        text=True,
-        env={"MLPERF_SCRATCH_PATH": str(scratch), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
+    proc = harness_python(nvidia, scratch, "-c", PROBE, json.dumps(queries))
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -162,14 +167,7 @@ def test_the_stand_in_registry_refuses_a_restricted_field_for_a_custom_system(tm
     path = nvidia / "configs/3d-unet/Offline/custom.py"
     path.write_text(path.read_text() + "    start_from_device = True\n")
     (tmp_path / "standin_detected_system.json").write_text(json.dumps(A100X4.to_json()))
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps([["3d-unet", "Offline", "default"]])],
-        cwd=nvidia,
-        capture_output=True,
-        text=True,
-        env={"MLPERF_SCRATCH_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
+    proc = harness_python(nvidia, tmp_path, "-c", PROBE, json.dumps([["3d-unet", "Offline", "default"]]))
     assert proc.returncode != 0
     assert "ConfigFieldInvalidError" in proc.stderr and "'start_from_device'" in proc.stderr
 
@@ -328,14 +326,7 @@ SYSTEM_ID_SCRIPT_CASES = [
 def test_the_stand_in_system_script_prints_what_nvidias_prints(tmp_path: Path, system: dict, printed: str) -> None:
     nvidia = make_harness_tree(tmp_path / "repo")
     (tmp_path / "standin_detected_system.json").write_text(json.dumps(system))
-    proc = subprocess.run(
-        [sys.executable, "-m", "scripts.get_system_id"],
-        cwd=nvidia,
-        capture_output=True,
-        text=True,
-        env={"MLPERF_SCRATCH_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
+    proc = harness_python(nvidia, tmp_path, "-m", "scripts.get_system_id")
     assert (proc.returncode, proc.stdout) == (0, printed + "\n"), proc.stderr
 
 
@@ -343,14 +334,7 @@ def test_a_registered_custom_system_is_printed_as_its_known_system_member(tmp_pa
     nvidia = make_harness_tree(tmp_path / "repo")
     sid = generate(nvidia, A100X4, "bert", ["Offline"], "v4.1", ["default"])
     (tmp_path / "standin_detected_system.json").write_text(json.dumps(A100X4.to_json()))
-    proc = subprocess.run(
-        [sys.executable, "-m", "scripts.get_system_id"],
-        cwd=nvidia,
-        capture_output=True,
-        text=True,
-        env={"MLPERF_SCRATCH_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
+    proc = harness_python(nvidia, tmp_path, "-m", "scripts.get_system_id")
     assert (proc.returncode, proc.stdout) == (0, f"KnownSystem.{sid}\n"), proc.stderr
 
 
@@ -406,12 +390,5 @@ def test_the_stand_in_registry_refuses_what_nvidias_refuses(tmp_path: Path, body
         + body
     )
     (tmp_path / "standin_detected_system.json").write_text(json.dumps(A100X8.to_json()))
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps([["bert", "Offline", "default"]])],
-        cwd=nvidia,
-        capture_output=True,
-        text=True,
-        env={"MLPERF_SCRATCH_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
+    proc = harness_python(nvidia, tmp_path, "-c", PROBE, json.dumps([["bert", "Offline", "default"]]))
     assert proc.returncode != 0 and error in proc.stderr, proc.stderr
