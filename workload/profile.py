@@ -246,12 +246,15 @@ def resolve_profile(
     for key, value in (overrides or {}).items():
         params[key] = value
     lookup = {"parameters": {k.lower(): v for k, v in params.to_dict().items()}}
-    warnings = _unused_overrides(doc, overrides or {})
 
     all_steps: list[Step] = []
+    taken: set[str] = set()
     for section, kind in SECTIONS:
         for index, element in enumerate(getattr(doc, section)):
-            all_steps.append(_build_step(label, f"{section}[{index}]", kind, element, lookup))
+            step, took = _build_step(label, f"{section}[{index}]", kind, element, lookup, overrides or {})
+            all_steps.append(step)
+            taken |= took
+    warnings = _unused_overrides(doc, {k: v for k, v in (overrides or {}).items() if k.lower() not in taken})
     if kind_count(all_steps, "monitor"):
         first = next(s for s in all_steps if s.kind == "monitor")
         raise ProfileError(f"{label}: {first.location}", "monitors are not supported by this runner yet")
@@ -390,7 +393,26 @@ def kind_count(steps: Sequence[Step], kind: StepKind) -> int:
 _SECTION_OF: dict[str, str] = {"dependency": "Dependencies", "action": "Actions"}
 
 
-def _build_step(label: str, location: str, kind: StepKind, element: ProfileElement, lookup: dict[str, Any]) -> Step:
+def _global_keys_taken(params: type[StepParameters], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``--parameters`` a step takes as its own: LoadGen keys (``bert.Server.target_qps``) for a step that
+    accepts them as parameters named like the key (``StepParameters.accepts_extra``).
+
+    VirtualClient hands ``--parameters`` only to the profile's global Parameters; a LoadGen key there
+    would reach no step (no profile refers to ``$.Parameters.bert.Server.target_qps``), so such keys
+    also go to every step that reads them; each step applies only those for its own model and scenario.
+    """
+    return {key: value for key, value in overrides.items() if key.count(".") == 2 and params.accepts_extra(key)}
+
+
+def _build_step(
+    label: str,
+    location: str,
+    kind: StepKind,
+    element: ProfileElement,
+    lookup: dict[str, Any],
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[Step, set[str]]:
+    """The step, and the (lower-cased) ``--parameters`` keys it took as its own parameters."""
     from workload.registry import canonical_name, step_class, step_kind
 
     type_name = canonical_name(element.Type, location=f"{label}: {location}.Type")
@@ -421,6 +443,9 @@ def _build_step(label: str, location: str, kind: StepKind, element: ProfileEleme
                 hint=f"{type_name} parameters: " + ", ".join(_declared_parameters(cls.Parameters)),
             )
         resolved[key] = _resolve_value(value, lookup, where)
+    taken = _global_keys_taken(cls.Parameters, overrides or {})
+    for key, value in taken.items():
+        resolved[key] = value  # the command line wins over the step's own value, as for global parameters
     fields = {name.lower(): name for name in cls.Parameters.model_fields}
     data = {fields.get(k.lower(), k): v for k, v in resolved.to_dict().items()}
     try:
@@ -431,10 +456,12 @@ def _build_step(label: str, location: str, kind: StepKind, element: ProfileEleme
     except ValueError as exc:
         # check_parameters raises ValueError("Param: problem"); name the parameter in the path.
         param, sep, problem = str(exc).partition(": ")
+        if sep and param.lower() in {key.lower() for key in taken}:
+            raise ProfileError(f"--parameters {param} (for {label}: {location})", problem) from None
         if sep and (param.isidentifier() or param in resolved):
             raise ProfileError(f"{label}: {key_path(prefix, param)}", problem) from None
         raise ProfileError(f"{label}: {prefix}", str(exc)) from None
-    return cls(params, location=location, kind=kind)
+    return cls(params, location=location, kind=kind), {key.lower() for key in taken}
 
 
 def _declared_parameters(params: type[StepParameters]) -> list[str]:
