@@ -237,7 +237,7 @@ def test_accuracy_only_loadgen_summary_is_a_result_without_metrics() -> None:
 def test_whole_tree_counts_and_hosts() -> None:
     collection = collect(FIX, host="gpu-1")
     assert collection.issues == []
-    assert len(collection.results) == 25
+    assert len(collection.results) == 33  # 25, plus 8 of the published submission trees under trees/
     assert {m.host for m in collection.metrics} == {"gpu-1"}
     assert collection.hosts == ["gpu-1"]
 
