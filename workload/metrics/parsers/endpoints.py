@@ -224,10 +224,15 @@ def build(directory: str, names: list[str], host: str | None) -> tuple[list[Pars
     """The result of the endpoints scenario folder ``directory`` (``names``: its files found by the walk)."""
     raw = RawResult(directory=directory)
     ident = build_mod.layout_identity(directory)
+    if not ident:  # Interactive (not a LoadGen scenario): the folder name is the truth, the layout the same
+        parent, scenario = os.path.split(directory.rstrip("/"))
+        if scenario.lower() == "interactive":
+            ident = build_mod.layout_identity(os.path.join(parent, "Server"))
+            ident["scenario"] = "Interactive"
     scenario = ident.get("scenario") or os.path.basename(directory.rstrip("/"))
-    if scenario.lower() == "interactive":
-        scenario = "Interactive"
     benchmark = ident.get("benchmark_full")
+    for key in ("benchmark_full", "system"):
+        raw.put_ident(key, ident.get(key), PRIO_DETAIL)
     config: dict[str, str] = {}
     for name in CONFIG_FILES:
         loaded = _load(os.path.join(directory, name), raw)
