@@ -270,7 +270,7 @@ def _parse_all(
                     for pairs, parts in chunk:
                         yield (
                             [ParseIssue(path=p, problem=q) for p, q in pairs],
-                            (decode(parts) if parts is not None else None),
+                            (decode(parts, lazy=True) if parts is not None else None),
                         )
                     done += size
         except (OSError, BrokenProcessPool):
@@ -279,7 +279,7 @@ def _parse_all(
         while_parsing()
     for directory, file_names, host in jobs[done:]:
         issues, parts = _parts_of(directory, file_names, host)
-        yield issues, decode(parts) if parts is not None else None
+        yield issues, decode(parts, lazy=True) if parts is not None else None
 
 
 @contextmanager
