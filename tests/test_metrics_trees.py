@@ -285,3 +285,22 @@ def test_a_folder_of_result_files_giving_nothing_fails(tmp_path: Path) -> None:
     code, out = run(str(tmp_path))
     assert code == 6 and "verdict: FAILED - 7 result(s)" in out
     assert f"unreadable: {folder}: holds result files (effective_settings.json) but none gave a result" in out
+
+
+def test_measurement_description_is_in_the_metadata(tmp_path: Path) -> None:
+    (result,) = collect(NV).results  # v6.0 on: results/<system>/<benchmark>/<scenario>/measurements.json
+    meta = result.metrics[0].metadata
+    assert (meta["weight_data_types"], meta["input_data_types"], meta["retraining"]) == ("fp4", "int32", "No")
+    tree = copy_tree(
+        tmp_path
+    )  # up to v5.1: measurements/<system>/<benchmark>/<scenario>/<system>_<impl>_<scenario>.json
+    folder = tree / "measurements" / ASUS_SYS / "bert-99" / "Offline"
+    folder.mkdir(parents=True)
+    (folder / f"{ASUS_SYS}_TRT_Offline.json").write_text('{"weight_data_types": "int8", "input_data_types": "int32"}')
+    results = by_mode(collect(tree).results)
+    assert results[("Offline", "PerformanceOnly")].metrics[0].metadata["weight_data_types"] == "int8"
+    assert results[("Offline", "TEST01")].metrics[0].metadata["weight_data_types"] == "int8"
+    assert "weight_data_types" not in results[("Server", "PerformanceOnly")].metrics[0].metadata
+    (folder / f"{ASUS_SYS}_TRT_Offline.json").write_text("[1, 2")
+    collection = collect(tree)
+    assert [i.path for i in collection.issues] == [str(folder / f"{ASUS_SYS}_TRT_Offline.json")]

@@ -193,9 +193,10 @@ _Done = tuple[list[tuple[str, str]], Encoded | None]
 def _parts_of(directory: str, file_names: list[str], host: str | None) -> tuple[list[ParseIssue], Encoded | None]:
     """Parse and build one directory: (its issues, its result in wire form or None). Never raises.
 
-    The result's metadata gets the submission's system description (``systems/<system>.json``) when
-    the directory is part of a submission tree. A directory whose result files gave neither a result
-    nor an issue is itself an issue: a folder of result files is never skipped in silence.
+    The result's metadata gets the submission's system description (``systems/<system>.json``) and
+    measurement description (``measurements.json``) when the directory is part of a submission tree.
+    A directory whose result files gave neither a result nor an issue is itself an issue: a folder of
+    result files is never skipped in silence.
     """
     try:
         if file_names and file_names[0] in compliance.VERIFY_FILES:
@@ -212,11 +213,12 @@ def _parts_of(directory: str, file_names: list[str], host: str | None) -> tuple[
             listed = ", ".join(file_names)
             issues = [ParseIssue(path=directory, problem=f"holds result files ({listed}) but none gave a result")]
         return issues, None
-    described, problem = submission.system_description(directory)
-    if described:
-        submission.add_metadata(parts, described)
-    if problem is not None:
-        issues = [*issues, problem]
+    for describe in (submission.system_description, submission.measurement_description):
+        described, problem = describe(directory)
+        if described:
+            submission.add_metadata(parts, described)
+        if problem is not None:
+            issues = [*issues, problem]
     return issues, parts
 
 

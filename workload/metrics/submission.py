@@ -39,7 +39,12 @@ SYSTEM_FIELDS = (
 )
 #: the largest systems/<system>.json read (real ones are ~2 kB)
 _MAX_SYSTEM_JSON = 1 << 20
-_CACHE: dict[str, tuple[dict[str, MetadataValue] | None, str | None]] = {}
+#: measurement-description fields copied into metric metadata (``SYSTEM_IMP_REQUIRED_FILES`` of the checker)
+MEASUREMENT_FIELDS = ("input_data_types", "weight_data_types", "weight_transformations", "retraining",
+                      "starting_weights_filename")  # fmt: skip
+#: (path, mtime, size) -> what _load_system gave: read once per process for all results of a system
+_CACHE: dict[tuple[str, int, int], tuple[dict[str, MetadataValue] | None, str | None]] = {}
+_SCENARIO_TAIL = ("performance", "accuracy", "ranging")
 
 
 def system_json_path(directory: str) -> str | None:
@@ -52,8 +57,10 @@ def system_json_path(directory: str) -> str | None:
     return None
 
 
-def _load_system(path: str) -> tuple[dict[str, MetadataValue] | None, str | None]:
-    """(the metadata fields, None) or (None, the problem); (None, None) when the file does not exist."""
+def _load_system(
+    path: str, wanted: tuple[str, ...] = SYSTEM_FIELDS
+) -> tuple[dict[str, MetadataValue] | None, str | None]:
+    """(the ``wanted`` fields, None) or (None, the problem); (None, None) when the file does not exist."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(_MAX_SYSTEM_JSON + 1)
@@ -68,9 +75,9 @@ def _load_system(path: str) -> tuple[dict[str, MetadataValue] | None, str | None
     except ValueError as exc:
         return None, f"not valid JSON ({exc})"
     if not isinstance(parsed, dict):
-        return None, "expected a JSON object (the system description)"
+        return None, "expected a JSON object"
     fields: dict[str, MetadataValue] = {}
-    for key in SYSTEM_FIELDS:
+    for key in wanted:
         value = parsed.get(key)
         if isinstance(value, bool) or value is None:
             continue
@@ -88,16 +95,54 @@ def system_description(directory: str) -> tuple[dict[str, MetadataValue] | None,
     A file that exists but cannot be read is an issue naming it; it is returned the first time only
     (per process), so that the hundred results of one system do not repeat it.
     """
-    path = system_json_path(directory)
+    return _described(system_json_path(directory), SYSTEM_FIELDS)
+
+
+def _described(path: str | None, wanted: tuple[str, ...]) -> tuple[dict[str, MetadataValue] | None, ParseIssue | None]:
+    """:func:`_load_system` of ``path``, cached by its path, time and size (so an edited file is read again)."""
     if path is None:
         return None, None
-    cached = _CACHE.get(path)
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None, None  # no such file: not part of a submission tree
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    cached = _CACHE.get(key)
     if cached is not None:
         return cached[0], None
-    fields, problem = _load_system(path)
+    fields, problem = _load_system(path, wanted)
     if len(_CACHE) < 4096:
-        _CACHE[path] = (fields, problem)
+        _CACHE[key] = (fields, problem)
     return fields, (ParseIssue(path=path, problem=problem) if problem else None)
+
+
+def measurements_json_path(directory: str) -> str | None:
+    """The measurement description of a result folder of a submission tree, or None.
+
+    v6.0 on: ``results/<system>/<benchmark>/<scenario>/measurements.json``; up to v5.1:
+    ``measurements/<system>/<benchmark>/<scenario>/<system>_<implementation>_<scenario>.json`` (the one
+    ``.json`` there; ``MEASUREMENTS_PATH`` of the checker).
+    """
+    parts = directory.replace("\\", "/").rstrip("/").split("/")
+    while parts and (parts[-1] in _SCENARIO_TAIL or parts[-1].startswith("run_") or parts[-1].startswith("TEST")):
+        parts.pop()
+    if len(parts) < 4 or parts[-4] not in ("results", "compliance"):
+        return None
+    scenario_dir = "/".join(parts) or "/"
+    inline = os.path.join(scenario_dir, "measurements.json")
+    if parts[-4] == "results" and os.path.isfile(inline):
+        return inline
+    old_dir = "/".join([*parts[:-4], "measurements", *parts[-3:]])
+    try:
+        names = sorted(n for n in os.listdir(old_dir) if n.endswith(".json"))
+    except OSError:
+        return None
+    return os.path.join(old_dir, names[0]) if names else None
+
+
+def measurement_description(directory: str) -> tuple[dict[str, MetadataValue] | None, ParseIssue | None]:
+    """The measurement description's fields for ``directory`` (see :func:`system_description` for issues)."""
+    return _described(measurements_json_path(directory), MEASUREMENT_FIELDS)
 
 
 def add_metadata(encoded: wire.Encoded, extra: dict[str, MetadataValue]) -> None:
