@@ -231,7 +231,13 @@ def write_outputs(
                 entries, old_issues = [], []
         # only other hosts' entries are re-validated; this write's results are already models
         all_results = [BenchmarkResult.model_validate(e) for e in _strip(entries)] + list(results)
-        entries += [result_summary(r) for r in results]
+        metric_count = sum(int(str(e.get("metric_count", 0))) for e in entries)
+        entry_hosts = {e.get("host") for e in entries} | hosts
+        # this write's entries as their JSON text at once: ~1.5 kB of text each instead of a ~5 kB dict
+        entry_lines = _Dumped(json.dumps(e) for e in entries)
+        for result in results:
+            entry_lines.append(json.dumps(result_summary(result)))
+            metric_count += len(result.metrics)
         host = next(iter(hosts)) if len(hosts) == 1 else None
         issue_entries = old_issues + [{"path": i.path, "problem": i.problem, "host": host} for i in issues]
         summary = {
@@ -240,17 +246,17 @@ def write_outputs(
             "app_version": context.app_version,
             "verdict": Verdict.from_results(all_results, _issues_of(issue_entries)).as_dict(),
             "counts": {
-                "results": len(entries),
-                "metrics": sum(int(str(e.get("metric_count", 0))) for e in entries),
+                "results": len(entry_lines),
+                "metrics": metric_count,
                 "issues": len(issue_entries),
-                "hosts": len({e.get("host") for e in entries}),
+                "hosts": len(entry_hosts) if entry_lines else 0,
             },
-            "results": entries,
+            "results": entry_lines,
             "issues": issue_entries,
         }
         if csv_writer is None or not csv_writer.finish():
             _replace_chunks(csv_path, _rendered(csv_head, renderer.csv_text, results))
-        _replace(summary_path, _summary_text(summary))
+        _replace_chunks(summary_path, _summary_chunks(summary))
     return [jsonl_path, csv_path, summary_path]
 
 
@@ -301,19 +307,33 @@ class _ForkedCsv:
         return False
 
 
-def _summary_text(summary: Mapping[str, object]) -> str:
-    """summary.json with one result / issue per line: readable, and written by json's C encoder."""
-    parts = ["{"]
+class _Dumped(list[str]):
+    """A summary.json list whose items are already JSON text."""
+
+
+def _summary_chunks(summary: Mapping[str, object]) -> Iterator[str]:
+    """summary.json with one result / issue per line: readable, and written by json's C encoder (a line at a time)."""
+    yield "{\n"
     items = list(summary.items())
     for i, (key, value) in enumerate(items):
         comma = "," if i < len(items) - 1 else ""
         if isinstance(value, list):
-            inner = ",\n".join("    " + json.dumps(v) for v in value)
-            parts.append(f"  {json.dumps(key)}: [\n{inner}\n  ]{comma}" if value else f"  {json.dumps(key)}: []{comma}")
+            if not value:
+                yield f"  {json.dumps(key)}: []{comma}\n"
+                continue
+            yield f"  {json.dumps(key)}: [\n"
+            dumped = isinstance(value, _Dumped)
+            for j, item in enumerate(value):
+                yield "    " + (item if dumped else json.dumps(item)) + (",\n" if j < len(value) - 1 else "\n")
+            yield f"  ]{comma}\n"
         else:
-            parts.append(f"  {json.dumps(key)}: {json.dumps(value)}{comma}")
-    parts.append("}")
-    return "\n".join(parts) + "\n"
+            yield f"  {json.dumps(key)}: {json.dumps(value)}{comma}\n"
+    yield "}\n"
+
+
+def _summary_text(summary: Mapping[str, object]) -> str:
+    """summary.json's text (see :func:`_summary_chunks`)."""
+    return "".join(_summary_chunks(summary))
 
 
 class _Once:
