@@ -294,8 +294,7 @@ def test_measurement_description_is_in_the_metadata(tmp_path: Path) -> None:
     tree = copy_tree(
         tmp_path
     )  # up to v5.1: measurements/<system>/<benchmark>/<scenario>/<system>_<impl>_<scenario>.json
-    folder = tree / "measurements" / ASUS_SYS / "bert-99" / "Offline"
-    folder.mkdir(parents=True)
+    folder = tree / "measurements" / ASUS_SYS / "bert-99" / "Offline"  # holds the published user.conf
     (folder / f"{ASUS_SYS}_TRT_Offline.json").write_text('{"weight_data_types": "int8", "input_data_types": "int32"}')
     results = by_mode(collect(tree).results)
     assert results[("Offline", "PerformanceOnly")].metrics[0].metadata["weight_data_types"] == "int8"
