@@ -303,3 +303,16 @@ def test_measurement_description_is_in_the_metadata(tmp_path: Path) -> None:
     (folder / f"{ASUS_SYS}_TRT_Offline.json").write_text("[1, 2")
     collection = collect(tree)
     assert [i.path for i in collection.issues] == [str(folder / f"{ASUS_SYS}_TRT_Offline.json")]
+
+
+def test_result_files_that_are_not_files_are_named(tmp_path: Path) -> None:
+    tree = copy_tree(tmp_path)
+    scenario = tree / "results" / ASUS_SYS / "bert-99" / "Server" / "performance" / "run_1"
+    (scenario / "mlperf_log_detail.txt").symlink_to(tmp_path / "gone")
+    os.mkfifo(scenario / "accuracy.txt")
+    collection = collect(tree)
+    assert sorted((i.path, i.problem) for i in collection.issues) == [
+        (str(scenario / "accuracy.txt"), "not a readable regular file"),
+        (str(scenario / "mlperf_log_detail.txt"), "not a readable regular file"),
+    ]
+    assert len(collection.results) == 7  # the summary next to them is still read

@@ -102,9 +102,11 @@ def find_result_dirs(root: Path, issues: list[ParseIssue] | None = None) -> dict
                 names: list[str] = []
                 for entry in entries:
                     name = entry.name
-                    if name in PARSERS:
+                    if name in PARSERS and not entry.is_dir():
                         if entry.is_file():
                             names.append(name)
+                        elif issues is not None:  # a broken link, a FIFO (reading it would block) ...
+                            issues.append(ParseIssue(path=entry.path, problem="not a readable regular file"))
                     elif name in _ENDPOINT_FILES and base == _ENDPOINT_FILES[name] and entry.is_file():
                         found.setdefault(os.path.dirname(current), []).append(f"{base}/{name}")
                     elif entry.is_dir(follow_symlinks=False) and name not in _SKIP_DIR_NAMES:
