@@ -43,6 +43,9 @@ def test_lazy_metrics_read_like_the_eager_list() -> None:
         # encode of a lazy result finds its headline by value: the round trip keeps it
         assert wire.decode(wire.encode(lazy)) == eager
         assert pickle.loads(pickle.dumps(lazy.metrics)) == eager.metrics
+        # pydantic's serializer reads list storage directly: the lazy list must still dump its metrics
+        assert lazy.model_dump() == eager.model_dump() and lazy.model_dump_json() == eager.model_dump_json()
+        assert len(lazy.model_dump()["metrics"]) == len(eager.metrics)
 
 
 def test_metadata_updated_in_place_stays_and_changes_materialise() -> None:
