@@ -316,3 +316,22 @@ def test_result_files_that_are_not_files_are_named(tmp_path: Path) -> None:
         (str(scenario / "mlperf_log_detail.txt"), "not a readable regular file"),
     ]
     assert len(collection.results) == 7  # the summary next to them is still read
+
+
+def test_endpoints_audit_files_give_their_verdict(tmp_path: Path) -> None:
+    """compliance_endpoints_check: <scenario>/audit/audit_<test>.json passes with its test named and passed true."""
+    audit = endpoints_copy(tmp_path) / "audit"
+    audit.mkdir()
+    (audit / "audit_TEST04.json").write_text(json.dumps({"test": "TEST04", "passed": True}))
+    results = by_mode(collect(tmp_path).results)
+    verdict = results[("Server", "audit")]
+    assert verdict.validity == "VALID" and verdict.benchmark_full == "deepseek-r1"
+    assert metric(verdict, "compliance_pass") == 1.0 and metric(verdict, "compliance_TEST04_pass") == 1.0
+    (audit / "audit_TEST04.json").write_text(json.dumps({"test": "TEST01", "passed": True}))
+    verdict = by_mode(collect(tmp_path).results)[("Server", "audit")]
+    assert verdict.validity == "INVALID"
+    assert verdict.invalid_reasons == ["audit audit_TEST04.json: failed (its test is 'TEST01', not 'TEST04')"]
+    (audit / "audit_TEST04.json").write_text('{"test": "TEST04", "passed": "yes"}')
+    collection = collect(tmp_path)
+    assert [i.path for i in collection.issues] == [str(audit / "audit_TEST04.json")]
+    assert ("Server", "audit") not in by_mode(collection.results)

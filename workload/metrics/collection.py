@@ -89,8 +89,9 @@ def find_result_dirs(root: Path, issues: list[ParseIssue] | None = None) -> dict
     A submission tree is understood as the MLPerf submission checker lays it out: a ``TEST0x`` compliance
     folder is one job of its verify files (its LoadGen logs and hash-only accuracy.txt are what those were
     computed from); the endpoints files of a v6.1 scenario folder (``performance/result_summary.json``,
-    ``accuracy/accuracy_results.json``) are one job of that folder, named relative to it;
-    ``performance/ranging`` is skipped. A folder that cannot be listed is an issue in ``issues``.
+    ``accuracy/accuracy_results.json``) are one job of that folder, named relative to it, and its
+    ``audit/audit_<test>.json`` files one job of their folder; ``performance/ranging`` is skipped.
+    A folder that cannot be listed is an issue in ``issues``.
     """
     found: dict[str, list[str]] = {}
     stack = [str(root)]
@@ -112,6 +113,9 @@ def find_result_dirs(root: Path, issues: list[ParseIssue] | None = None) -> dict
                     elif entry.is_dir(follow_symlinks=False) and name not in _SKIP_DIR_NAMES:
                         if compliance.TEST_DIR.match(name):
                             _compliance_dir(entry.path, found, issues)
+                        elif name == compliance.AUDIT_DIR:
+                            _audit_dir(entry.path, found, issues)
+                            stack.append(entry.path)  # a harness's own audit/compliance/TEST0x may be below
                         elif not (name == _RANGING and base == "performance"):
                             stack.append(entry.path)
         except OSError as exc:
@@ -134,6 +138,19 @@ def _compliance_dir(path: str, found: dict[str, list[str]], issues: list[ParseIs
         return
     if names:
         found[path] = sorted(names, key=compliance.VERIFY_FILES.index)
+
+
+def _audit_dir(path: str, found: dict[str, list[str]], issues: list[ParseIssue] | None) -> None:
+    """Record the ``audit_<test>.json`` files of an endpoints result's ``audit`` folder."""
+    try:
+        with os.scandir(path) as entries:
+            names = [e.name for e in entries if compliance.AUDIT_FILE.match(e.name) and e.is_file()]
+    except OSError as exc:
+        if issues is not None:
+            issues.append(ParseIssue(path=path, problem=f"folder cannot be listed: {exc.strerror or exc}"))
+        return
+    if names:
+        found[path] = sorted(names)
 
 
 def _read(path: str) -> bytes:
@@ -203,6 +220,8 @@ def _parts_of(directory: str, file_names: list[str], host: str | None) -> tuple[
     try:
         if file_names and file_names[0] in compliance.VERIFY_FILES:
             issues, parts = compliance.build(directory, file_names, host)
+        elif file_names and compliance.AUDIT_FILE.match(file_names[0]):
+            issues, parts = compliance.build_audit(directory, file_names, host)
         elif any(endpoints.is_endpoints_name(name) for name in file_names):
             issues, parts = endpoints.build(directory, file_names, host)
         else:

@@ -13,6 +13,8 @@ published tree holds:
   figures of ``accuracy/baseline_accuracy.txt`` and ``accuracy/compliance_accuracy.txt`` may differ by at
   most 1 % (0.1 % for a ``-99.9`` benchmark; ``Config.get_delta_perc``).
 * ``verify_output_len.txt`` (TEST09): passes when the text contains ``TEST PASS``.
+* ``audit/audit_<test>.json`` of an endpoints result (``compliance_endpoints_check``): passes when it is
+  an object whose ``test`` is ``<test>`` and whose ``passed`` is true.
 
 Everything else in a TEST0x folder (``accuracy/accuracy.txt`` holding only ``hash=...``, the compliance
 run's LoadGen logs under ``performance/run_1``, ``mlperf_log_accuracy.json``) is what those verify files
@@ -25,6 +27,7 @@ and the metrics ``compliance_pass`` (PASS/FAIL) plus one per verify file.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -36,6 +39,9 @@ from workload.metrics.raw import RawResult
 
 VERIFY_FILES = ("verify_performance.txt", "verify_accuracy.txt", "verify_output_len.txt")
 TEST_DIR = re.compile(r"^TEST\d\d$")
+#: endpoints results' compliance (``compliance_endpoints_check``): ``<scenario>/audit/audit_<test>.json``
+AUDIT_DIR = "audit"
+AUDIT_FILE = re.compile(r"^audit_(.+)\.json$")
 #: the largest verify file read (real ones are < 1 kB; an accuracy baseline a few kB)
 _MAX_BYTES = 1 << 20
 _SCORE = re.compile(r"^(reference|test) score = ([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*$", re.MULTILINE)
@@ -186,4 +192,53 @@ def build(directory: str, names: list[str], host: str | None) -> tuple[list[Pars
         metadata=metadata,
         metrics=metrics,
     )
+    return issues, encoded
+
+
+def build_audit(directory: str, names: list[str], host: str | None) -> tuple[list[ParseIssue], wire.Encoded | None]:
+    """The compliance verdict of an endpoints result's ``audit`` folder from its ``audit_<test>.json`` files."""
+    identity: dict[str, str | None] = dict(layout_identity(os.path.dirname(directory.rstrip("/"))))
+    benchmark = identity.get("benchmark_full")
+    identity["model"] = re.sub(r"-99(\.9)?$", "", benchmark) if benchmark else None
+    identity["test_mode"] = AUDIT_DIR
+    issues: list[ParseIssue] = []
+    metrics: list[submission.MetricSpec] = []
+    reasons: list[str] = []
+    files: list[str] = []
+    verdicts: list[bool] = []
+    for name in names:
+        path = os.path.join(directory, name)
+        match = AUDIT_FILE.match(name)
+        test = match.group(1) if match else name
+        try:
+            data = json.loads(_read(path))
+        except (OSError, ValueError) as exc:
+            problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            issues.append(ParseIssue(path=path, problem=f"cannot be read as JSON: {problem}"))
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("passed"), bool):
+            issues.append(ParseIssue(path=path, problem='expected an object with "test" and "passed" (true/false)'))
+            continue
+        files.append(name)
+        passed = data["passed"] and data.get("test") == test
+        if not passed:
+            why = "passed is false" if not data["passed"] else f"its test is {data.get('test')!r}, not {test!r}"
+            reasons.append(f"audit {name}: failed ({why})")
+        verdicts.append(passed)
+        metrics.append((f"compliance_{test}_pass", 1.0 if passed else 0.0, _PASS, Relativity.HIGHER_IS_BETTER,
+                        Categorization.PERFORMANCE, 3, f"{name} verdict (MLPerf submission checker)"))  # fmt: skip
+    if not verdicts:
+        return issues, None
+    overall = all(verdicts)
+    what = "audit compliance verdict (MLPerf submission checker)"
+    metrics.insert(0, ("compliance_pass", 1.0 if overall else 0.0, _PASS, Relativity.HIGHER_IS_BETTER,
+                       Categorization.PERFORMANCE, 1, what))  # fmt: skip
+    metadata: dict[str, MetadataValue] = {
+        "compliance_test": ",".join(f[len("audit_") : -len(".json")] for f in files),
+        "compliance_verdict": "PASS" if overall else "FAIL",
+        "validity_rule": "compliance verdict of the audit files, as compliance_check.py of the submission checker",
+    }
+    encoded = submission.encode(identity=identity, validity="VALID" if overall else "INVALID", accuracy_pass=None,
+                                reasons=reasons, notes=[], directory=directory, files=files, host=host,
+                                metadata=metadata, metrics=metrics)  # fmt: skip
     return issues, encoded
