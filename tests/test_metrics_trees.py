@@ -335,3 +335,12 @@ def test_endpoints_audit_files_give_their_verdict(tmp_path: Path) -> None:
     collection = collect(tmp_path)
     assert [i.path for i in collection.issues] == [str(audit / "audit_TEST04.json")]
     assert ("Server", "audit") not in by_mode(collection.results)
+
+
+def test_endpoints_offline_has_no_latency_limit_and_offline_keys(tmp_path: Path) -> None:
+    endpoints_copy(tmp_path, "Offline")
+    (result,) = collect(tmp_path).results
+    assert result.scenario == "Offline" and result.validity == "VALID", result.invalid_reasons
+    assert result.headline is not None and result.headline.name == "tokens_per_second"
+    assert result.headline.description.startswith("Headline: Offline token throughput")
+    assert metric(result, "samples_per_second") == 310.0842360889801
