@@ -180,8 +180,9 @@ def results_command(
     # with --json, stdout carries only JSON lines; everything for humans goes to stderr
     console = make_console(stderr=as_json)
     if as_json:
-        for metric in collection.metrics:
-            click.echo(metric.model_dump_json())
+        for result in collection.results:  # a result's metrics at a time: they are made when read
+            for metric in result.metrics:
+                click.echo(metric.model_dump_json())
     else:
         console.print(render_table(collection))
     _print_explanations(console, collection)

@@ -94,6 +94,37 @@ def _replace(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+#: metrics rendered per batch when streaming a file (a few MB of text at a time)
+_BATCH_METRICS = 4096
+
+
+def _rendered(head: str, render: Callable[[list[Metric]], str], results: Sequence[BenchmarkResult]) -> Iterator[str]:
+    """``head``, then ``render`` of the metrics of ``results`` a batch at a time (in order)."""
+    yield head
+    batch: list[Metric] = []
+    for result in results:
+        batch.extend(result.metrics)
+        if len(batch) >= _BATCH_METRICS:
+            yield render(batch)
+            batch = []
+    if batch:
+        yield render(batch)
+
+
+def _write_chunks(path: Path, chunks: Iterable[str]) -> None:
+    with open(path, "wb") as handle:
+        for chunk in chunks:
+            # surrogates (undecodable bytes in a metadata string) must not abort the write of 100,000 records
+            handle.write(chunk.encode("utf-8", errors="replace"))
+
+
+def _replace_chunks(path: Path, chunks: Iterable[str]) -> None:
+    """:func:`_replace` of the text ``chunks`` make, written as they come (never all in memory)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    _write_chunks(tmp, chunks)
+    os.replace(tmp, path)
+
+
 _raw_decode = json.JSONDecoder().raw_decode
 
 
@@ -183,11 +214,11 @@ def write_outputs(
     with _locked(out_dir), gc_paused():
         kept_jsonl, kept_csv = _kept(jsonl_path, csv_path, hosts)
         renderer = RecordRenderer(context, timestamp, parent_id)
-        metrics = [m for r in results for m in r.metrics]
         csv_head = ",".join(quote(c) for c in CSV_COLUMNS) + "\n" + kept_csv
-        # the CSV is rendered in a forked child while this process does the JSONL and the summary
-        csv_writer = _ForkedCsv.start(csv_path, csv_head, renderer, metrics)
-        _replace(jsonl_path, kept_jsonl + renderer.jsonl_text(metrics))
+        # the CSV is rendered in a forked child while this process does the JSONL and the summary; both
+        # stream (a batch of metrics at a time): 400,000 Metric objects or their text at once are GBs
+        csv_writer = _ForkedCsv.start(csv_path, csv_head, renderer, results)
+        _replace_chunks(jsonl_path, _rendered(kept_jsonl, renderer.jsonl_text, results))
 
         entries: list[dict[str, object]] = []
         old_issues: list[dict[str, object]] = []
@@ -200,7 +231,13 @@ def write_outputs(
                 entries, old_issues = [], []
         # only other hosts' entries are re-validated; this write's results are already models
         all_results = [BenchmarkResult.model_validate(e) for e in _strip(entries)] + list(results)
-        entries += [result_summary(r) for r in results]
+        metric_count = sum(int(str(e.get("metric_count", 0))) for e in entries)
+        entry_hosts = {e.get("host") for e in entries} | hosts
+        # this write's entries as their JSON text at once: ~1.5 kB of text each instead of a ~5 kB dict
+        entry_lines = _Dumped(json.dumps(e) for e in entries)
+        for result in results:
+            entry_lines.append(json.dumps(result_summary(result)))
+            metric_count += len(result.metrics)
         host = next(iter(hosts)) if len(hosts) == 1 else None
         issue_entries = old_issues + [{"path": i.path, "problem": i.problem, "host": host} for i in issues]
         summary = {
@@ -209,17 +246,17 @@ def write_outputs(
             "app_version": context.app_version,
             "verdict": Verdict.from_results(all_results, _issues_of(issue_entries)).as_dict(),
             "counts": {
-                "results": len(entries),
-                "metrics": sum(int(str(e.get("metric_count", 0))) for e in entries),
+                "results": len(entry_lines),
+                "metrics": metric_count,
                 "issues": len(issue_entries),
-                "hosts": len({e.get("host") for e in entries}),
+                "hosts": len(entry_hosts) if entry_lines else 0,
             },
-            "results": entries,
+            "results": entry_lines,
             "issues": issue_entries,
         }
         if csv_writer is None or not csv_writer.finish():
-            _replace(csv_path, csv_head + renderer.csv_text(metrics))
-        _replace(summary_path, _summary_text(summary))
+            _replace_chunks(csv_path, _rendered(csv_head, renderer.csv_text, results))
+        _replace_chunks(summary_path, _summary_chunks(summary))
     return [jsonl_path, csv_path, summary_path]
 
 
@@ -236,10 +273,14 @@ class _ForkedCsv:
     path: Path
 
     @classmethod
-    def start(cls, path: Path, head: str, renderer: RecordRenderer, metrics: list[Metric]) -> _ForkedCsv | None:
+    def start(
+        cls, path: Path, head: str, renderer: RecordRenderer, results: Sequence[BenchmarkResult]
+    ) -> _ForkedCsv | None:
         """The running child, or None where forking is not worth it or not safe (then render here)."""
         # forking a threaded process can deadlock the child on a lock another thread held
-        if len(metrics) < FORK_MIN_METRICS or not hasattr(os, "fork") or threading.active_count() > 1:
+        if not hasattr(os, "fork") or threading.active_count() > 1:
+            return None
+        if sum(len(r.metrics) for r in results) < FORK_MIN_METRICS:
             return None
         tmp = path.with_name(f".{path.name}.{os.getpid()}.child.tmp")
         try:
@@ -250,7 +291,7 @@ class _ForkedCsv:
             code = 1
             try:
                 gc.disable()  # a collection would touch (and so copy) every page of the parent's heap
-                tmp.write_bytes((head + renderer.csv_text(metrics)).encode("utf-8", errors="replace"))
+                _write_chunks(tmp, _rendered(head, renderer.csv_text, results))
                 code = 0
             finally:
                 os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
@@ -266,19 +307,33 @@ class _ForkedCsv:
         return False
 
 
-def _summary_text(summary: Mapping[str, object]) -> str:
-    """summary.json with one result / issue per line: readable, and written by json's C encoder."""
-    parts = ["{"]
+class _Dumped(list[str]):
+    """A summary.json list whose items are already JSON text."""
+
+
+def _summary_chunks(summary: Mapping[str, object]) -> Iterator[str]:
+    """summary.json with one result / issue per line: readable, and written by json's C encoder (a line at a time)."""
+    yield "{\n"
     items = list(summary.items())
     for i, (key, value) in enumerate(items):
         comma = "," if i < len(items) - 1 else ""
         if isinstance(value, list):
-            inner = ",\n".join("    " + json.dumps(v) for v in value)
-            parts.append(f"  {json.dumps(key)}: [\n{inner}\n  ]{comma}" if value else f"  {json.dumps(key)}: []{comma}")
+            if not value:
+                yield f"  {json.dumps(key)}: []{comma}\n"
+                continue
+            yield f"  {json.dumps(key)}: [\n"
+            dumped = isinstance(value, _Dumped)
+            for j, item in enumerate(value):
+                yield "    " + (item if dumped else json.dumps(item)) + (",\n" if j < len(value) - 1 else "\n")
+            yield f"  ]{comma}\n"
         else:
-            parts.append(f"  {json.dumps(key)}: {json.dumps(value)}{comma}")
-    parts.append("}")
-    return "\n".join(parts) + "\n"
+            yield f"  {json.dumps(key)}: {json.dumps(value)}{comma}\n"
+    yield "}\n"
+
+
+def _summary_text(summary: Mapping[str, object]) -> str:
+    """summary.json's text (see :func:`_summary_chunks`)."""
+    return "".join(_summary_chunks(summary))
 
 
 class _Once:
