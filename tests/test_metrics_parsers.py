@@ -238,7 +238,8 @@ def test_whole_tree_counts_and_hosts() -> None:
     collection = collect(FIX, host="gpu-1")
     assert collection.issues == []
     # the published files (tests/fixtures/results/published) have golden tests of their own
-    assert len([r for r in collection.results if "/published/" not in r.source]) == 33  # 25, plus 8 of the published submission trees under trees/
+    # 25, plus 8 of the published submission trees under trees/
+    assert len([r for r in collection.results if "/published/" not in r.source]) == 33
     assert {m.host for m in collection.metrics} == {"gpu-1"}
     assert collection.hosts == ["gpu-1"]
 

@@ -31,7 +31,7 @@ import json
 import os
 import re
 
-from workload.metrics import submission, thresholds, wire
+from workload.metrics import rules, submission, thresholds, wire
 from workload.metrics.build import layout_identity
 from workload.metrics.model import Categorization, MetadataValue, ParseIssue, Relativity
 from workload.metrics.parsers import accuracy_txt
@@ -82,12 +82,17 @@ def _delta_check(test_dir: str, benchmark: str | None) -> tuple[bool, str]:
     """TEST01's non-deterministic check (compliance_check.py): baseline vs compliance accuracy figures."""
     acc_dir = os.path.join(test_dir, "accuracy")
     figures: list[dict[str, float]] = []
+    # the figures are read with the patterns of the result's round, as the checker of that round does
+    round_name, _how = rules.detect_round(path=test_dir, benchmark=benchmark)
+    round_rules = rules.rules_for(round_name)
+    known = round_rules.benchmark(benchmark)
     for name in ("baseline_accuracy.txt", "compliance_accuracy.txt"):
         raw = RawResult(directory=acc_dir)
         try:
             accuracy_txt.parse(os.path.join(acc_dir, name), _read(os.path.join(acc_dir, name)), raw)
         except (OSError, ValueError) as exc:
             return False, f"accuracy/{name} cannot be read ({exc})"
+        accuracy_txt.read_figures(raw, round_rules, [t.metric for t in known.targets] if known else ())
         figures.append({c.name: c.value for c in raw.accuracy if c.value})
     baseline, compliance = figures
     names = [n for n in baseline if n in compliance]
