@@ -197,7 +197,7 @@ def _judge(
         reasons.append(f"n_samples_failed is {summary.get('n_samples_failed')!r}: every sample must succeed")
     if issued is None or completed is None or completed < issued:
         reasons.append(f"{completed!r} of {issued!r} issued samples completed")
-    minimum = endpoint_rules.MIN_DURATION_MS
+    minimum = endpoint_rules.min_duration_ms()
     configured = _number(config.get("settings.runtime.min_duration_ms"))
     if configured is not None and configured < minimum:
         reasons.append(f"min_duration_ms is {configured:g} in config.yaml (< {minimum} ms)")
@@ -322,8 +322,8 @@ def build(directory: str, names: list[str], host: str | None) -> tuple[list[Pars
             target = endpoint_rules.accuracy_target(benchmark, name)
             if target is None and name == "TOKENS_PER_SAMPLE":
                 continue  # only judged where the round sets a range for it
-            low, high = target if target is not None else (None, None)
-            passed = None if low is None else (value >= low and (high is None or value <= high))
+            low, high = (target.lower, target.upper) if target is not None else (None, None)
+            passed = None if target is None else target.passes(value)
             raw.add_accuracy(AccuracyCheck(name=name, value=value, threshold=low, upper_limit=high, passed=passed))
         checks = [c.passed for c in raw.accuracy]
         accuracy_ok = None if not checks or None in checks else all(checks)
