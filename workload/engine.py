@@ -40,6 +40,7 @@ from workload.errors import FactError, Interrupted, RebootRequired, StepError, W
 from workload.hosts.base import Host, HostSpec
 from workload.profile import ResolvedProfile
 from workload.rundir import RunFolder
+from workload.safefile import append_text
 from workload.steps import HostState, Step, StepContext, StepPlan
 
 StepStatus = Literal["changed", "unchanged", "failed", "skipped", "planned", "reboot", "interrupted"]
@@ -318,8 +319,7 @@ class Engine:
         """
         stamp = time.strftime("%H:%M:%S")
         lines = "".join(f"{stamp} [{host}] {line}\n" for line in text.rstrip("\n").splitlines() or [""])
-        with (self.folder.host_dir(host) / "host.log").open("a", encoding="utf-8") as fh:
-            fh.write(lines)
+        append_text(self.folder.host_dir(host) / "host.log", lines)  # never through a planted link
 
     def _plan_host(self, host: Host, outcome: HostOutcome) -> None:
         """Plan every step without changing anything; a step that cannot be planned is reported.

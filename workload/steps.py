@@ -32,6 +32,7 @@ from pydantic_core import PydanticUseDefault
 from workload.commands import Command, mask_text
 from workload.errors import StepError
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
+from workload.safefile import append_text
 
 #: When a step reads its facts (see :meth:`Step.fact_queries`).
 FactPhase = Literal["plan", "verify"]
@@ -238,8 +239,7 @@ class StepContext:
 
     def _write_log(self, line: str) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(mask_text(line).rstrip("\n") + "\n")
+        append_text(self.log_path, mask_text(line).rstrip("\n") + "\n")  # never through a planted link
 
     def line_sink(self, *, echo: bool = True) -> LineSink:
         """A sink for command output: every line to the step log, and to the console if ``echo``."""
