@@ -12,6 +12,7 @@ def profiles_command() -> int:
     """List the profiles shipped with workload (use the name with --profile)."""
     import json
 
+    from workload.commands import mask_text
     from workload.resources import profile_dir, shipped_profiles
 
     for name in shipped_profiles():
@@ -19,7 +20,7 @@ def profiles_command() -> int:
             description = json.loads((profile_dir() / f"{name}.json").read_text()).get("Description", "")
         except (OSError, ValueError):
             description = "(unreadable)"
-        click.echo(f"{name:<22} {description}")
+        click.echo(f"{name:<22} {mask_text(str(description))}")
     return 0
 
 
@@ -42,7 +43,7 @@ def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | Non
     if as_json:
         click.echo(json.dumps(resolved.to_json(), indent=2))
         return 0
-    click.echo(f"{resolved.name}: {resolved.description}")
+    click.echo(f"{resolved.name}: {resolved.shown_description}")
     click.echo(f"  file: {resolved.path}")
     click.echo("Parameters:")
     for key, value in display_parameters(resolved.parameters).items():
