@@ -332,7 +332,7 @@ class Engine:
 
     def _plan_steps(self, host: Host, outcome: HostOutcome) -> None:
         state = HostState(host, self.options.state_path)
-        exports: dict[str, str] = dict(state.get("exports", {}) or {})
+        exports = self._exports_of(host, state)
         steps = list(enumerate(self._steps(), start=1))
         impossible = {index: exc for index, _step, exc in self._preflight(host, state, steps, exports)}
         for index, step in steps:
@@ -395,6 +395,13 @@ class Engine:
         lines += [f"also impossible here: {text}" for text in others]
         raise StepError(step.label, "\n".join(lines), host=host.name, hint=first.hint)
 
+    def _exports_of(self, host: Host, state: HostState) -> dict[str, str]:
+        """The values earlier runs exported on this host; problems with the state file are shown, not fatal."""
+        exports = {k: v for k, v in state.mapping("exports").items() if isinstance(v, str)}
+        for warning in state.warnings:
+            self._host_line(host.name, f"warning: {warning}")
+        return exports
+
     def _steps(self) -> list[Step]:
         if self.options.dependencies_only:
             return self.profile.dependencies
@@ -403,7 +410,7 @@ class Engine:
     def _run_on_host(self, host: Host, outcome: HostOutcome) -> None:
         self._write_host_log(host.name, f"== connecting ({len(self._steps())} step(s) to run)")
         state = HostState(host, self.options.state_path)
-        exports: dict[str, str] = dict(state.get("exports", {}) or {})
+        exports = self._exports_of(host, state)
         steps = list(enumerate(self._steps(), start=1))
         self._note_reboot_done(host, state)
         # Every step reads its facts in preflight, plan, re-plan and verify, and the next step reads
@@ -489,7 +496,7 @@ class Engine:
                 "" if result.status == "changed" else (result.plan.noop_reason or "") if result.plan else ""
             )
             if ctx.exports:
-                state.set("exports", dict(ctx.exports))
+                state.merge("exports", dict(ctx.exports))  # another run's exports on this host stay
             outcome.results.extend(ctx.results)
         except RebootRequired as exc:
             result.status, result.message = "reboot", str(exc)

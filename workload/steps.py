@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import abc
 import difflib
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from pydantic_core import PydanticUseDefault
 from workload.commands import Command, mask_text
 from workload.errors import StepError
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
+from workload.hoststate import HostState as HostState  # re-exported: steps and tests import it from here
 from workload.safefile import append_text
 
 #: When a step reads its facts (see :meth:`Step.fact_queries`).
@@ -153,59 +153,6 @@ class StepPlan:
     @property
     def commands(self) -> tuple[Command, ...]:
         return tuple(c for change in self.changes for c in change.commands)
-
-
-class HostState:
-    """Small persistent key/value state kept ON the target host (it survives reboots).
-
-    Stored as JSON at ``/var/lib/workload/state.json`` (root) or
-    ``~/.local/state/workload/state.json``. Read at the start of a run, written after each change.
-    """
-
-    def __init__(self, host: Host, path: str | None = None) -> None:
-        import json
-
-        self._host = host
-        self.path = path or self._default_path(host)
-        self._lock = threading.Lock()
-        try:
-            loaded = json.loads(host.read_text(self.path))
-            self._data: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
-        except FileNotFoundError:
-            self._data = {}
-        except ValueError:
-            # A corrupt state file must not block a run: facts decide what is installed anyway.
-            self._data = {}
-
-    @staticmethod
-    def _default_path(host: Host) -> str:
-        if host.is_root:
-            return "/var/lib/workload/state.json"
-        return f"{host.identity.home}/.local/state/workload/state.json"
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._data.get(key, default)
-
-    def set(self, key: str, value: Any) -> None:
-        """Set one key and write the state file at once."""
-        import json
-        import posixpath
-
-        with self._lock:
-            if value is None:
-                self._data.pop(key, None)
-            else:
-                self._data[key] = value
-            text = json.dumps(self._data, indent=2, sort_keys=True)
-        directory = posixpath.dirname(self.path)
-        if not self._host.exists(directory):
-            from workload.commands import cmd
-
-            self._host.check(cmd("mkdir", "-p", directory))
-        self._host.write_text(self.path, text + "\n")
-
-    def snapshot(self) -> dict[str, Any]:
-        return dict(self._data)
 
 
 @dataclass
