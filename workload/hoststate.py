@@ -53,7 +53,8 @@ if raw is not None:
 key, value = change["key"], change["value"]
 if change["op"] == "merge":
     old = data.get(key)
-    data[key] = dict(old if isinstance(old, dict) else {}, **value)
+    merged = dict(old if isinstance(old, dict) else {}, **value)
+    data[key] = {k: v for k, v in merged.items() if v is not None}
 elif value is None:
     data.pop(key, None)
 else:
@@ -129,9 +130,10 @@ class HostState:
         self._change("set", key, value)
 
     def merge(self, key: str, entries: dict[str, Any]) -> None:
-        """Update entries of the mapping under ``key`` (kept entries of other runs stay)."""
+        """Update entries of the mapping under ``key`` (None deletes one; other entries, other runs', stay)."""
         current = self._data.get(key)
-        if isinstance(current, dict) and all(current.get(k) == v for k, v in entries.items()):
+        current = current if isinstance(current, dict) else {}
+        if all(current.get(k) == v and (v is not None or k not in current) for k, v in entries.items()):
             return
         self._change("merge", key, entries)
 
@@ -144,7 +146,9 @@ class HostState:
         python = sys.executable if isinstance(self._host, LocalHost) else "python3"
         change = json.dumps({"op": op, "key": key, "value": value})
         with self._lock:
-            result = self._host.run(cmd(python, "-c", UPDATE_SCRIPT, self.path, input=change, timeout=120))
+            # scope: it changes no fact a step reads, so the facts read so far stay remembered
+            update = cmd(python, "-c", UPDATE_SCRIPT, self.path, input=change, timeout=120, scope="workload-state")
+            result = self._host.run(update)
             if result.returncode == 127:  # no Python on the host: the same change, without the lock
                 self._change_unlocked(op, key, value)
                 return
@@ -171,7 +175,8 @@ class HostState:
         data: dict[str, Any] = current if isinstance(current, dict) else {}
         if op == "merge":
             old = data.get(key)
-            data[key] = {**(old if isinstance(old, dict) else {}), **value}
+            merged = {**(old if isinstance(old, dict) else {}), **value}
+            data[key] = {k: v for k, v in merged.items() if v is not None}
         elif value is None:
             data.pop(key, None)
         else:

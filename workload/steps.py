@@ -170,6 +170,9 @@ class StepContext:
     dry_run: bool = False
     #: Result folders (local paths) produced by an action; the engine parses them into metrics.
     results: list[Path] = field(default_factory=list)
+    #: What a step keeps between its own plan, apply and verify on this host (one run of one step;
+    #: a Step object is shared by every host of a fleet, so it keeps nothing itself).
+    memo: dict[str, Any] = field(default_factory=dict)
     #: Console sink for progress lines (``[host]`` prefixed by the reporter); may be None.
     console: Callable[[str], None] | None = None
     #: Iteration number (1-based) when actions repeat with ``--iterations``.
