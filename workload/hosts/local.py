@@ -191,8 +191,9 @@ class LocalHost(Host):
             self._atomic_write(remote_path, lambda dst: shutil.copyfileobj(src, dst, _CHUNK), mode)
 
     def get(self, remote_path: str, local_path: str) -> None:
-        with self._file_errors(remote_path):
-            shutil.copyfile(remote_path, local_path)
+        # into a temporary made with O_EXCL beside the target, then renamed: never through a link
+        with self._file_errors(remote_path), open(remote_path, "rb") as src:
+            atomic_write_bytes(local_path, lambda dst: shutil.copyfileobj(src, dst, _CHUNK))
 
     def read_bytes(self, path: str) -> bytes:
         with self._file_errors(path), open(path, "rb") as f:
