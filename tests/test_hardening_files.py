@@ -20,8 +20,7 @@ from workload.errors import ResultsError
 from workload.hosts.local import LocalHost
 from workload.metrics.collection import collect
 from workload.metrics.outputs import OutputContext, load_run, write_outputs
-from workload.rundir import RunFolder, host_folder_name
-from workload.safefile import append_text, atomic_write_text, locked_folder
+from workload.rundir import RunFolder
 
 FIX = Path(__file__).parent / "fixtures" / "results"
 H200 = FIX / "nvidia" / "logs" / "2024.07.24-15.41.28"
@@ -72,6 +71,8 @@ def test_run_folder_json_and_logs_never_follow_links(tmp_path: Path) -> None:
     _plant(folder.root, ["run.json.tmp", "profile.json.tmp"], victim)
     folder.write_json("run.json", {"a": 1})
     assert victim.read_text() == "precious\n" and json.loads((folder.root / "run.json").read_text()) == {"a": 1}
+    from workload.safefile import append_text
+
     log = folder.host_dir("h1") / "host.log"
     os.symlink(victim, log)
     with pytest.raises(OSError):
@@ -92,6 +93,8 @@ def test_local_host_state_write_replaces_links(tmp_path: Path) -> None:
 
 
 def test_safe_helpers_keep_mode_and_lock_the_folder_without_a_file(tmp_path: Path) -> None:
+    from workload.safefile import atomic_write_text, locked_folder
+
     target = tmp_path / "f"
     target.write_text("x")
     target.chmod(0o640)
@@ -126,6 +129,8 @@ def test_host_folder_names_are_unique_and_inside_the_run_folder(tmp_path: Path, 
 
 
 def test_plain_host_names_keep_their_folder_and_others_stay_readable() -> None:
+    from workload.rundir import host_folder_name
+
     assert host_folder_name("vm-07") == "vm-07" and host_folder_name("10.0.0.4") == "10.0.0.4"
     assert re.fullmatch(r"10\.0\.0\.4_2222~[0-9a-f]{16}", host_folder_name("10.0.0.4:2222"))
     # a name that looks like a changed one cannot take its folder: '~' is never kept as it is

@@ -22,9 +22,9 @@ from workload import registry
 from workload.engine import Engine, RunOptions
 from workload.hosts.base import Host, HostSpec, parse_host_spec
 from workload.hosts.local import LocalHost
-from workload.hoststate import HostState
 from workload.profile import load_profile, resolve_profile
 from workload.rundir import RunFolder
+from workload.steps import HostState
 
 
 def _both_runs_keep_their_updates(host: Host, path: Path) -> None:
@@ -55,7 +55,7 @@ def test_two_runs_over_ssh_keep_each_others_updates(sshd: SshServer, tmp_path: P
 CHILD = """
 import sys
 from workload.hosts.local import LocalHost
-from workload.hoststate import HostState
+from workload.steps import HostState
 state = HostState(LocalHost(), sys.argv[1])
 for n in range(5):
     state.merge("marks", {f"{sys.argv[2]}-{n}": n})
