@@ -104,8 +104,12 @@ def test_safe_helpers_keep_mode_and_lock_the_folder_without_a_file(tmp_path: Pat
     with locked_folder(tmp_path):
         pass
     assert set(tmp_path.iterdir()) == before
-    os.symlink(tmp_path, tmp_path / "link")
-    with pytest.raises(OSError), locked_folder(tmp_path / "link"):
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")  # an output folder the user names through a link
+    with locked_folder(tmp_path / "link"):
+        pass
+    assert list((tmp_path / "real").iterdir()) == []
+    with pytest.raises(NotADirectoryError), locked_folder(target):
         pass
 
 

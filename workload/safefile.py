@@ -95,10 +95,11 @@ def locked_folder(directory: Path | str) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``directory`` itself while the with-block runs.
 
     Cooperating writers (two ``workload`` processes merging into one output folder) take turns;
-    the lock goes with the process, so a killed writer leaves nothing behind. A symbolic link in
-    place of the folder is refused (``ELOOP``/``ENOTDIR``).
+    the lock goes with the process, so a killed writer leaves nothing behind. The folder is the one
+    the user named (it may be a link to a folder, like ``--output out`` with ``out -> /data/out``);
+    what is guarded is what lies inside it.
     """
-    fd = os.open(os.fspath(directory), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = os.open(os.fspath(directory), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
