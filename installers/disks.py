@@ -472,14 +472,23 @@ class FormatDisks(Step):
                 ctx,
                 hint="run again to plan on the current state",
             )
-        if not self.p.Raid0:
-            # Recorded before the first write: a run cut off after parted can finish the disk next time.
-            facts = read_disk_facts(ctx.host)
-            targets = [d for d in facts.disks if any(d.path in c.commands[0].argv for c in plan.changes)]
+        if self.p.Raid0:
+            super().apply(ctx, plan)
+            return
+        disks = {d.path: d for d in read_disk_facts(ctx.host).disks}  # remembered: read by the plan above
+        began: list[str] = ctx.memo.setdefault(STARTED_KEY, [])
+        for change in plan.changes:
+            ctx.log(f"-> {change.summary}")
+            check, *writes = change.commands
+            ctx.check(check)  # the disk is free: nothing is written otherwise
+            # Recorded between the check and the first write: a run cut off after parted can
+            # finish the disk next time; a disk never written is never recorded.
+            path = next(str(a) for a in check.argv if str(a) in disks)
             when = time.strftime("%Y-%m-%dT%H:%M:%S")
-            ctx.state.merge(STARTED_KEY, {d.path: started_record(d, self.p, when) for d in targets})
-            ctx.memo[STARTED_KEY] = [d.path for d in targets]
-        super().apply(ctx, plan)
+            ctx.state.merge(STARTED_KEY, {path: started_record(disks[path], self.p, when)})
+            began.append(path)
+            for command in writes:
+                ctx.check(command)
 
     def verify(self, ctx: StepContext) -> None:
         left = self.plan(ctx)

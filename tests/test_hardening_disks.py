@@ -141,6 +141,8 @@ def test_a_disk_another_process_holds_gets_nothing_written(
     assert f"{dev} is in use" in str(info.value) and "nothing was written" in str(info.value)
     assert signatures(dev) == []  # no partition table was written
     assert plan.changed
+    state = tmp_path / "state.json"  # and a disk never written is not recorded as begun
+    assert not state.exists() or dev not in json.loads(state.read_text()).get("FormatDisks:started", {})
 
 
 def test_a_wrong_sudo_password_is_a_failed_step_not_no_change(
