@@ -127,13 +127,14 @@ def _formatted_by_us(disk: Disk, params: FormatDisksParameters) -> str | None:
     return None
 
 
-#: Exits 1, naming why, unless the disk (argv[1]) is free for FormatDisks to write: it opens
-#: exclusively (O_EXCL on a block device fails while it is mounted, in a RAID/LVM, or claimed by
-#: mkfs & co.), has no holders, and no process has it or one of its partitions open. Run right
-#: before the first write (parted), so a disk someone took since the plan is left untouched.
+#: Exits 1, naming why, unless the disk (argv[2]; argv[1] names the script in displays) is free
+#: for FormatDisks to write: it opens exclusively (O_EXCL on a block device fails while it is
+#: mounted, in a RAID/LVM, or claimed by mkfs & co.), has no holders, and no process has it or one
+#: of its partitions open. Run right before the first write (parted), so a disk someone took since
+#: the plan is left untouched.
 EXCLUSIVE_SCRIPT = r"""
 import os, sys
-disk = os.path.realpath(sys.argv[1])
+disk = os.path.realpath(sys.argv[2])
 name = os.path.basename(disk)
 busy = []
 try:
@@ -176,7 +177,7 @@ print("%s is not in use" % disk)
 
 def exclusive_check(disk_path: str) -> Command:
     """The check that ``disk_path`` is free, run before the first write (see :data:`EXCLUSIVE_SCRIPT`)."""
-    return cmd("python3", "-c", EXCLUSIVE_SCRIPT, disk_path, sudo=True, timeout=120)
+    return cmd("python3", "-c", EXCLUSIVE_SCRIPT, "disk-is-free", disk_path, sudo=True, timeout=120)
 
 
 def _single_disk_change(disk: Disk, params: FormatDisksParameters) -> Change:
