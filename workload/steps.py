@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import abc
 import difflib
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,8 @@ from pydantic_core import PydanticUseDefault
 from workload.commands import Command, mask_text
 from workload.errors import StepError
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
+from workload.hoststate import HostState as HostState  # re-exported: steps and tests import it from here
+from workload.safefile import append_text
 
 #: When a step reads its facts (see :meth:`Step.fact_queries`).
 FactPhase = Literal["plan", "verify"]
@@ -154,59 +155,6 @@ class StepPlan:
         return tuple(c for change in self.changes for c in change.commands)
 
 
-class HostState:
-    """Small persistent key/value state kept ON the target host (it survives reboots).
-
-    Stored as JSON at ``/var/lib/workload/state.json`` (root) or
-    ``~/.local/state/workload/state.json``. Read at the start of a run, written after each change.
-    """
-
-    def __init__(self, host: Host, path: str | None = None) -> None:
-        import json
-
-        self._host = host
-        self.path = path or self._default_path(host)
-        self._lock = threading.Lock()
-        try:
-            loaded = json.loads(host.read_text(self.path))
-            self._data: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
-        except FileNotFoundError:
-            self._data = {}
-        except ValueError:
-            # A corrupt state file must not block a run: facts decide what is installed anyway.
-            self._data = {}
-
-    @staticmethod
-    def _default_path(host: Host) -> str:
-        if host.is_root:
-            return "/var/lib/workload/state.json"
-        return f"{host.identity.home}/.local/state/workload/state.json"
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._data.get(key, default)
-
-    def set(self, key: str, value: Any) -> None:
-        """Set one key and write the state file at once."""
-        import json
-        import posixpath
-
-        with self._lock:
-            if value is None:
-                self._data.pop(key, None)
-            else:
-                self._data[key] = value
-            text = json.dumps(self._data, indent=2, sort_keys=True)
-        directory = posixpath.dirname(self.path)
-        if not self._host.exists(directory):
-            from workload.commands import cmd
-
-            self._host.check(cmd("mkdir", "-p", directory))
-        self._host.write_text(self.path, text + "\n")
-
-    def snapshot(self) -> dict[str, Any]:
-        return dict(self._data)
-
-
 @dataclass
 class StepContext:
     """Everything a step may use on one host during one run."""
@@ -222,6 +170,9 @@ class StepContext:
     dry_run: bool = False
     #: Result folders (local paths) produced by an action; the engine parses them into metrics.
     results: list[Path] = field(default_factory=list)
+    #: What a step keeps between its own plan, apply and verify on this host (one run of one step;
+    #: a Step object is shared by every host of a fleet, so it keeps nothing itself).
+    memo: dict[str, Any] = field(default_factory=dict)
     #: Console sink for progress lines (``[host]`` prefixed by the reporter); may be None.
     console: Callable[[str], None] | None = None
     #: Iteration number (1-based) when actions repeat with ``--iterations``.
@@ -238,8 +189,7 @@ class StepContext:
 
     def _write_log(self, line: str) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(mask_text(line).rstrip("\n") + "\n")
+        append_text(self.log_path, mask_text(line).rstrip("\n") + "\n")  # never through a planted link
 
     def line_sink(self, *, echo: bool = True) -> LineSink:
         """A sink for command output: every line to the step log, and to the console if ``echo``."""

@@ -391,8 +391,8 @@ class MLPerfExecutor(Step):
     def _nvidia_dir(self, ctx: StepContext) -> str | None:
         repo = self.p.RepoPath or ctx.exports.get(package_export(self.p.PackageName))
         if not repo:
-            recorded = ctx.state.get(f"GitRepoClone:{self.p.PackageName.lower()}") or {}
-            repo = recorded.get("path") if isinstance(recorded, dict) else None
+            recorded = ctx.state.mapping(f"GitRepoClone:{self.p.PackageName.lower()}")
+            repo = recorded.get("path") if isinstance(recorded.get("path"), str) else None
         if not repo:
             return None
         repo = str(repo).rstrip("/")
@@ -448,7 +448,7 @@ class MLPerfExecutor(Step):
         scratch = self.p.ScratchPath or ctx.exports.get("MLPERF_SCRATCH_PATH")
         machine = host.run(cmd("uname", "-m", timeout=30)).stdout.strip() or "x86_64"
         user = self._user(host)
-        done = ctx.state.get(STATE_KEY) or {}
+        done = ctx.state.mapping(STATE_KEY)
         facts = MLPerfFacts(
             nvidia_dir=nvidia_dir,
             nvidia_dir_exists=exists,
@@ -685,13 +685,12 @@ class MLPerfExecutor(Step):
         return output
 
     def _mark(self, ctx: StepContext, key: str) -> None:
-        done = dict(ctx.state.get(STATE_KEY) or {})
-        done[key] = time.strftime("%Y-%m-%dT%H:%M:%S")
-        ctx.state.set(STATE_KEY, done)
+        # merged on the host: stages another run marked meanwhile (another model) are kept
+        ctx.state.merge(STATE_KEY, {key: time.strftime("%Y-%m-%dT%H:%M:%S")})
 
     def _setup(self, ctx: StepContext, container: HarnessContainer, facts: MLPerfFacts, model: str) -> None:
         assert facts.scratch_path and facts.nvidia_dir
-        done = ctx.state.get(STATE_KEY) or {}
+        done = ctx.state.mapping(STATE_KEY)
         for stage in SETUP_STAGES:
             key = setup_key(facts.scratch_path, model, stage)
             if done.get(key):

@@ -13,6 +13,7 @@ def profiles_command(as_json: bool) -> int:
     """List the profiles shipped with workload (use the name with --profile)."""
     import json
 
+    from workload.commands import mask_text
     from workload.resources import profile_dir, shipped_profiles
 
     listing = []
@@ -21,7 +22,9 @@ def profiles_command(as_json: bool) -> int:
             description = json.loads((profile_dir() / f"{name}.json").read_text()).get("Description", "")
         except (OSError, ValueError, AttributeError):
             description = "(unreadable)"
-        listing.append({"name": name, "description": description, "path": str(profile_dir() / f"{name}.json")})
+        listing.append(
+            {"name": name, "description": mask_text(str(description)), "path": str(profile_dir() / f"{name}.json")}
+        )
     if as_json:
         click.echo(json.dumps(listing, indent=2))
         return 0
@@ -49,7 +52,7 @@ def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | Non
     if as_json:
         click.echo(json.dumps(resolved.to_json(), indent=2))
         return 0
-    click.echo(f"{resolved.name}: {resolved.description}")
+    click.echo(f"{resolved.name}: {resolved.shown_description}")
     click.echo(f"  file: {resolved.path}")
     click.echo("Parameters:")
     for key, value in display_parameters(resolved.parameters).items():

@@ -171,8 +171,8 @@ def results_command(
     from workload.cli.console import make_console
     from workload.cli.history_hook import record as record_results
     from workload.cli.history_hook import write_junit
-    from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK
-    from workload.metrics.outputs import OutputContext, write_outputs
+    from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK, EXIT_USAGE, ResultsError
+    from workload.metrics.outputs import OutputContext, replaced_results, write_outputs
     from workload.metrics.table import render_table
     from workload.metrics.verdict import Verdict
 
@@ -190,8 +190,21 @@ def results_command(
     console.print(head, markup=False)
     _print_lines(console, failures)
     if output is not None:
-        written = write_outputs(output, collection.results, OutputContext(), issues=collection.issues)
+        # A folder written before keeps other hosts' results; this write replaces those of its own
+        # hosts (a second `results X --output DIR` without --host replaces the first): said, not silent.
+        try:
+            replaced = replaced_results(output, {r.host for r in collection.results})
+            written = write_outputs(output, collection.results, OutputContext(), issues=collection.issues)
+        except ResultsError as exc:
+            _fail(ctx, EXIT_USAGE, f"--output {output}: {exc}")
+            return EXIT_USAGE  # not reached: _fail exits
         console.print("wrote " + ", ".join(str(p) for p in written), markup=False)
+        if replaced:
+            console.print(
+                f"note: {output} held {replaced} result(s) of the same host(s) from an earlier write; "
+                "they were replaced (results of other hosts were kept)",
+                markup=False,
+            )
     code = EXIT_OK if verdict.ok or allow_invalid else EXIT_INVALID_RESULTS
     if junit is not None:
         console.print(f"wrote {write_junit(junit, collection, suite=path.name)}", markup=False)

@@ -259,6 +259,7 @@ def plan_command(
     """
     import tempfile
 
+    from rich.markup import escape
     from rich.text import Text
 
     from workload.cli.console import ConsoleReporter, make_console
@@ -270,7 +271,7 @@ def plan_command(
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
     console = make_console(stderr=as_json)
-    console.print(f"[bold]{resolved.name}[/]: {resolved.description}")
+    console.print(f"[bold]{escape(resolved.name)}[/]: {escape(resolved.shown_description)}")
     with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
         folder = RunFolder.create(Path(tmp), resolved.name)
         options = RunOptions(dependencies_only=dependencies_only, parallel=targets.parallel)
