@@ -152,7 +152,7 @@ def test_plan_says_what_to_install_when_loadgen_is_missing(tmp_path: Path) -> No
     with pytest.raises(StepError) as err:
         step.plan(make_ctx(LocalHost(), tmp_path))
     assert "cannot import mlperf_loadgen" in str(err.value)
-    assert "workload[cpu]" in str(err.value)
+    assert "workload-mlperf[cpu]" in str(err.value)
 
 
 # -- real runs -----------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field
 
+from workload import CPU_EXTRA_HINT
 from workload.commands import Command, cmd
 from workload.hosts.base import Host
 from workload.loadgen.settings import CONF_MODEL, MODES, SCENARIOS, Mode, RunSettings, Scenario
@@ -249,7 +250,7 @@ class LoadGenExecutor(Step):
             raise self.fail(
                 f"{self.python(ctx)} cannot import mlperf_loadgen, onnxruntime and numpy",
                 ctx,
-                hint="install the CPU benchmark extra on the host: pip install 'workload[cpu]' "
+                hint=f"install the CPU benchmark extra on the host: {CPU_EXTRA_HINT} "
                 "(or point the Python parameter at an interpreter that has it)",
             )
         if self.p.ModelPath and not ctx.host.exists(self.p.ModelPath):
