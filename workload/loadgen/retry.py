@@ -42,6 +42,11 @@ PARAMETER_OF = {
     "single_stream_target_latency_ms": "SingleStreamTargetLatencyMs",
     "multi_stream_target_latency_ms": "MultiStreamTargetLatencyMs",
 }
+#: The latency percentile LoadGen judges each stream scenario by (SingleStream p90, MultiStream p99 per query).
+_STREAM_LATENCY = {
+    "SingleStream": "result_90.00_percentile_latency_ns",
+    "MultiStream": "result_99.00_percentile_per_query_latency_ns",
+}
 OFFLINE_RAISE = 1.5
 SERVER_LOWER = 0.6
 SERVER_RAISE = 1.5
@@ -126,8 +131,7 @@ def retry_fix(scenario: Scenario, values: Mapping[str, Any], asked: RunSettings)
     if not short or getattr(asked, key) is not None:
         return None
     expected_ns = _num(values, "effective_target_latency_ns")
-    pct = "result_90.00_percentile_latency_ns" if scenario == "SingleStream" else "result_99.00_percentile_per_query_latency_ns"
-    measured_ns = _num(values, pct)
+    measured_ns = _num(values, _STREAM_LATENCY[scenario])
     base = min(x for x in (expected_ns, measured_ns, math.inf) if x is not None)
     if not math.isfinite(base):
         return None
