@@ -109,6 +109,9 @@ def run_command(
                 f"--only-failed {only_failed}: no host to run",
                 hint="every host of that run finished, or none of its unfinished hosts is among --host/--inventory",
             )
+    from workload.runmeta import now_iso
+
+    started_at = now_iso()
     console = make_console()
     folder = RunFolder.create(output_dir, resolved.name)
     folder.write_json("profile.json", resolved.to_json())
@@ -126,7 +129,7 @@ def run_command(
     with engine_reporter:
         # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
         outcomes = engine.run(specs)
-    _write_run_json(folder, resolved.name, specs, options, outcomes)
+    _write_run_json(folder, resolved.name, specs, options, outcomes, started_at)
     metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
     if len(specs) > 1:
         console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
@@ -138,8 +141,16 @@ def run_command(
         from workload.errors import EXIT_INTERRUPTED
 
         console.print("interrupted: finished steps and results are kept; run again to resume")
-        return EXIT_INTERRUPTED
-    return _exit_code(outcomes, metrics_code)
+        return _finish(folder, EXIT_INTERRUPTED)
+    return _finish(folder, _exit_code(outcomes, metrics_code))
+
+
+def _finish(folder: Any, code: int) -> int:
+    """run.json gets the end time and the exit code; the code is returned."""
+    from workload.runmeta import record_exit
+
+    record_exit(folder.root / "run.json", code)
+    return code
 
 
 def _exit_code(outcomes: list[HostOutcome], metrics_code: int) -> int:
@@ -198,15 +209,18 @@ def _report_results(
 
 
 def _write_run_json(
-    folder: Any, profile_name: str, specs: list[Any], options: Any, outcomes: list[HostOutcome]
+    folder: Any, profile_name: str, specs: list[Any], options: Any, outcomes: list[HostOutcome], started_at: str
 ) -> None:
     from dataclasses import asdict
+
+    from workload.runmeta import run_metadata
 
     folder.write_json(
         "run.json",
         {
             "run_id": folder.run_id,
             "profile": profile_name,
+            **run_metadata(started_at),
             "hosts": [{"name": s.name, "labels": s.labels} for s in specs],
             "options": {k: v for k, v in asdict(options).items() if k != "step_options"},
             "outcomes": [o.to_json() for o in outcomes],
