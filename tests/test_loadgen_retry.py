@@ -45,6 +45,15 @@ def test_server_over_its_latency_bound_retries_at_a_lower_load() -> None:
     assert with_fix(RunSettings(), fix).server_target_qps == 24.0
 
 
+def test_a_bound_find_performance_picked_is_doubled_with_the_lower_load() -> None:
+    values = server_values(effective_target_latency_ns=150e6)
+    fix = retry_fix("Server", values, RunSettings())
+    assert fix is not None and fix.changes == {"server_target_qps": 24.0, "server_target_latency_ms": 300.0}
+    assert fix.describe() == "ServerTargetQps=24, ServerTargetLatencyMs=300"
+    mine = retry_fix("Server", values, RunSettings(server_target_latency_ms=150))
+    assert mine is not None and mine.changes == {"server_target_qps": 24.0}  # the user's bound stays
+
+
 def test_server_early_stopping_alone_also_lowers_the_load() -> None:
     fix = retry_fix("Server", server_values(result_perf_constraints_met=True), RunSettings())
     assert fix is not None and "early stopping" in fix.reason and fix.changes == {"server_target_qps": 24.0}

@@ -155,7 +155,12 @@ def test_server_find_performance_asks_for_a_fraction_of_the_burst_rate(model: Em
     windows = found.measured["window_samples_per_second"]
     assert isinstance(windows, list) and len(windows) == WINDOWS
     # Server takes the slowest window: a neighbour busy during the measurement is busy during the run too
-    assert found.chosen == {"server_target_qps": pytest.approx(min(windows) * SERVER_LOAD, rel=1e-3)}
+    assert found.chosen["server_target_qps"] == pytest.approx(min(windows) * SERVER_LOAD, rel=1e-3)
+    # the latency bound: 4 full batches (4 samples here) at the slowest rate, at least 100 ms
+    bound = max(100.0, 4 * 4 / min(windows) * 1000)
+    assert found.chosen["server_target_latency_ms"] == pytest.approx(bound, rel=1e-2)
+    mine, applied = apply_found(RunSettings(server_target_latency_ms=50), found)
+    assert mine.server_target_latency_ms == 50 and "server_target_latency_ms" not in applied
 
 
 def test_server_gets_enough_queries_for_early_stopping_unless_the_user_says_otherwise() -> None:

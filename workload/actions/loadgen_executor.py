@@ -138,9 +138,9 @@ class LoadGenParameters(StepParameters):
     MinQueryCount: OptPositiveInt = None
     OfflineTargetQps: OptPositiveFloat = None
     ServerTargetQps: OptPositiveFloat = None
-    #: Server p99 latency bound. mlperf.conf's '*' value (10 ms) is for accelerators; MiniLM on 2 CPU
-    #: cores at the chosen load has a p99 of about 35-70 ms, and 200 ms leaves room for a busy host.
-    ServerTargetLatencyMs: OptPositiveFloat = 200.0
+    #: Server p99 latency bound; empty = picked by find-performance from the measured batch time (see
+    #: workload.loadgen.findperf). mlperf.conf's '*' value (10 ms) is for accelerators.
+    ServerTargetLatencyMs: OptPositiveFloat = None
     SingleStreamTargetLatencyMs: OptPositiveFloat = None
     MultiStreamTargetLatencyMs: OptPositiveFloat = None
     MultiStreamSamplesPerQuery: OptPositiveInt = None

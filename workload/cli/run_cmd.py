@@ -126,11 +126,15 @@ def run_command(
     total_steps = len(resolved.dependencies if dependencies_only else resolved.steps)
     engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose, total_steps=total_steps)
     engine = Engine(resolved, folder, factory, options, engine_reporter)
+    monitor = _start_monitor(folder, resolved, specs, dependencies_only)
     with engine_reporter:
         # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
         outcomes = engine.run(specs)
+    telemetry = _stop_monitor(monitor)
     _write_run_json(folder, resolved.name, specs, options, outcomes, started_at)
     metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
+    for line in telemetry:
+        console.print(line, highlight=False, markup=False)
     if len(specs) > 1:
         console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
     for outcome in outcomes:
@@ -143,6 +147,26 @@ def run_command(
         console.print("interrupted: finished steps and results are kept; run again to resume")
         return _finish(folder, EXIT_INTERRUPTED)
     return _finish(folder, _exit_code(outcomes, metrics_code))
+
+
+def _start_monitor(folder: Any, resolved: Any, specs: list[Any], dependencies_only: bool) -> Any:
+    """Telemetry of this machine while the run goes (workload.monitors), when a host is this machine."""
+    if dependencies_only or not any(spec.scheme == "local" for spec in specs):
+        return None
+    from workload.monitors.sampler import TelemetryMonitor
+    from workload.monitors.step import settings_from_monitors
+
+    local = next(spec.name for spec in specs if spec.scheme == "local")
+    return TelemetryMonitor(folder.root, settings_from_monitors(resolved.monitors), host=local).start()
+
+
+def _stop_monitor(monitor: Any) -> list[str]:
+    """Stop the sampler; the console lines of its summary."""
+    if monitor is None:
+        return []
+    from workload.monitors.sampler import summary_lines
+
+    return summary_lines(monitor.stop())
 
 
 def _finish(folder: Any, code: int) -> int:

@@ -15,6 +15,11 @@ The throughput scenarios are measured in :data:`WINDOWS` bursts of about a secon
   the p99 latency a few batch times long (about 35 ms for MiniLM on 2 quiet cores at 0.5), well
   inside a CPU-sized latency bound, and leave room for a neighbour taking CPU during the run
   (at 0.5 on a busy 2-core host the p99 reached 206 ms).
+* Server latency bound, when the profile leaves ``ServerTargetLatencyMs`` empty: 4 full-batch
+  times at the slowest window's rate (at least 100 ms). At 0.4 load the p99 stays within about
+  two batch times; a fixed bound cannot fit every CPU (200 ms is 4 batch times of MiniLM on 2
+  quiet cores, and less than ONE batch time on the same cores shared with a busy neighbour).
+  MLPerf fixes the bound per model; for a comparable run, set ``ServerTargetLatencyMs``.
 * SingleStream / MultiStream expected latency = half the fastest measured query latency. It only
   sizes LoadGen's query schedule (about 2 x min_duration / expected latency queries are
   generated): a low value is safe, a high one ends the run short ("Min duration satisfied : NO").
@@ -39,6 +44,10 @@ OFFLINE_HEADROOM = 1.5
 #: Expected latency = this x the fastest measured query (see the module docstring).
 LATENCY_SAFETY = 0.5
 SERVER_LOAD = 0.4
+#: Server latency bound when unset = this many full-batch times at the slowest window's rate (at least
+#: SERVER_MIN_BOUND_MS); see the module docstring.
+SERVER_BOUND_BATCHES = 4.0
+SERVER_MIN_BOUND_MS = 100.0
 #: Measurement windows per throughput scenario (see :func:`find_performance`).
 WINDOWS = 3
 #: Seconds of measurement per scenario: long enough for several windows of many batches.
@@ -134,6 +143,9 @@ def find_performance(
                 result.chosen["offline_target_qps"] = round(max(rates) * OFFLINE_HEADROOM, 3)
             else:
                 result.chosen["server_target_qps"] = round(min(rates) * SERVER_LOAD, 3)
+                batch_ms = 1000.0 * settings.server_max_batch / min(rates)
+                bound_ms = max(SERVER_MIN_BOUND_MS, SERVER_BOUND_BATCHES * batch_ms)
+                result.chosen["server_target_latency_ms"] = round(bound_ms, 1)
         else:
             per_query = 1 if scenario == "SingleStream" else settings.samples_per_query()
             _latencies(sut, per_query, 0.0, n)  # warm-up

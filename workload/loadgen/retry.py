@@ -19,7 +19,8 @@ The rules (LoadGen's detail-log keys; see ``loadgen/results.cc`` for when each f
   the real rate. New target = max(measured rate x 1.5, old target x 2).
 * Server, ``result_perf_constraints_met`` false (p99 over the bound), or ``early_stopping_met``
   false (too many queries over the bound for early stopping to prove the percentile): the load
-  was too high for the CPU left to us. New target = min(old x 0.6, completed rate x 0.6).
+  was too high for the CPU left to us. New target = min(old x 0.6, completed rate x 0.6); a latency
+  bound find-performance picked is doubled.
 * Server, ``result_min_duration_met`` / ``result_min_queries_met`` false with the latency met:
   LoadGen generated too few queries for the time; new target = old x 1.5.
 * SingleStream / MultiStream, ``result_min_duration_met`` or ``result_min_queries_met`` false: the
@@ -39,6 +40,7 @@ from workload.loadgen.settings import RunSettings, Scenario
 PARAMETER_OF = {
     "offline_target_qps": "OfflineTargetQps",
     "server_target_qps": "ServerTargetQps",
+    "server_target_latency_ms": "ServerTargetLatencyMs",
     "single_stream_target_latency_ms": "SingleStreamTargetLatencyMs",
     "multi_stream_target_latency_ms": "MultiStreamTargetLatencyMs",
 }
@@ -50,6 +52,8 @@ _STREAM_LATENCY = {
 OFFLINE_RAISE = 1.5
 SERVER_LOWER = 0.6
 SERVER_RAISE = 1.5
+#: A Server latency bound picked by find-performance is doubled too when the retry lowers the load.
+SERVER_BOUND_RAISE = 2.0
 STREAM_LOWER = 0.5
 
 
@@ -114,12 +118,12 @@ def retry_fix(scenario: Scenario, values: Mapping[str, Any], asked: RunSettings)
         latency_broken = _false(values, "result_perf_constraints_met")
         if latency_broken or _false(values, "early_stopping_met"):
             completed = _num(values, "result_completed_samples_per_sec") or target
-            new = min(target, completed) * SERVER_LOWER
+            changes = {"server_target_qps": _round(min(target, completed) * SERVER_LOWER)}
+            bound_ns = _num(values, "effective_target_latency_ns")
+            if asked.server_target_latency_ms is None and bound_ns is not None:
+                changes["server_target_latency_ms"] = _round(bound_ns / 1e6 * SERVER_BOUND_RAISE)
             what = "p99 latency over the bound" if latency_broken else "early stopping not met"
-            return RetryFix(
-                f"{what} at target QPS {target:g} (the CPU sustained less during the run)",
-                {"server_target_qps": _round(new)},
-            )
+            return RetryFix(f"{what} at target QPS {target:g} (the CPU sustained less during the run)", changes)
         if short:
             return RetryFix(
                 f"too few queries for min_duration at target QPS {target:g}",
