@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "results": "workload.cli.results_cmd:results_command",
     "compare": "workload.cli.results_cmd:compare_command",
     "doctor": "workload.cli.doctor_cmd:doctor_command",
+    "report": "workload.cli.report_cmd:report_command",
 }
 
 

@@ -145,8 +145,8 @@ def run_command(
         from workload.errors import EXIT_INTERRUPTED
 
         console.print("interrupted: finished steps and results are kept; run again to resume")
-        return _finish(folder, EXIT_INTERRUPTED)
-    return _finish(folder, _exit_code(outcomes, metrics_code))
+        return _finish(console, folder, EXIT_INTERRUPTED)
+    return _finish(console, folder, _exit_code(outcomes, metrics_code))
 
 
 def _start_monitor(folder: Any, resolved: Any, specs: list[Any], dependencies_only: bool) -> Any:
@@ -169,11 +169,25 @@ def _stop_monitor(monitor: Any) -> list[str]:
     return summary_lines(monitor.stop())
 
 
-def _finish(folder: Any, code: int) -> int:
-    """run.json gets the end time and the exit code; the code is returned."""
+def _write_report(console: Console, folder: Any) -> None:
+    """report.html in the run folder; a report that cannot be written is a warning, not a failed run."""
+    from workload.errors import WorkloadError
+    from workload.report.write import write_report
+
+    try:
+        path = write_report([folder.root])
+    except (WorkloadError, OSError, ValueError) as exc:
+        console.print(f"warning: no report.html: {exc}", highlight=False, markup=False)
+        return
+    console.print(f"report: {path}", highlight=False, markup=False)
+
+
+def _finish(console: Console, folder: Any, code: int) -> int:
+    """run.json gets the end time and the exit code, the run folder its report.html; the code is returned."""
     from workload.runmeta import record_exit
 
     record_exit(folder.root / "run.json", code)
+    _write_report(console, folder)
     return code
 
 
