@@ -129,7 +129,8 @@ def load_run(root: Path) -> RunData:
         )
     summary = summary or {}
     meta = meta or {}
-    run_id = str(summary.get("experiment_id") or meta.get("run_id") or root.name)
+    # run.json's id is the folder's name; summary.json's experiment id is a UUID when `workload results` wrote it
+    run_id = str(meta.get("run_id") or summary.get("experiment_id") or root.name)
     percentiles = _percentiles(root)
     rows: list[ResultRow] = []
     for entry in summary.get("results", []) or []:
@@ -137,7 +138,7 @@ def load_run(root: Path) -> RunData:
             continue
         source = str(entry.get("source") or "")
         host = str(entry.get("host") or "")
-        rel = _relative_source(source, run_id)
+        rel = _relative_source(source, root.name)
         attempts: list[dict[str, Any]] = []
         for folder in (root / rel if rel else None, Path(source) if source else None):
             if folder is not None and (folder / "attempts.json").is_file():

@@ -56,7 +56,7 @@ def bar_chart(
     bars: Sequence[Bar], *, title: str, unit: str, reference: float | None = None, reference_label: str = ""
 ) -> str:
     """Horizontal bars (one per host), flagged ones in red, with an optional dashed reference line."""
-    row, left, right, top = 24, 170, 90, 28
+    row, left, right, top = 24, 170, 170, 28
     width = 640
     height = top + row * len(bars) + 30
     plot_w = width - left - right
