@@ -251,6 +251,7 @@ def _write_run_json(
 ) -> None:
     from dataclasses import asdict
 
+    from workload.cli import COMMAND_LINE
     from workload.runmeta import run_metadata
 
     folder.write_json(
@@ -258,7 +259,7 @@ def _write_run_json(
         {
             "run_id": folder.run_id,
             "profile": profile_name,
-            **run_metadata(started_at),
+            **run_metadata(started_at, COMMAND_LINE or None),
             "hosts": [{"name": s.name, "labels": s.labels} for s in specs],
             "options": {k: v for k, v in asdict(options).items() if k != "step_options"},
             "outcomes": [o.to_json() for o in outcomes],
