@@ -23,14 +23,16 @@ from workload.report.svg import Bar, Series, bar_chart, esc, fmt, line_chart
 OUTLIER_PCT = 10.0
 #: Trend points: (time as datetime or POSIX seconds, value).
 TrendPoint = tuple[datetime | float, float]
-TELEMETRY_CHARTS: tuple[tuple[str, str], ...] = (
-    ("gpu_utilization", "GPU utilization"),
-    ("power_draw", "GPU power draw"),
-    ("temperature", "GPU temperature"),
-    ("sm_clock", "SM clock"),
-    ("memory_used", "GPU memory used"),
-    ("cpu_utilization", "Host CPU utilization"),
-    ("load_1m", "Host load average (1 min)"),
+#: (metric, chart title, unit, devices: "gpu" for gpu<N>, "host" for the host sample)
+TELEMETRY_CHARTS: tuple[tuple[str, str, str, str], ...] = (
+    ("gpu_utilization", "GPU utilization", "%", "gpu"),
+    ("power_draw", "GPU power draw", "W", "gpu"),
+    ("temperature", "GPU temperature", "C", "gpu"),
+    ("sm_clock", "SM clock", "MHz", "gpu"),
+    ("memory_used", "GPU memory used", "MiB", "gpu"),
+    ("cpu_utilization", "Host CPU utilization", "%", "host"),
+    ("memory_used", "Host memory used", "MiB", "host"),
+    ("load_1m", "Host load average (1 min)", "load", "host"),
 )
 
 CSS = """
@@ -209,6 +211,8 @@ def _throughput_charts(rows: Sequence[ResultRow], flagged: Mapping[int, str], ma
         values = [v for v in map(_headline_value, group) if v is not None]
         unit = values[0][1]
         name = group[0].headline.get("name", "") if group[0].headline else ""
+        if unit == "ms" and name.endswith("_ns"):
+            name = name[: -len("_ns")]  # shown in ms
         bars = [
             Bar(_label(row, many_runs), v[0], id(row) in flagged, "" if row.validity == "VALID" else "(INVALID)")
             for row, v in zip(group, values, strict=True)
@@ -260,6 +264,13 @@ def _seconds(stamp: str) -> float | None:
         return None
 
 
+def _time_ticks(span_s: float) -> list[tuple[float, str]]:
+    """Five ticks from 0 to ``span_s`` seconds, labelled in seconds."""
+    if span_s <= 0:
+        return [(0.0, "0")]
+    return [(span_s * k / 4, f"{span_s * k / 4:.0f}") for k in range(5)]
+
+
 def _telemetry(runs: Sequence[RunData]) -> str:
     parts: list[str] = []
     for run in runs:
@@ -298,20 +309,22 @@ def _telemetry(runs: Sequence[RunData]) -> str:
                 parts.append(f'<p class="bad">{esc(prefix)}telemetry: {esc(error)}</p>')
         charts = []
         start = min((s for s in (_seconds(r.get("time", "")) for r in run.samples) if s is not None), default=None)
-        for metric, title in TELEMETRY_CHARTS:
+        end = max((s for s in (_seconds(r.get("time", "")) for r in run.samples) if s is not None), default=None)
+        ticks = _time_ticks(end - start) if start is not None and end is not None else []
+        for metric, title, unit, kind in TELEMETRY_CHARTS:
             series: dict[str, list[tuple[float, float]]] = {}
             for record in run.samples:
+                if (record.get("device") == "host") != (kind == "host"):
+                    continue
                 value = (record.get("values") or {}).get(metric)
                 at = _seconds(record.get("time", ""))
                 if isinstance(value, int | float) and at is not None and start is not None:
                     key = f"{record.get('host', '')} {record.get('device', '')}".strip()
                     series.setdefault(key, []).append((at - start, float(value)))
             if series:
-                unit = {"gpu_utilization": "%", "cpu_utilization": "%", "power_draw": "W", "temperature": "C",
-                        "sm_clock": "MHz", "memory_used": "MiB", "load_1m": "load"}[metric]  # fmt: skip
                 lines = [Series(k, v) for k, v in series.items()]
                 x_title = "seconds since the first sample"
-                charts.append(line_chart(lines, title=prefix + title, unit=unit, x_title=x_title))
+                charts.append(line_chart(lines, title=prefix + title, unit=unit, x_labels=ticks, x_title=x_title))
         if charts:
             parts.append(f'<div class="charts">{"".join(charts)}</div>')
     return "\n".join(parts) if parts else "<p>No telemetry was recorded for this run.</p>"
