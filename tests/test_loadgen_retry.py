@@ -17,7 +17,7 @@ import pytest
 from tests.test_loadgen_executor import make_ctx, make_step
 from workload.hosts.local import LocalHost
 from workload.loadgen.logs import detail_values
-from workload.loadgen.retry import retry_fix, with_fix
+from workload.loadgen.retry import attempt_lines, retry_fix, with_fix
 from workload.loadgen.settings import RunSettings
 from workload.metrics import collect
 
@@ -122,6 +122,9 @@ def test_the_executor_retries_once_and_keeps_both_attempts(tmp_path: Path) -> No
     assert second_target < first_target
     assert any("retrying once with ServerTargetQps=" in line for line in lines)
     assert any("attempt 1 INVALID, attempt 2 INVALID" in line for line in lines)
+    (line,) = attempt_lines("local", ctx.results)
+    assert line.startswith("retried: [local] Server PerformanceOnly: INVALID -> INVALID (first: p99 latency over")
+    assert "retry with ServerTargetQps=" in line
     # The superseded attempt is kept for the record but is not a result of the run.
     assert len(collect(ctx.host_dir).results) == 1
 

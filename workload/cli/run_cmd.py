@@ -127,13 +127,15 @@ def run_command(
     engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose, total_steps=total_steps)
     engine = Engine(resolved, folder, factory, options, engine_reporter)
     monitor = _start_monitor(folder, resolved, specs, dependencies_only)
-    with engine_reporter:
-        # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
-        outcomes = engine.run(specs)
-    telemetry = _stop_monitor(monitor)
+    try:
+        with engine_reporter:
+            # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
+            outcomes = engine.run(specs)
+    finally:
+        telemetry = _stop_monitor(monitor)
     _write_run_json(folder, resolved.name, specs, options, outcomes, started_at)
     metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
-    for line in telemetry:
+    for line in _retry_lines(outcomes) + telemetry:
         console.print(line, highlight=False, markup=False)
     if len(specs) > 1:
         console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
@@ -147,6 +149,13 @@ def run_command(
         console.print("interrupted: finished steps and results are kept; run again to resume")
         return _finish(console, folder, EXIT_INTERRUPTED)
     return _finish(console, folder, _exit_code(outcomes, metrics_code))
+
+
+def _retry_lines(outcomes: list[HostOutcome]) -> list[str]:
+    """Both attempts of every LoadGen test that was run again (workload.loadgen.retry)."""
+    from workload.loadgen.retry import attempt_lines
+
+    return [line for o in outcomes for line in attempt_lines(o.name, list(o.results))]
 
 
 def _start_monitor(folder: Any, resolved: Any, specs: list[Any], dependencies_only: bool) -> Any:

@@ -29,9 +29,11 @@ The rules (LoadGen's detail-log keys; see ``loadgen/results.cc`` for when each f
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from workload.loadgen.settings import RunSettings, Scenario
@@ -148,3 +150,24 @@ def retry_fix(scenario: Scenario, values: Mapping[str, Any], asked: RunSettings)
 def with_fix(settings: RunSettings, fix: RetryFix) -> RunSettings:
     """``settings`` with the retry's targets set (find-performance then leaves them alone)."""
     return settings.model_copy(update=dict(fix.changes))
+
+
+def attempt_lines(host: str, folders: list[Path]) -> list[str]:
+    """One console line per retried test among the result ``folders`` (their ``attempts.json``)."""
+    lines = []
+    for folder in folders:
+        path = folder / "attempts.json"
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        attempts = [a for a in record.get("attempts", []) if isinstance(a, dict)] if isinstance(record, dict) else []
+        if len(attempts) < 2:
+            continue
+        sequence = " -> ".join(str(a.get("validity") or "no result") for a in attempts)
+        changed = ", ".join(f"{k}={v}" for k, v in (attempts[-1].get("changed") or {}).items())
+        lines.append(
+            f"retried: [{host}] {record.get('scenario')} {record.get('mode')}: {sequence} "
+            f"(first: {attempts[-1].get('retried_because')}; retry with {changed})"
+        )
+    return lines
