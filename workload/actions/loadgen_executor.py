@@ -16,6 +16,12 @@ Result folders (local), in the layout the metrics collector reads
 On a remote host the runner writes under ``~/.local/state/workload/loadgen/<run id>/`` and the files
 are copied back; the host needs this package with its ``cpu`` extra installed.
 
+A performance test that LoadGen marks INVALID because of a target find-performance picked (never
+one the user set) runs ONCE more with the target computed from its detail log
+(:mod:`workload.loadgen.retry`); the first attempt moves to ``<host dir>/superseded/...`` (the
+metrics collector skips that folder) and ``attempts.json`` in the result folder records both.
+Each test is announced with its expected duration (``(expected ~Ns)``) for the progress line.
+
 INVALID results and failed accuracy checks are not step failures: the runs happened and their
 result files say so (the metrics verdict turns them into exit code 6). A run that could not run
 at all (exit status other than 0) fails the step, after the other runs have been tried.

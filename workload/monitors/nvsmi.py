@@ -6,6 +6,11 @@ value is a bare number or word; a value the GPU cannot give is ``[N/A]`` or ``[N
 (``0x0000000000000004``) of NVML's ``nvmlClocksEventReasons`` (nvml.h): which reasons hold the
 clocks down; drivers before R535 call the field ``clocks_throttle_reasons.active``, so the
 sampler falls back to that name when nvidia-smi says the field is not valid.
+
+Sources: field names from ``nvidia-smi --help-query-gpu``; the CSV header names (``clocks.sm`` is
+printed as ``clocks.current.sm [MHz]``) and the ``YYYY/MM/DD HH:MM:SS.mmm`` timestamp from CSV
+files that real nvidia-smi runs wrote (published telemetry of public benchmark repositories); no
+GPU machine was lent to this work to record a fixture of our own.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ EVENT_FIELD = "clocks_event_reasons.active"
 #: The field's name before driver R535.
 LEGACY_EVENT_FIELD = "clocks_throttle_reasons.active"
 
-#: nvmlClocksEventReasons bits (nvml.h) -> what nvidia-smi -q calls them.
+#: nvmlClocksEventReasons bits -> what nvidia-smi -q calls them. Values from NVML's nvml.h, as pynvml
+#: exports them (nvmlClocksEventReasonGpuIdle = 1 ... nvmlClocksEventReasonDisplayClockSetting = 256).
 EVENT_REASONS: dict[int, str] = {
     0x1: "GPU idle",
     0x2: "applications clocks setting",

@@ -13,7 +13,7 @@ median of the hosts with the same (benchmark, scenario) is drawn in red and name
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from workload.report.data import PERCENTILES, ResultRow, RunData
@@ -399,7 +399,3 @@ def render(runs: Sequence[RunData], *, trends: Mapping[str, Sequence[TrendPoint]
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{title}</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
-
-
-def all_rows(runs: Iterable[RunData]) -> list[ResultRow]:
-    return [row for run in runs for row in run.results]
