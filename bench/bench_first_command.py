@@ -1,6 +1,6 @@
 """Does the README's first command flake? N consecutive runs while a neighbour keeps one core busy.
 
-    .venv/bin/python bench/bench_first_command.py [--runs 10] [--no-neighbour] [--keep DIR]
+    .venv/bin/python bench/bench_first_command.py [--runs 10] [--no-neighbour] [--keep DIR] [--workload EXE]
 
 Runs ``workload run --profile PERF-CPU-MLPERF`` (the README's first command, from this checkout's
 venv) N times one after another, while a separate process spins on one core for the whole bench
@@ -8,6 +8,7 @@ venv) N times one after another, while a separate process spins on one core for 
 the LoadGenExecutor made (``attempts.json`` files: an INVALID test re-run once with the computed
 target) and the validity of each attempt; then the count that exited 0, the retries used and the
 wall-time median / max. Goal: N of N exit 0, the run staying near its usual length.
+``--workload`` runs another checkout's command instead (e.g. the main branch's venv) for a baseline.
 """
 
 from __future__ import annotations
@@ -22,19 +23,18 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = Path(sys.executable).with_name("workload")
 
 SPIN = "import time\nwhile True:\n    pass\n"
 
 
-def one_run(output_dir: Path) -> tuple[int, float, list[str], Path | None]:
+def one_run(workload: Path, output_dir: Path) -> tuple[int, float, list[str], Path | None]:
     """Exit code, seconds, retry descriptions, run folder."""
     before = set(output_dir.glob("*"))
     started = time.perf_counter()
     proc = subprocess.run(
-        [str(WORKLOAD), "run", "--profile", "PERF-CPU-MLPERF", "--output-dir", str(output_dir)],
-        cwd=ROOT,
+        [str(workload), "run", "--profile", "PERF-CPU-MLPERF", "--output-dir", str(output_dir)],
+        cwd=output_dir,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -61,13 +61,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--no-neighbour", action="store_true", help="no busy process (a quiet baseline)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
+    parser.add_argument("--workload", type=Path, default=WORKLOAD, help="the workload command to run")
     args = parser.parse_args()
-    if not WORKLOAD.exists():
-        print(f"{WORKLOAD} not found: run this with the venv's python (.venv/bin/python)", file=sys.stderr)
+    if not args.workload.exists():
+        print(f"{args.workload} not found: run this with the venv's python (.venv/bin/python)", file=sys.stderr)
         return 2
     neighbour = None if args.no_neighbour else subprocess.Popen([sys.executable, "-c", SPIN])
     print(
-        f"{args.runs} runs of `workload run --profile PERF-CPU-MLPERF` on {os.cpu_count()} CPU(s); "
+        f"{args.runs} runs of `{args.workload} run --profile PERF-CPU-MLPERF` on {os.cpu_count()} CPU(s); "
         f"neighbour spinning on one core: {'no' if neighbour is None else f'yes (pid {neighbour.pid})'}; "
         f"load average at start {os.getloadavg()[0]:.2f}"
     )
@@ -79,7 +80,7 @@ def main() -> int:
             out = args.keep or Path(tmp)
             out.mkdir(parents=True, exist_ok=True)
             for n in range(1, args.runs + 1):
-                code, seconds, retries, _folder = one_run(out)
+                code, seconds, retries, _folder = one_run(args.workload, out)
                 codes.append(code)
                 times.append(seconds)
                 retries_used += len(retries)
