@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 
 from tests.test_loadgen_executor import make_ctx, make_step
+from workload.cli import invoke
 from workload.hosts.local import LocalHost
 from workload.loadgen.logs import detail_values
 from workload.loadgen.retry import attempt_lines, retry_fix, with_fix
 from workload.loadgen.settings import RunSettings
 from workload.metrics import collect
+from workload.report.data import load_run
+from workload.report.html import render
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -127,6 +130,12 @@ def test_the_executor_retries_once_and_keeps_both_attempts(tmp_path: Path) -> No
     assert "retry with ServerTargetQps=" in line
     # The superseded attempt is kept for the record but is not a result of the run.
     assert len(collect(ctx.host_dir).results) == 1
+    # ... and the report shows both attempts
+    out = tmp_path / "out"
+    assert invoke(["results", str(ctx.host_dir), "--output", str(out)]) == 6
+    (row,) = load_run(out).results
+    assert [a["validity"] for a in row.attempts] == ["INVALID", "INVALID"]
+    assert "retried: INVALID → INVALID" in render([load_run(out)])
 
 
 def test_a_user_set_target_is_reported_invalid_without_a_retry(tmp_path: Path) -> None:
