@@ -79,3 +79,17 @@ def test_the_reporter_starts_an_activity_per_announced_part_and_stops_it_with_th
         activity = reporter.ticker._current["local"]
         assert activity.label == "LoadGen Offline PerformanceOnly -> results/x" and activity.expected_s == 9.0
     assert ConsoleReporter(console, hosts=["local"], planning=True).ticker is None
+
+
+def test_the_plain_line_thread_prints_while_an_activity_runs() -> None:
+    out = io.StringIO()
+    with ActivityTicker(Console(file=out, width=200), live=False, heartbeat_s=0.2) as ticker:
+        ticker.start("vm-1", "[bold]LoadGen[/] Offline PerformanceOnly (expected ~9s)")
+        time.sleep(1.3)
+        ticker.stop("vm-1")
+        printed = out.getvalue()
+        time.sleep(0.5)
+    lines = printed.splitlines()
+    assert lines and all(line.startswith("[vm-1] ... [bold]LoadGen[/] Offline PerformanceOnly: ") for line in lines)
+    assert lines[0].endswith("s elapsed, expected ~9s")
+    assert out.getvalue() == printed  # nothing after the activity stopped
