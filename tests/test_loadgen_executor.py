@@ -92,7 +92,7 @@ def test_profile_resolves_to_one_action_with_the_default_runs() -> None:
     settings = step.settings_for()
     assert settings.find_peak_performance is True
     assert settings.offline_target_qps is None  # "" in the profile means: let find-performance pick it
-    assert settings.server_target_latency_ms == 200
+    assert settings.server_target_latency_ms is None  # picked from the measured batch time (findperf)
     assert settings.accuracy_threshold == 0.999
 
 
@@ -152,7 +152,7 @@ def test_plan_says_what_to_install_when_loadgen_is_missing(tmp_path: Path) -> No
     with pytest.raises(StepError) as err:
         step.plan(make_ctx(LocalHost(), tmp_path))
     assert "cannot import mlperf_loadgen" in str(err.value)
-    assert "workload[cpu]" in str(err.value)
+    assert "workload-mlperf[cpu]" in str(err.value)
 
 
 # -- real runs -----------------------------------------------------------------------------------

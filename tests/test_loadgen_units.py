@@ -12,7 +12,7 @@ import pytest
 
 from workload.errors import ResultsError, UsageError
 from workload.loadgen.accuracy import check_accuracy, cosine
-from workload.loadgen.findperf import OFFLINE_HEADROOM, SERVER_LOAD, apply_found, find_performance
+from workload.loadgen.findperf import OFFLINE_HEADROOM, SERVER_LOAD, WINDOWS, apply_found, find_performance
 from workload.loadgen.logs import detail_errors, detail_values, loadgen_settings
 from workload.loadgen.model import CLS_ID, SEP_ID, VOCAB_SIZE, EmbeddingModel, FloatArray, synthetic_tokens
 from workload.loadgen.settings import RunSettings, load_settings, render_user_conf
@@ -137,8 +137,10 @@ def test_a_model_failure_still_answers_the_samples(model: EmbeddingModel) -> Non
 def test_find_performance_picks_targets_and_the_user_value_wins(model: EmbeddingModel) -> None:
     data = synthetic_tokens(32, 16, seed=0)
     found = find_performance("Offline", model, data, RunSettings(offline_batch_size=8), budget_s=0.3)
-    rate = found.measured["samples_per_second"]
-    assert rate > 0 and found.chosen["offline_target_qps"] == pytest.approx(rate * OFFLINE_HEADROOM, rel=1e-3)
+    windows = found.measured["window_samples_per_second"]
+    assert isinstance(windows, list) and len(windows) == WINDOWS and min(windows) > 0
+    # Offline takes the fastest window: a target below the real rate would end the run early
+    assert found.chosen["offline_target_qps"] == pytest.approx(max(windows) * OFFLINE_HEADROOM, rel=1e-3)
     settings, applied = apply_found(RunSettings(), found)
     assert settings.offline_target_qps == found.chosen["offline_target_qps"] and applied
     mine, applied = apply_found(RunSettings(offline_target_qps=7), found)
@@ -150,9 +152,15 @@ def test_find_performance_picks_targets_and_the_user_value_wins(model: Embedding
 def test_server_find_performance_asks_for_a_fraction_of_the_burst_rate(model: EmbeddingModel) -> None:
     data = synthetic_tokens(32, 16, seed=0)
     found = find_performance("Server", model, data, RunSettings(server_workers=2, server_max_batch=4), budget_s=0.3)
-    assert found.chosen == {
-        "server_target_qps": pytest.approx(found.measured["samples_per_second"] * SERVER_LOAD, rel=1e-3)
-    }
+    windows = found.measured["window_samples_per_second"]
+    assert isinstance(windows, list) and len(windows) == WINDOWS
+    # Server takes the slowest window: a neighbour busy during the measurement is busy during the run too
+    assert found.chosen["server_target_qps"] == pytest.approx(min(windows) * SERVER_LOAD, rel=1e-3)
+    # the latency bound: 4 full batches (4 samples here) at the slowest rate, at least 100 ms
+    bound = max(100.0, 4 * 4 / min(windows) * 1000)
+    assert found.chosen["server_target_latency_ms"] == pytest.approx(bound, rel=1e-2)
+    mine, applied = apply_found(RunSettings(server_target_latency_ms=50), found)
+    assert mine.server_target_latency_ms == 50 and "server_target_latency_ms" not in applied
 
 
 def test_server_gets_enough_queries_for_early_stopping_unless_the_user_says_otherwise() -> None:

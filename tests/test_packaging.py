@@ -21,7 +21,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         cwd=out,
     )
-    (path,) = out.glob("workload-*.whl")
+    (path,) = out.glob("workload_mlperf-*.whl")
     return path
 
 

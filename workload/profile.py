@@ -83,6 +83,8 @@ class ResolvedProfile:
     #: VirtualClient's ``MinimumExecutionInterval``, in seconds: the least time from the start of
     #: one round of actions to the start of the next (0: no spacing).
     minimum_interval_s: float = 0.0
+    #: The profile's ``Monitors`` (e.g. ``NvidiaSmiMonitor``): they set how telemetry is sampled.
+    monitors: list[Step] = field(default_factory=list)
 
     @property
     def shown_description(self) -> str:
@@ -119,7 +121,10 @@ class ResolvedProfile:
             "Parameters": display_parameters(self.parameters),
             "Dependencies": section("dependency"),
             "Actions": section("action"),
-        }
+        } | ({"Monitors": [
+            {"Type": m.type_name, "Parameters": display_parameters(m.params.model_dump(exclude_none=True))}
+            for m in self.monitors
+        ]} if self.monitors else {})  # fmt: skip
 
 
 # -- locating and reading ------------------------------------------------------------------------
@@ -260,9 +265,9 @@ def resolve_profile(
             all_steps.append(step)
             taken |= took
     warnings = _unused_overrides(doc, {k: v for k, v in (overrides or {}).items() if k.lower() not in taken})
-    if kind_count(all_steps, "monitor"):
-        first = next(s for s in all_steps if s.kind == "monitor")
-        raise ProfileError(f"{label}: {first.location}", "monitors are not supported by this runner yet")
+    # Monitors run in the background around the actions (workload.monitors), not as engine steps.
+    monitors = [s for s in all_steps if s.kind == "monitor"]
+    all_steps = [s for s in all_steps if s.kind != "monitor"]
     steps = _filter_scenarios(all_steps, scenarios, warnings)
     _register_secrets(params.to_dict(), all_steps)
     for secret in secret_values({"Description": doc.Description, "Metadata": doc.Metadata}):
@@ -282,6 +287,7 @@ def resolve_profile(
         steps=steps,
         warnings=warnings,
         minimum_interval_s=interval,
+        monitors=monitors,
     )
 
 
@@ -393,7 +399,8 @@ def kind_count(steps: Sequence[Step], kind: StepKind) -> int:
     return sum(1 for s in steps if s.kind == kind)
 
 
-_SECTION_OF: dict[str, str] = {"dependency": "Dependencies", "action": "Actions"}
+_SECTION_OF: dict[str, str] = {"dependency": "Dependencies", "action": "Actions", "monitor": "Monitors"}
+_ARTICLE = {"action": "an action", "dependency": "a dependency", "monitor": "a monitor"}
 
 
 def _global_keys_taken(params: type[StepParameters], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -421,7 +428,7 @@ def _build_step(
     type_name = canonical_name(element.Type, location=f"{label}: {location}.Type")
     belongs = step_kind(type_name)
     if belongs is not None and kind in _SECTION_OF and belongs != kind:
-        article = "an action" if belongs == "action" else "a dependency"
+        article = _ARTICLE[belongs]
         raise ProfileError(
             f"{label}: {location}.Type",
             f"{type_name} is {article}: it belongs under {_SECTION_OF[belongs]}, not {_SECTION_OF[kind]}",

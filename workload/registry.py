@@ -27,6 +27,8 @@ STEP_TYPES: dict[str, str] = {
     # Actions (workload/actions/).
     "MLPerfExecutor": "workload.actions.mlperf_executor:MLPerfExecutor",
     "LoadGenExecutor": "workload.actions.loadgen_executor:LoadGenExecutor",
+    # Monitors (workload/monitors/): background telemetry while the actions run.
+    "NvidiaSmiMonitor": "workload.monitors.step:NvidiaSmiMonitor",
 }
 
 
@@ -41,6 +43,7 @@ STEP_KINDS: dict[str, StepKind] = {
     "NvidiaContainerToolkitInstallation": "dependency",
     "MLPerfExecutor": "action",
     "LoadGenExecutor": "action",
+    "NvidiaSmiMonitor": "monitor",
 }
 
 

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "compare": "workload.cli.compare_cmd:compare_command",
     "doctor": "workload.cli.doctor_cmd:doctor_command",
     "history": "workload.cli.history_cmd:history_command",
+    "report": "workload.cli.report_cmd:report_command",
 }
 
 
@@ -74,9 +75,15 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(invoke(argv))
 
 
+#: The command line being run (``workload`` + its arguments), for run.json; set by :func:`invoke`.
+COMMAND_LINE: list[str] = []
+
+
 def invoke(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code (tests call this)."""
     from workload.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, WorkloadError
+
+    COMMAND_LINE[:] = ["workload", *(sys.argv[1:] if argv is None else argv)]
 
     try:
         result: Any = cli.main(args=argv, prog_name="workload", standalone_mode=False)

@@ -21,6 +21,7 @@ from workload.commands import mask_text
 from workload.steps import StepParameters
 
 if TYPE_CHECKING:
+    from workload.cli.progress import ActivityTicker
     from workload.commands import Command
     from workload.engine import HostOutcome, StepOutcome
     from workload.steps import Step, StepPlan
@@ -78,6 +79,12 @@ class ConsoleReporter:
             )
             for name in hosts:
                 self._tasks[name] = self.progress.add_task("[dim]waiting[/]", host=escape(name), total=None)
+        # One host (or no terminal): a live line / periodic line per running activity (workload.cli.progress).
+        self.ticker: ActivityTicker | None = None
+        if not planning and self.progress is None:
+            from workload.cli.progress import ActivityTicker
+
+            self.ticker = ActivityTicker(console)
 
     def __enter__(self) -> ConsoleReporter:
         if self.progress is not None:
@@ -87,6 +94,8 @@ class ConsoleReporter:
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.stop()
+        if self.ticker is not None:
+            self.ticker.close()
 
     def _count(self, host: str) -> str:
         number = self._step_number.get(host, 0)
@@ -99,12 +108,16 @@ class ConsoleReporter:
                 self.progress.update(self._tasks[host], description=f"{self._count(host)} {escape(step.label)}")
             else:
                 self.console.print(f"[bold]\\[{escape(host)}][/] -> {escape(step.label)}", highlight=False)
+                if self.ticker is not None:
+                    self.ticker.start(host, step.label)
                 if self.show_parameters and not self.multi:
                     for key, value in shown_parameters(step).items():
                         self.console.print(f"      [dim]{escape(key)} = {escape(repr(value))}[/]")
 
     def step_finished(self, host: str, step: Step, outcome: StepOutcome) -> None:
         with self._lock:
+            if self.ticker is not None:
+                self.ticker.stop(host)
             status = STATUS_STYLE.get(outcome.status, outcome.status)
             detail = ""
             if outcome.status == "unchanged" and outcome.message:
@@ -139,6 +152,8 @@ class ConsoleReporter:
                 self.console.print(f"{prefix}   [red]{escape(line)}[/]", highlight=False)
 
     def line(self, host: str, text: str) -> None:
+        if self.ticker is not None and text.startswith("-> "):
+            self.ticker.start(host, mask_text(text[3:]))
         if self.verbose <= 0 and not text.startswith("->"):
             return
         with self._lock:

@@ -166,3 +166,41 @@ def after_run(
         tag=tag,
         echo=echo,
     )
+
+
+def history_trends(folder: Path, history: str | None) -> dict[str, list[tuple[Any, float]]] | None:
+    """The history of this run's headline metrics, for the report's trend plots; None when there is none.
+
+    One series per (metric, benchmark, scenario, SKU) of the run's headline results, oldest first. A
+    history that cannot be read costs the report its trends, never the run (no warning: recording
+    already warned).
+    """
+    if recording_off(history):
+        return None
+    import json
+
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        wanted = {
+            (str(r["headline"]["name"]), r.get("model"), r.get("scenario"))
+            for r in summary.get("results", [])
+            if isinstance(r, dict) and isinstance(r.get("headline"), dict) and r["headline"].get("name")
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not wanted:
+        return None
+    try:
+        from workload.history import open_history
+
+        series: dict[str, list[tuple[Any, float]]] = {}
+        with open_history(history) as store:
+            for metric, _model, scenario in sorted(wanted, key=str):
+                for point in store.trend(metric, scenario=scenario):
+                    if point.started_at is None:
+                        continue
+                    name = f"{metric} {point.benchmark or ''} {point.scenario or ''} ({point.sku or point.host or '?'})"
+                    series.setdefault(" ".join(name.split()), []).append((point.started_at, point.value))
+        return series or None
+    except Exception:  # the report without trends beats no report
+        return None

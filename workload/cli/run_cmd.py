@@ -114,6 +114,9 @@ def run_command(
                 f"--only-failed {only_failed}: no host to run",
                 hint="every host of that run finished, or none of its unfinished hosts is among --host/--inventory",
             )
+    from workload.runmeta import now_iso
+
+    started_at = now_iso()
     console = make_console()
     folder = RunFolder.create(output_dir, resolved.name)
     folder.write_json("profile.json", resolved.to_json())
@@ -128,11 +131,17 @@ def run_command(
     total_steps = len(resolved.dependencies if dependencies_only else resolved.steps)
     engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose, total_steps=total_steps)
     engine = Engine(resolved, folder, factory, options, engine_reporter)
-    with engine_reporter:
-        # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
-        outcomes = engine.run(specs)
-    _write_run_json(folder, resolved.name, specs, options, outcomes)
+    monitor = _start_monitor(folder, resolved, specs, dependencies_only)
+    try:
+        with engine_reporter:
+            # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
+            outcomes = engine.run(specs)
+    finally:
+        telemetry = _stop_monitor(monitor)
+    _write_run_json(folder, resolved.name, specs, options, outcomes, started_at)
     metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
+    for line in _retry_lines(outcomes) + telemetry:
+        console.print(line, highlight=False, markup=False)
     if len(specs) > 1:
         console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
     for outcome in outcomes:
@@ -146,6 +155,57 @@ def run_command(
     after_run(folder.root, exit_code=code, history=history, tag=tag, junit=junit, echo=console.out)
     if engine.interrupted:
         console.print("interrupted: finished steps and results are kept; run again to resume")
+    return _finish(console, folder, code, history)
+
+
+def _retry_lines(outcomes: list[HostOutcome]) -> list[str]:
+    """Both attempts of every LoadGen test that was run again (workload.loadgen.retry)."""
+    from workload.loadgen.retry import attempt_lines
+
+    return [line for o in outcomes for line in attempt_lines(o.name, list(o.results))]
+
+
+def _start_monitor(folder: Any, resolved: Any, specs: list[Any], dependencies_only: bool) -> Any:
+    """Telemetry of this machine while the run goes (workload.monitors), when a host is this machine."""
+    if dependencies_only or not any(spec.scheme == "local" for spec in specs):
+        return None
+    from workload.monitors.sampler import TelemetryMonitor
+    from workload.monitors.step import settings_from_monitors
+
+    local = next(spec.name for spec in specs if spec.scheme == "local")
+    return TelemetryMonitor(folder.root, settings_from_monitors(resolved.monitors), host=local).start()
+
+
+def _stop_monitor(monitor: Any) -> list[str]:
+    """Stop the sampler; the console lines of its summary."""
+    if monitor is None:
+        return []
+    from workload.monitors.sampler import summary_lines
+
+    return summary_lines(monitor.stop())
+
+
+def _write_report(console: Console, folder: Any, history: str | None) -> None:
+    """report.html in the run folder (with the history's trends of its headline metrics); a report
+    that cannot be written is a warning, not a failed run."""
+    from workload.cli.history_hook import history_trends
+    from workload.errors import WorkloadError
+    from workload.report.write import write_report
+
+    try:
+        path = write_report([folder.root], trends=history_trends(folder.root, history))
+    except (WorkloadError, OSError, ValueError) as exc:
+        console.print(f"warning: no report.html: {exc}", highlight=False, markup=False)
+        return
+    console.print(f"report: {path}", highlight=False, markup=False)
+
+
+def _finish(console: Console, folder: Any, code: int, history: str | None) -> int:
+    """run.json gets the end time and the exit code, the run folder its report.html; the code is returned."""
+    from workload.runmeta import record_exit
+
+    record_exit(folder.root / "run.json", code)
+    _write_report(console, folder, history)
     return code
 
 
@@ -205,15 +265,19 @@ def _report_results(
 
 
 def _write_run_json(
-    folder: Any, profile_name: str, specs: list[Any], options: Any, outcomes: list[HostOutcome]
+    folder: Any, profile_name: str, specs: list[Any], options: Any, outcomes: list[HostOutcome], started_at: str
 ) -> None:
     from dataclasses import asdict
+
+    from workload.cli import COMMAND_LINE
+    from workload.runmeta import run_metadata
 
     folder.write_json(
         "run.json",
         {
             "run_id": folder.run_id,
             "profile": profile_name,
+            **run_metadata(started_at, COMMAND_LINE or None),
             "hosts": [{"name": s.name, "labels": s.labels} for s in specs],
             "options": {k: v for k, v in asdict(options).items() if k != "step_options"},
             "outcomes": [o.to_json() for o in outcomes],

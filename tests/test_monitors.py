@@ -1,0 +1,172 @@
+"""Telemetry (workload.monitors): the nvidia-smi query against the test bed's stand-in nvidia-smi, the host
+sampler, the summary (min/avg/max, throttling seen), and NvidiaSmiMonitor in a profile's Monitors.
+
+The stand-in (tests/testbed/standins/packages/nvidia-smi) is run as it is installed in the test-bed
+VMs, with its hardware and driver-loaded paths pointed at this test's folder instead of /var/lib and /run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from workload.errors import ProfileError
+from workload.monitors.nvsmi import (
+    EVENT_FIELD,
+    THROTTLE_MASK,
+    describe_reasons,
+    invalid_field,
+    parse_query,
+    query_argv,
+)
+from workload.monitors.sampler import (
+    MonitorSettings,
+    TelemetryMonitor,
+    summary_lines,
+    wait_for_samples,
+)
+from workload.monitors.step import settings_from_monitors
+from workload.profile import LoadedProfile, ProfileDocument, resolve_profile
+
+STANDIN = Path(__file__).resolve().parent / "testbed" / "standins" / "packages" / "nvidia-smi"
+DRIVER = "550.127.05"
+
+
+def install_standin(tmp_path: Path, gpus: list[dict[str, object]]) -> Path:
+    """The stand-in nvidia-smi in tmp_path/bin, reading tmp_path's hardware.json and driver file."""
+    hardware = tmp_path / "hardware.json"
+    hardware.write_text(json.dumps({"gpus": gpus, "nvswitch": False}))
+    loaded = tmp_path / "driver-loaded"
+    loaded.write_text(DRIVER)
+    text = STANDIN.read_text()
+    text = text.replace("@VERSION@", DRIVER).replace("@CUDA@", "12.4")
+    text = text.replace('LOADED = "/run/nvidia-driver-loaded"', f'LOADED = "{loaded}"')
+    text = text.replace('HARDWARE = "/var/lib/standin/hardware.json"', f'HARDWARE = "{hardware}"')
+    text = text.replace('cache="/run/standin/hardware.marshal"', f'cache="{tmp_path}/hardware.marshal"')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "nvidia-smi"
+    exe.write_text(text)
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return exe
+
+
+def gpu(index: int, **extra: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "name": "NVIDIA H100 80GB HBM3",
+        "bus_id": f"00000000:{index + 0x18:02X}:00.0",
+        "uuid": f"GPU-{index:08d}-0000-0000-0000-000000000000",
+        "serial": str(1650000000 + index),
+        "memory_mib": 81559,
+        "power_cap_w": 700,
+        "compute_cap": "9.0",
+    }
+    return base | extra
+
+
+def test_the_query_parses_what_the_stand_in_prints(tmp_path: Path) -> None:
+    exe = install_standin(
+        tmp_path,
+        [
+            gpu(0, util=97, power_w=612.5, temp_c=71, sm_mhz=1755, clocks_event_reasons=0x4),
+            gpu(1, ecc="Off"),
+        ],
+    )
+    out = subprocess.run(query_argv(str(exe)), capture_output=True, text=True, check=True).stdout
+    first, second = parse_query(out)
+    assert first.index == 0 and first.name == "NVIDIA H100 80GB HBM3"
+    assert first.values["gpu_utilization"] == 97 and first.values["power_draw"] == 612.5
+    assert first.values["temperature"] == 71 and first.values["sm_clock"] == 1755
+    assert first.event_reasons == 0x4 and describe_reasons(0x4) == ["SW power cap"]
+    assert first.values["ecc_uncorrected_volatile"] == 0
+    assert second.values["ecc_uncorrected_volatile"] is None  # "[N/A]" with ECC off
+    # The header the stand-in prints for the same query (as the real tool: clocks.sm -> clocks.current.sm [MHz])
+    argv = query_argv(str(exe))
+    argv[-1] = "--format=csv"
+    header = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    assert header.startswith("timestamp, index, name, utilization.gpu [%], utilization.memory [%], memory.used [MiB]")
+    assert "clocks.current.sm [MHz], clocks.current.memory [MHz], clocks_event_reasons.active" in header
+
+
+def test_unavailable_values_and_malformed_rows() -> None:
+    row = (
+        "2026/11/23 13:40:18.123, 0, NVIDIA A100-SXM4-40GB, [N/A], 3, 100, 40960, [Not Supported], 400.00, 30, "
+        "1410, 1215, 0x0000000000000041, 0, 0"
+    )
+    (sample,) = parse_query(row + "\ngarbage line\n")
+    assert sample.values["gpu_utilization"] is None and sample.values["power_draw"] is None
+    assert sample.event_reasons == 0x41 and describe_reasons(0x41 & THROTTLE_MASK) == ["HW thermal slowdown"]
+    assert invalid_field('Field "clocks_event_reasons.active" is not a valid field to query.\n') == EVENT_FIELD
+
+
+def test_the_sampler_writes_samples_and_a_summary_that_sees_throttling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe = install_standin(tmp_path, [gpu(0, clocks_event_reasons=0x40, temp_c=88), gpu(1, clocks_event_reasons=0x1)])
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    run = tmp_path / "run"
+    monitor = TelemetryMonitor(run, MonitorSettings(interval_s=0.1)).start()
+    wait_for_samples(monitor, 3)
+    summary = monitor.stop()
+    lines = [json.loads(line) for line in (run / "telemetry" / "samples.jsonl").read_text().splitlines()]
+    assert {line["device"] for line in lines} == {"host", "gpu0", "gpu1"}
+    assert summary["gpus"] == 2 and summary["nvidia_smi"] == str(exe)
+    temperature = summary["devices"]["gpu0"]["metrics"]["temperature"]
+    assert temperature["samples"] >= 3
+    assert {k: temperature[k] for k in ("min", "avg", "max", "unit")} == {"min": 88, "avg": 88, "max": 88, "unit": "C"}
+    # gpu1 was only idle (0x1): not throttling; gpu0 had HW thermal slowdown
+    assert summary["throttling"] == {
+        "seen": True,
+        "devices": {"gpu0": ["HW thermal slowdown"]},
+        "reasons_seen": {"gpu0": ["HW thermal slowdown"], "gpu1": ["GPU idle"]},
+    }
+    assert json.loads((run / "telemetry" / "summary.json").read_text()) == summary
+    assert "telemetry: GPU throttling seen: yes (gpu0: HW thermal slowdown)" in summary_lines(summary)
+    assert (run / "telemetry" / "nvidia-smi.csv").read_text().startswith("# nvidia-smi --query-gpu=timestamp,")
+
+
+def test_without_nvidia_smi_only_the_host_is_sampled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monitor = TelemetryMonitor(tmp_path, MonitorSettings(interval_s=0.05)).start()
+    wait_for_samples(monitor, 3)
+    summary = monitor.stop()
+    assert summary["gpus"] == 0 and summary["nvidia_smi"] is None and list(summary["devices"]) == ["host"]
+    cpu = summary["devices"]["host"]["metrics"]["cpu_utilization"]
+    assert 0 <= cpu["min"] <= cpu["avg"] <= cpu["max"] <= 100
+    assert not any("throttling" in line for line in summary_lines(summary))
+
+
+def test_a_broken_nvidia_smi_is_recorded_and_sampling_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    exe = install_standin(tmp_path, [gpu(0)])
+    (tmp_path / "driver-loaded").write_text("")  # the driver is not loaded: exit 9
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    monitor = TelemetryMonitor(tmp_path / "run", MonitorSettings(interval_s=0.05)).start()
+    wait_for_samples(monitor, 2)
+    summary = monitor.stop()
+    assert summary["gpus"] == 0 and "host" in summary["devices"]
+    assert any("exit 9" in e and "couldn't communicate" in e for e in summary["errors"])
+
+
+def profile_with(monitors: list[dict[str, object]]) -> LoadedProfile:
+    doc = ProfileDocument.model_validate({"Description": "x", "Monitors": monitors})
+    return LoadedProfile(name="p", path=Path("p.json"), document=doc)
+
+
+def test_profiles_declare_monitors_as_virtualclient_does() -> None:
+    resolved = resolve_profile(
+        profile_with([{"Type": "NvidiaSmiMonitor", "Parameters": {"Scenario": "gpu", "MonitorFrequency": "00:00:05"}}])
+    )
+    assert resolved.steps == [] and [m.type_name for m in resolved.monitors] == ["NvidiaSmiMonitor"]
+    assert settings_from_monitors(resolved.monitors).interval_s == 5.0
+    assert resolved.to_json()["Monitors"][0]["Parameters"]["MonitorFrequency"] == "00:00:05"
+    assert settings_from_monitors([]).interval_s == 2.0
+    with pytest.raises(ProfileError, match=r"Monitors\[0\]\.Parameters\.MonitorFrequency"):
+        resolve_profile(profile_with([{"Type": "NvidiaSmiMonitor", "Parameters": {"MonitorFrequency": "5s"}}]))
+    with pytest.raises(ProfileError, match=r"NvidiaSmiMonitor is a monitor: it belongs under Monitors"):
+        doc = ProfileDocument.model_validate({"Description": "x", "Actions": [{"Type": "NvidiaSmiMonitor"}]})
+        resolve_profile(LoadedProfile(name="p", path=Path("p.json"), document=doc))
