@@ -29,7 +29,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar
@@ -188,8 +188,8 @@ class ProcessRun:
     #: the process's own peak resident set (``VmHWM``, polled: growth in its last poll interval is missed)
     peak_rss_mib: float
     returncode: int
-    #: process CPU seconds (utime + stime of all threads) when ``watch`` first existed; None if never seen
-    cpu_at_watch_s: float | None = None
+    #: mark name -> process CPU seconds (utime + stime, all threads) when that mark's test first held
+    cpu_at: dict[str, float] = field(default_factory=dict)
 
 
 def _proc_cpu_s(pid: int) -> float | None:
@@ -224,33 +224,38 @@ def run_process(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     stdout: IO[Any] | int | None = subprocess.DEVNULL,
-    watch: Path | None = None,
+    marks: Mapping[str, Callable[[], bool]] | None = None,
     poll_s: float = 0.01,
     check: bool = True,
 ) -> ProcessRun:
     """Run ``argv`` to its end and measure it (see :class:`ProcessRun`).
 
-    ``watch``: a path the child creates when the part worth measuring starts (LoadGen's log), so
-    that start-up (interpreter, imports, model load) can be told from steady state. Polling costs
-    this process well under 1 % of a core. ``check``: a non-zero exit raises ``RuntimeError``.
+    ``marks``: name -> a test of what the child has done so far (e.g. "LoadGen's log exists"); the
+    process's CPU time is noted when each first holds, so that the part worth measuring (LoadGen's
+    test) can be told from start-up (interpreter, imports, model load) and teardown. A mark is seen
+    up to ``poll_s`` late; a mark the child passes in its last poll interval is missed (absent from
+    ``cpu_at``). Polling costs this process well under 1 % of a core. ``check``: a non-zero exit
+    raises ``RuntimeError``.
     """
     started = time.perf_counter()
     proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=stdout, stderr=subprocess.STDOUT)
-    peak_kib, at_watch = 0, None
+    peak_kib, cpu_at, pending = 0, {}, dict(marks or {})
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
         peak_kib = max(peak_kib, _high_water_kib(proc.pid))
-        if watch is not None and at_watch is None and watch.exists():
-            at_watch = _proc_cpu_s(proc.pid)
+        for name, test in list(pending.items()):
+            if test() and (cpu := _proc_cpu_s(proc.pid)) is not None:
+                cpu_at[name] = cpu
+                del pending[name]
         time.sleep(poll_s)
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     if check and proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:4])} ... exited {proc.returncode}")
     cpu = usage.ru_utime + usage.ru_stime
-    return ProcessRun(wall, cpu, peak_kib / 1024, proc.returncode, at_watch)
+    return ProcessRun(wall, cpu, peak_kib / 1024, proc.returncode, cpu_at)
 
 
 def machine() -> dict[str, Any]:
