@@ -99,6 +99,13 @@ def paired_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
     return [x / y for x, y in zip(a, b, strict=True)]
 
 
+def paired_differences(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    """``a_i - b_i`` per round (what A adds to B, e.g. start-up beyond a bare interpreter)."""
+    if len(a) != len(b):
+        raise ValueError(f"unpaired rounds: {len(a)} vs {len(b)}")
+    return [x - y for x, y in zip(a, b, strict=True)]
+
+
 @dataclass(frozen=True)
 class Goal:
     """``value op target``, e.g. ``Goal(">=", 0.97)``: a ratio of at least 0.97."""
@@ -324,5 +331,5 @@ def figure(name: str, values: Sequence[float], unit: str = "", goal: Goal | None
 
 __all__ = [
     "Figure", "Goal", "Interval", "ProcessRun", "Report", "add_arguments", "figure", "interleave",
-    "machine", "median", "median_interval", "paired_ratios", "run_process", "verdict",
+    "machine", "median", "median_interval", "paired_differences", "paired_ratios", "run_process", "verdict",
 ]  # fmt: skip
