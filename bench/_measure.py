@@ -169,19 +169,19 @@ def _interval_kind(i: Interval) -> str:
 
 
 def interleave(
-    rounds: int, variants: Sequence[Callable[[int], T]], progress: Callable[[int], None] | None = None
+    rounds: int, variants: Sequence[Callable[[int], T]], progress: Callable[[int, list[list[T]]], None] | None = None
 ) -> list[list[T]]:
     """Run ``variants[0](r), variants[1](r), ...`` for each round ``r``: A B A B ...
 
-    Returns one list per variant, in round order (``out[v][r]``). ``progress(r)`` is called after
-    each round (to print it as it comes: a long benchmark shows it is alive).
+    Returns one list per variant, in round order (``out[v][r]``). ``progress(r, out)`` is called
+    after each round (to print it as it comes: a long benchmark shows it is alive).
     """
     out: list[list[T]] = [[] for _ in variants]
     for r in range(rounds):
         for v, run in enumerate(variants):
             out[v].append(run(r))
         if progress is not None:
-            progress(r)
+            progress(r, out)
     return out
 
 

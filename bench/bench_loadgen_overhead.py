@@ -185,7 +185,7 @@ def main() -> int:
             out = Path(tmp) / f"bare{r}"
             return bare.record(out, run_bare(out, qps, args))
 
-        def progress(r: int) -> None:
+        def progress(r: int, _: object) -> None:
             print(f"  round {r + 1}: {ours.line(r)}; {bare.line(r)}", flush=True)
 
         interleave(args.rounds, [a, b], progress)

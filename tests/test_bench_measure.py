@@ -86,8 +86,10 @@ def test_interleave_runs_a_b_a_b() -> None:
         order.append(f"B{r}")
         return 10 * r
 
-    assert m.interleave(3, [a, b]) == [[0, 1, 2], [0, 10, 20]]
+    seen: list[tuple[int, int]] = []
+    assert m.interleave(3, [a, b], lambda r, out: seen.append((r, len(out[1])))) == [[0, 1, 2], [0, 10, 20]]
     assert order == ["A0", "B0", "A1", "B1", "A2", "B2"]
+    assert seen == [(0, 1), (1, 2), (2, 3)]  # called after each round, with that round's results in
 
 
 def test_run_process_measures_cpu_of_threads_not_sleep(tmp_path: Path) -> None:
