@@ -19,7 +19,7 @@ the parse workers are separate processes; goal <= 300 MB, judged when ``--files`
 50,000), each with the interval of its median (see ``_measure.py``).
 
     .venv/bin/python bench/bench_results.py [--files 10000 | --large] [--hosts 4] [--rounds 5] [--baseline]
-        [--no-cli] [--json]
+        [--no-cli] [--no-library] [--json]
 """
 
 from __future__ import annotations
@@ -175,6 +175,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per CPU)")
     parser.add_argument("--baseline", action="store_true", help="also time the single-process path")
     parser.add_argument("--no-cli", dest="cli", action="store_false", help="skip the `workload results` runs")
+    parser.add_argument("--no-library", dest="library", action="store_false", help="skip the in-process runs")
     args = parser.parse_args()
     report = Report("bench_results", settings={k: v for k, v in vars(args).items() if k != "json"})
     tmp = Path(tempfile.mkdtemp(prefix="bench-results-"))
@@ -185,9 +186,9 @@ def main() -> int:
         print(f"tree: {n} files ({size_mb:.1f} MB)", flush=True)
         report.extra["files"] = n
 
-        variants: list[tuple[str, Callable[[int], Any]]] = [
-            ("library", lambda r: time_library(runs, tmp / "out", args.workers))
-        ]
+        variants: list[tuple[str, Callable[[int], Any]]] = []
+        if args.library:
+            variants.append(("library", lambda r: time_library(runs, tmp / "out", args.workers)))
         if args.baseline:
             variants.append(("1 proc", lambda r: time_library(runs, tmp / "out", 1)))
         if args.cli:
@@ -205,10 +206,11 @@ def main() -> int:
 
         measured = interleave(args.rounds, [run for _, run in variants], progress)
 
-        last = measured[0][-1]
-        sizes = ", ".join(f"{p.name} {p.stat().st_size / 1e6:.1f} MB" for p in sorted((tmp / "out").iterdir())
-                          if not p.name.startswith("."))  # fmt: skip
-        print(f"results {last['results']:.0f}, metrics {last['metrics']:.0f}, issues {last['issues']:.0f}; {sizes}")
+        if args.library:
+            last = measured[0][-1]
+            sizes = ", ".join(f"{p.name} {p.stat().st_size / 1e6:.1f} MB" for p in sorted((tmp / "out").iterdir())
+                              if not p.name.startswith("."))  # fmt: skip
+            print(f"results {last['results']:.0f}, metrics {last['metrics']:.0f}, issues {last['issues']:.0f}; {sizes}")
         time_goal = Goal("<", 2.0) if args.files <= 10_000 else None
         rss_goal = Goal("<=", 300.0) if args.files >= LARGE else None
         for name, got in zip(names, measured, strict=True):
@@ -222,7 +224,7 @@ def main() -> int:
                 wall, cpu = [g["total"] for g in got], [g["cpu"] for g in got]
             report.add(figure(f"{label} wall", wall, unit="s", goal=time_goal))
             report.add(figure(f"{label} CPU per 1,000 files", [c / n * 1000 for c in cpu], unit="CPU-s"))
-        if args.baseline:
+        if args.baseline and args.library:
             ratio = paired_ratios([g["total"] for g in measured[1]], [g["total"] for g in measured[0]])
             report.add(figure("wall ratio 1 proc/pool", ratio, digits=2))
     finally:
