@@ -129,3 +129,23 @@ def test_report_json_line_has_machine_at_start_and_end(capsys: pytest.CaptureFix
     for key in ("machine_start", "machine_end"):
         assert len(record[key]["loadavg"]) == 3 and record[key]["cores"] >= 1
     assert lines[0].startswith("bench_x: machine at start: load average")
+
+
+def test_marks_count_a_thread_that_ended_between_them(tmp_path: Path) -> None:
+    code = (
+        "import threading, time, pathlib, sys\n"
+        "d = pathlib.Path(sys.argv[1])\n"
+        "(d / 'a').write_text('x')\n"
+        "time.sleep(0.1)\n"
+        "def spin():\n"
+        "    end = time.thread_time() + 0.2\n"
+        "    while time.thread_time() < end: pass\n"
+        "t = threading.Thread(target=spin); t.start(); t.join()\n"
+        "time.sleep(0.1)\n"
+        "(d / 'b').write_text('x')\n"
+        "time.sleep(0.2)\n"
+    )
+    marks = {"a": (tmp_path / "a").exists, "b": (tmp_path / "b").exists}
+    run = m.run_process([sys.executable, "-c", code, str(tmp_path)], marks=marks)
+    spent = run.cpu_at["b"] - run.cpu_at["a"]
+    assert 0.18 <= spent < 0.3  # the spinning thread was gone when "b" appeared, yet its 0.2 s count
