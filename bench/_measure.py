@@ -68,7 +68,7 @@ def median(values: Sequence[float]) -> float:
 
 def _binom_cdf_half(k: int, n: int) -> float:
     """P(X <= k) for X ~ Binomial(n, 1/2)."""
-    return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return float(sum(math.comb(n, i) for i in range(k + 1))) / float(2**n)
 
 
 def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
