@@ -7,7 +7,7 @@ DockerInstallation and NvidiaContainerToolkitInstallation. Every measurement get
 so each run starts from fresh machines.
 
 Rounds (``--rounds``) interleave parallel (``--parallel 16``) and serial (``--parallel 1``) runs;
-the ratio parallel/serial is taken per round (goal <= 0.25; interval and "cannot tell" verdict:
+the ratio parallel/serial is taken per round (goal <= 0.25 for 16 hosts or more; interval and verdict:
 see ``_measure.py``). Beside wall time: the controller's CPU seconds per host (user + system of the
 ``workload run`` process, its threads and children: what our side costs whatever the 16 VM
 containers and the neighbours do to the wall clock), the machine's CPU-bound floor (every process's
@@ -145,7 +145,8 @@ def main() -> int:
     cores = len(os.sched_getaffinity(0))
     if not args.skip_serial:
         ratio = paired_ratios([g.wall_s for g in par], [g.wall_s for g in got[1]])
-        report.add(figure("ratio parallel/serial wall", ratio, goal=Goal("<=", 0.25)))
+        # The goal is stated for 16 hosts; with 4, even a perfect parallel run is 0.25.
+        report.add(figure("ratio parallel/serial wall", ratio, goal=Goal("<=", 0.25) if n >= 16 else None))
         # The VMs are containers on this machine: together they cannot run faster than their CPU work
         # spread over its cores. That floor, over the serial time, is the best ratio this machine allows.
         floor = paired_ratios([g.busy_s / cores for g in par], [g.wall_s for g in got[1]])

@@ -8,7 +8,8 @@ Interleaved in one run (ours, bare, ours, bare, ...; ``--rounds``), each test on
   and LoadGen settings, and the plainest SUT: a thread that runs batches and completes them.
 
 Both get the same fixed ``offline_expected_qps`` (measured once up front with find-performance, so
-both runs last at least ``min_duration``) and the same ``min_duration``, hence the same sample count.
+both runs last at least ``min_duration``; raised so that a test holds at least ``--min-samples``)
+and the same ``min_duration``, hence the same sample count.
 
 Two figures per round, each a ratio of that round's pair (see ``_measure.py`` for the interval
 and the verdict):
@@ -167,10 +168,15 @@ def main() -> int:
         "--threads", type=int, default=1, help="onnxruntime intra-op threads of both SUTs (default 1, see above)"
     )
     parser.add_argument("--target-qps", type=float, help="skip calibration and use this expected QPS")
+    parser.add_argument(
+        "--min-samples", type=int, default=128, help="samples per test at least, however slow the machine (default 128)"
+    )
     args = parser.parse_args()
 
     report = Report("bench_loadgen_overhead")
-    qps = args.target_qps or calibrate(args)
+    # LoadGen's Offline query holds expected_qps x min_duration x 1.1 samples; on a loaded machine the
+    # calibrated rate gives a few dozen, over which LoadGen's own per-test costs weigh several percent.
+    qps = max(args.target_qps or calibrate(args), args.min_samples / (1.1 * args.min_duration_ms / 1000))
     report.settings = {k: v for k, v in vars(args).items() if k != "json"} | {"expected_qps": qps}
     print(f"Offline, expected_qps {qps:.1f}, min_duration {args.min_duration_ms} ms, batch {args.batch}, "
           f"threads {args.threads}, {args.sample_count} samples x {args.sequence_length} tokens")  # fmt: skip
