@@ -158,7 +158,7 @@ def _line(label: str, t: dict[str, float], n: int) -> str:
 def _cli_line(label: str, run: ProcessRun, n: int) -> str:
     return (
         f"  cli     {label:<27} {run.wall_s:6.3f} s  {n / run.wall_s:8,.0f} files/s  "
-        f"{run.cpu_s / n * 1000:5.3f} CPU-s/1k  peak RSS {run.peak_rss_mib:6.1f} MiB"
+        f"{run.cpu_s / n * 1000:5.3f} CPU-s/1k  peak RSS {run.peak_rss_mib * 2**20 / 1e6:6.1f} MB"
     )
 
 
