@@ -169,7 +169,7 @@ def main() -> int:
     )
     parser.add_argument("--target-qps", type=float, help="skip calibration and use this expected QPS")
     parser.add_argument(
-        "--min-samples", type=int, default=128, help="samples per test at least, however slow the machine (default 128)"
+        "--min-samples", type=int, default=256, help="samples per test at least, however slow the machine (default 256)"
     )
     args = parser.parse_args()
 
