@@ -1,16 +1,25 @@
-"""Benchmark ``workload results`` on 10,000 result files (target: under 2 s on 2 cores).
+"""Benchmark ``workload results`` on 10,000 result files (goal: under 2 s on 2 cores; peak RSS <= 300 MB on 50,000).
 
 Builds a realistic NVIDIA ``build/logs`` tree in a temporary folder from the real result files in
 ``tests/fixtures/results`` (the 87 kB H200 Server detail log, summaries, metadata.json, accuracy.txt),
-one timestamped log folder per harness run, then, on that same tree, each repeat times:
+one timestamped log folder per harness run, then, on that same tree, measures interleaved rounds
+(``--rounds``) of:
 
-* the library path: walk (find the result directories), parse (parse + build, in a process per CPU),
-  write (metrics.jsonl, metrics.csv, summary.json into a fresh folder);
-* with ``--baseline``: the same in one process (no parse pool, no forked CSV writer), and the ratio;
+* the library path in this process: walk (find the result directories), parse (parse + build, in a
+  process per CPU), write (metrics.jsonl, metrics.csv, summary.json into a fresh folder);
+* with ``--baseline``: the same in one process (no parse pool, no forked CSV writer), and the
+  paired ratio 1 process / pool;
 * the CLI: ``workload results TREE`` (table and verdict) and ``workload results TREE --output DIR``
   (plus 150 MB of metrics files) as subprocesses, interpreter start-up included.
 
-    .venv/bin/python bench/bench_results.py [--files 10000] [--hosts 4] [--repeat 3] [--baseline] [--no-cli]
+Per variant: wall seconds (goal < 2 s, judged when ``--files`` is at most 10,000), CPU seconds per
+1,000 result files (user + system of the process and of the workers it reaped: what the tool costs
+whatever the neighbours do), and for the CLI the peak RSS of the ``workload`` process (``VmHWM``;
+the parse workers are separate processes; goal <= 300 MB, judged when ``--files`` is at least
+50,000), each with the interval of its median (see ``_measure.py``).
+
+    .venv/bin/python bench/bench_results.py [--files 10000 | --large] [--hosts 4] [--rounds 5] [--baseline]
+        [--no-cli] [--no-library] [--json]
 """
 
 from __future__ import annotations
@@ -18,15 +27,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _measure import Goal, ProcessRun, Report, add_arguments, figure, interleave, paired_ratios, run_process  # noqa: E402
 
 from workload.metrics import outputs  # noqa: E402
 from workload.metrics.collection import find_jobs, parse_jobs  # noqa: E402
@@ -90,10 +102,12 @@ def build_tree(root: Path, n_files: int, hosts: int) -> int:
 def time_library(runs: Path, out: Path, workers: int | None) -> dict[str, float]:
     """One pass of the library path over ``runs`` (each host folder its own host): seconds per stage.
 
-    ``workers=1`` is the single-process baseline: no parse pool and no forked CSV writer.
+    ``workers=1`` is the single-process baseline: no parse pool and no forked CSV writer. ``cpu`` is
+    this process's CPU plus that of the workers it reaped during the pass.
     """
     shutil.rmtree(out, ignore_errors=True)
     outputs.FORK_MIN_METRICS = 10**12 if workers == 1 else _FORK_MIN_METRICS
+    cpu_before = _cpu_self_and_children()
     start = time.perf_counter()
     jobs, _ = find_jobs([(host_dir, host_dir.name) for host_dir in sorted(runs.iterdir())])
     walked = time.perf_counter()
@@ -106,6 +120,7 @@ def time_library(runs: Path, out: Path, workers: int | None) -> dict[str, float]
         "parse": parsed - walked,
         "write": done - parsed,
         "total": done - start,
+        "cpu": _cpu_self_and_children() - cpu_before,
         "results": len(collection.results),
         "metrics": sum(len(r.metrics) for r in collection.results),
         "issues": len(collection.issues),
@@ -115,74 +130,107 @@ def time_library(runs: Path, out: Path, workers: int | None) -> dict[str, float]
 _FORK_MIN_METRICS = outputs.FORK_MIN_METRICS
 
 
-def time_cli(runs: Path, out: Path | None) -> float:
-    """Wall time of ``workload results RUNS`` (``--output OUT`` when given) in a fresh interpreter."""
+def _cpu_self_and_children() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def run_cli(runs: Path, out: Path | None) -> ProcessRun:
+    """``workload results RUNS`` (``--output OUT`` when given) in a fresh interpreter, measured."""
     command = [sys.executable, "-m", "workload", "results", str(runs)]
     if out is not None:
         shutil.rmtree(out, ignore_errors=True)
         command += ["--output", str(out)]
-    start = time.perf_counter()
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"workload results failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return elapsed
+    run = run_process(command, cwd=ROOT, check=False)
+    if run.returncode != 0:
+        proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        raise SystemExit(f"workload results failed ({run.returncode}): {proc.stderr[-2000:]}")
+    return run
 
 
 def _line(label: str, t: dict[str, float], n: int) -> str:
     return (
-        f"{label:<9} total {t['total']:6.3f} s  {n / t['total']:8,.0f} files/s  "
+        f"{label:<9} total {t['total']:6.3f} s  {n / t['total']:8,.0f} files/s  {t['cpu'] / n * 1000:5.3f} CPU-s/1k  "
         f"(walk {t['walk']:.3f}, parse {t['parse']:.3f}, write {t['write']:.3f})"
     )
 
 
-def main() -> None:
+def _cli_line(label: str, run: ProcessRun, n: int) -> str:
+    return (
+        f"  cli     {label:<27} {run.wall_s:6.3f} s  {n / run.wall_s:8,.0f} files/s  "
+        f"{run.cpu_s / n * 1000:5.3f} CPU-s/1k  peak RSS {run.peak_rss_mib * 2**20 / 1e6:6.1f} MB"
+    )
+
+
+LARGE = 50_000
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--files", type=int, default=10_000)
+    add_arguments(parser, rounds=5)
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--files", type=int, default=10_000)
+    size.add_argument("--large", dest="files", action="store_const", const=LARGE, help=f"{LARGE:,} result files")
     parser.add_argument("--hosts", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per CPU)")
     parser.add_argument("--baseline", action="store_true", help="also time the single-process path")
     parser.add_argument("--no-cli", dest="cli", action="store_false", help="skip the `workload results` runs")
+    parser.add_argument("--no-library", dest="library", action="store_false", help="skip the in-process runs")
     args = parser.parse_args()
+    report = Report("bench_results", settings={k: v for k, v in vars(args).items() if k != "json"})
     tmp = Path(tempfile.mkdtemp(prefix="bench-results-"))
     try:
         runs = tmp / "runs"
         n = build_tree(runs, args.files, args.hosts)
-        size = sum(p.stat().st_size for p in runs.rglob("*") if p.is_file())
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        print(f"tree: {n} files ({size / 1e6:.1f} MB), {cpus} CPUs, load average {os.getloadavg()[0]:.2f}")
-        fast: list[dict[str, float]] = []
-        base: list[dict[str, float]] = []
-        cli: list[float] = []
-        table: list[float] = []
-        for i in range(1, args.repeat + 1):
-            fast.append(time_library(runs, tmp / "out", args.workers))
-            print(_line(f"run {i}", fast[-1], n))
-            if args.baseline:
-                base.append(time_library(runs, tmp / "out", 1))
-                print(_line("  1 proc", base[-1], n) + f"  ratio {base[-1]['total'] / fast[-1]['total']:.2f}x")
-            if args.cli:
-                table.append(time_cli(runs, None))
-                print(f"  cli     `workload results`          {table[-1]:6.3f} s  {n / table[-1]:8,.0f} files/s")
-                cli.append(time_cli(runs, tmp / "out-cli"))
-                print(f"  cli     `workload results --output` {cli[-1]:6.3f} s  {n / cli[-1]:8,.0f} files/s")
-        last = fast[-1]
-        sizes = ", ".join(f"{p.name} {p.stat().st_size / 1e6:.1f} MB" for p in sorted((tmp / "out").iterdir())
-                          if not p.name.startswith("."))  # fmt: skip
-        print(f"results {last['results']:.0f}, metrics {last['metrics']:.0f}, issues {last['issues']:.0f}; {sizes}")
-        best = min(fast, key=lambda t: t["total"])
-        median = statistics.median(t["total"] for t in fast)
-        summary = f"best of {len(fast)}: library {best['total']:.3f} s (median {median:.3f})"
-        if base:
-            best_base = min(t["total"] for t in base)
-            summary += f", 1 process {best_base:.3f} s (ratio {best_base / best['total']:.2f}x)"
-        if cli:
-            summary += f", CLI {min(table):.3f} s (table and verdict), {min(cli):.3f} s with --output"
-        print(summary + "; target < 2 s")
+        size_mb = sum(p.stat().st_size for p in runs.rglob("*") if p.is_file()) / 1e6
+        print(f"tree: {n} files ({size_mb:.1f} MB)", flush=True)
+        report.extra["files"] = n
+
+        variants: list[tuple[str, Callable[[int], Any]]] = []
+        if args.library:
+            variants.append(("library", lambda r: time_library(runs, tmp / "out", args.workers)))
+        if args.baseline:
+            variants.append(("1 proc", lambda r: time_library(runs, tmp / "out", 1)))
+        if args.cli:
+            variants.append(("table", lambda r: run_cli(runs, None)))
+            variants.append(("--output", lambda r: run_cli(runs, tmp / "out-cli")))
+        names = [name for name, _ in variants]
+
+        def progress(r: int, measured: list[list[Any]]) -> None:
+            for name, got in zip(names, measured, strict=True):
+                if isinstance(got[r], ProcessRun):
+                    print(_cli_line(f"`workload results{' --output' if name == '--output' else ''}`", got[r], n))
+                else:
+                    print(_line(f"run {r + 1}" if name == "library" else "  1 proc", got[r], n))
+            sys.stdout.flush()
+
+        measured = interleave(args.rounds, [run for _, run in variants], progress)
+
+        if args.library:
+            last = measured[0][-1]
+            sizes = ", ".join(f"{p.name} {p.stat().st_size / 1e6:.1f} MB" for p in sorted((tmp / "out").iterdir())
+                              if not p.name.startswith("."))  # fmt: skip
+            print(f"results {last['results']:.0f}, metrics {last['metrics']:.0f}, issues {last['issues']:.0f}; {sizes}")
+        time_goal = Goal("<", 2.0) if args.files <= 10_000 else None
+        rss_goal = Goal("<=", 300.0) if args.files >= LARGE else None
+        for name, got in zip(names, measured, strict=True):
+            label = {"table": "cli `workload results`", "--output": "cli `workload results --output`"}.get(name, name)
+            if isinstance(got[0], ProcessRun):
+                wall, cpu = [g.wall_s for g in got], [g.cpu_s for g in got]
+                report.add(
+                    figure(f"{label} peak RSS", [g.peak_rss_mib for g in got], unit="MiB", goal=rss_goal, digits=1)
+                )
+            else:
+                wall, cpu = [g["total"] for g in got], [g["cpu"] for g in got]
+            report.add(figure(f"{label} wall", wall, unit="s", goal=time_goal))
+            report.add(figure(f"{label} CPU per 1,000 files", [c / n * 1000 for c in cpu], unit="CPU-s"))
+        if args.baseline and args.library:
+            ratio = paired_ratios([g["total"] for g in measured[1]], [g["total"] for g in measured[0]])
+            report.add(figure("wall ratio 1 proc/pool", ratio, digits=2))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return report.finish(args.json)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
