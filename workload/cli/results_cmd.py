@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from workload.metrics.collection import Collection
 
 #: what ``results`` needs after parsing (rich: ~0.25 s), imported while the workers parse
-_DISPLAY_MODULES = ("workload.cli.console", "workload.metrics.table", "workload.metrics.verdict", "rich.markup")
+_DISPLAY_MODULES = ("workload.cli.console", "workload.metrics.table", "workload.metrics.verdict", "rich.text")
 _RESULT_FILES = "metadata.json, mlperf_log_detail.txt, mlperf_log_summary.txt, accuracy.txt, accuracy.json"
 
 
@@ -55,8 +55,7 @@ def _load(ctx: click.Context, path: Path, host: str | None = None, *, then_impor
 
 
 def _print_explanations(console: Console, collection: Collection) -> None:
-    from rich.markup import escape
-
+    from workload.cli.console import styled
     from workload.metrics.table import MAX_ROWS
 
     if len(collection.results) > MAX_ROWS:
@@ -65,30 +64,30 @@ def _print_explanations(console: Console, collection: Collection) -> None:
     for result in collection.results:
         if not (result.invalid_reasons or result.notes):
             continue
-        console.print(f"\n[bold]{escape(result.label)}[/] ({escape(result.source)})")
+        console.print(styled("\n", (result.label, "bold"), f" ({result.source})"))
         for reason in result.invalid_reasons:
-            console.print(f"  [red]why:[/] {escape(reason)}")
+            console.print(styled("  ", ("why:", "red"), f" {reason}"))
         for fix in result.fixes:
-            console.print(f"  [green]fix:[/] {escape(fix)}")
+            console.print(styled("  ", ("fix:", "green"), f" {fix}"))
         for note in result.notes:
-            console.print(f"  [dim]note: {escape(note)}[/]")
+            console.print(styled((f"  note: {note}", "dim")))
 
 
 def _print_grouped_explanations(console: Console, collection: Collection) -> None:
     """Each distinct reason, fix and note once, with how many results it applies to and one of them."""
-    from rich.markup import escape
+    from workload.cli.console import styled
 
     seen: dict[tuple[str, str], list[str]] = {}
     for result in collection.results:
         for kind, texts in (("why", result.invalid_reasons), ("fix", result.fixes), ("note", result.notes)):
             for text in texts:
                 seen.setdefault((kind, text), []).append(result.label)
-    style = {"why": "[red]why:[/]", "fix": "[green]fix:[/]", "note": "[dim]note:[/]"}
+    style = {"why": ("why:", "red"), "fix": ("fix:", "green"), "note": ("note:", "dim")}
     if seen:
-        console.print(f"\n[bold]Explanations[/] (grouped: {len(collection.results)} results)")
+        console.print(styled("\n", ("Explanations", "bold"), f" (grouped: {len(collection.results)} results)"))
     for (kind, text), labels in seen.items():
         where = f"{len(labels)} result(s), e.g. {labels[0]}" if len(labels) > 1 else labels[0]
-        console.print(f"  {style[kind]} {escape(text)} [dim]({escape(where)})[/]")
+        console.print(styled("  ", style[kind], f" {text} ", (f"({where})", "dim")))
 
 
 def _print_lines(console: Console, lines: list[str]) -> None:
@@ -127,7 +126,7 @@ def results_command(
     file was read, 6 if not (unreadable files are named), 2 if nothing could be parsed.
     """
     collection = _load(ctx, path, host, then_import=_DISPLAY_MODULES)
-    from workload.cli.console import make_console
+    from workload.cli.console import make_console, styled
     from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK
     from workload.metrics.outputs import OutputContext, write_outputs
     from workload.metrics.table import render_table
@@ -143,11 +142,11 @@ def results_command(
         console.print(render_table(collection))
     _print_explanations(console, collection)
     head, *failures = verdict.lines()
-    console.print(head, markup=False)
+    console.print(styled(head))
     _print_lines(console, failures)
     if output is not None:
         written = write_outputs(output, collection.results, OutputContext(), issues=collection.issues)
-        console.print("wrote " + ", ".join(str(p) for p in written), markup=False)
+        console.print(styled("wrote " + ", ".join(str(p) for p in written)))
     code = EXIT_OK if verdict.ok or allow_invalid else EXIT_INVALID_RESULTS
     if code:
         ctx.exit(code)
@@ -183,7 +182,7 @@ def compare_command(
     """
     from rich.table import Table
 
-    from workload.cli.console import make_console
+    from workload.cli.console import make_console, plain, styled
     from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
     from workload.metrics.compare import compare, compare_hosts
     from workload.metrics.model import Relativity
@@ -195,24 +194,29 @@ def compare_command(
         fleet = compare_hosts(_load(ctx, run_a), threshold)
         if not fleet.deviations:
             _fail(ctx, EXIT_USAGE, f"{run_a}: no benchmark/scenario ran on two or more hosts; nothing to compare")
-        table = Table(title=f"Hosts against the fleet median (threshold {threshold:g} %)")
+        table = Table(title=plain(f"Hosts against the fleet median (threshold {threshold:g} %)"))
         for column in ("Host", "Benchmark", "Scenario", "Metric", "Value", "Median", "Change", ""):
             table.add_column(column)
         for d in fleet.deviations:
-            flag = "[red]SLOW[/]" if d.slow else ""
+            flag = styled(("SLOW", "red")) if d.slow else plain("")
             table.add_row(
-                d.host,
-                d.benchmark,
-                d.scenario,
-                d.metric,
-                _fmt(d.value, d.unit),
-                _fmt(d.median, d.unit),
-                f"{d.deviation_pct:+.2f} %",
+                *map(
+                    plain,
+                    (
+                        d.host,
+                        d.benchmark,
+                        d.scenario,
+                        d.metric,
+                        _fmt(d.value, d.unit),
+                        _fmt(d.median, d.unit),
+                        f"{d.deviation_pct:+.2f} %",
+                    ),
+                ),
                 flag,
             )
         console.print(table)
         if fleet.slow_hosts:
-            console.print(f"slow hosts: {', '.join(fleet.slow_hosts)}", markup=False)
+            console.print(styled(f"slow hosts: {', '.join(fleet.slow_hosts)}"))
             ctx.exit(EXIT_REGRESSION)
         return EXIT_OK
 
@@ -222,22 +226,29 @@ def compare_command(
     result = compare(_load(ctx, run_a), _load(ctx, run_b), threshold)
     if not result.changes:
         _fail(ctx, EXIT_USAGE, "the two runs have no metric in common (different benchmarks or scenarios?)")
-    table = Table(title=f"{run_a} -> {run_b} (threshold {threshold:g} %)")
+    table = Table(title=plain(f"{run_a} -> {run_b} (threshold {threshold:g} %)"))
     for column in ("Metric", "A", "B", "Change", ""):
         table.add_column(column)
     for change in result.changes:
         if change.relativity is Relativity.UNDEFINED and not show_all:
             continue
         pct = "n/a" if change.change_pct is None else f"{change.change_pct:+.2f} %"
-        flag = "[red]REGRESSION[/]" if change.regression else "[green]better[/]" if change.improvement else ""
-        table.add_row(change.label, _fmt(change.before, change.unit), _fmt(change.after, change.unit), pct, flag)
+        flag = (
+            styled(("REGRESSION", "red"))
+            if change.regression
+            else styled(("better", "green"))
+            if change.improvement
+            else plain("")
+        )
+        cells = (change.label, _fmt(change.before, change.unit), _fmt(change.after, change.unit), pct)
+        table.add_row(*map(plain, cells), flag)
     console.print(table)
     for key in result.only_in_a:
-        console.print(f"only in A: {' '.join(k for k in key if k)}", markup=False)
+        console.print(styled(f"only in A: {' '.join(k for k in key if k)}"))
     for key in result.only_in_b:
-        console.print(f"only in B: {' '.join(k for k in key if k)}", markup=False)
+        console.print(styled(f"only in B: {' '.join(k for k in key if k)}"))
     if result.regressions:
-        console.print(f"{len(result.regressions)} regression(s) past {threshold:g} %", markup=False)
+        console.print(styled(f"{len(result.regressions)} regression(s) past {threshold:g} %"))
         ctx.exit(EXIT_REGRESSION)
-    console.print("no regression", markup=False)
+    console.print(styled("no regression"))
     return EXIT_OK

@@ -90,9 +90,7 @@ def run_command(
       workload run --profile PERF-GPU-MLPERF --inventory fleet.txt --parallel 16 \\
           --parameters "LinuxDriverVersion=550,,,DiskFilter=SizeGreaterThan:500gb"
     """
-    from rich.text import Text
-
-    from workload.cli.console import ConsoleReporter, hosts_table, make_console
+    from workload.cli.console import ConsoleReporter, hosts_table, make_console, styled
     from workload.engine import Engine, RunOptions, unfinished_hosts
     from workload.errors import UsageError
     from workload.rundir import RunFolder
@@ -119,7 +117,7 @@ def run_command(
         fail_fast=fail_fast,
         parallel=targets.parallel,
     )
-    console.print(f"[bold]{resolved.name}[/] on {len(specs)} host(s); run folder [cyan]{folder.root}[/]")
+    console.print(styled((resolved.name, "bold"), f" on {len(specs)} host(s); run folder ", (str(folder.root), "cyan")))
     total_steps = len(resolved.dependencies if dependencies_only else resolved.steps)
     engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose, total_steps=total_steps)
     engine = Engine(resolved, folder, factory, options, engine_reporter)
@@ -132,8 +130,8 @@ def run_command(
         console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
     for outcome in outcomes:
         if outcome.error is not None:
-            console.print(Text.assemble(("error: ", "red"), str(outcome.error)), highlight=False)
-    console.print(f"run folder: {folder.root}")
+            console.print(styled(("error: ", "red"), str(outcome.error)), highlight=False)
+    console.print(styled(f"run folder: {folder.root}"))
     if engine.interrupted:
         from workload.errors import EXIT_INTERRUPTED
 
@@ -248,9 +246,7 @@ def plan_command(
     """
     import tempfile
 
-    from rich.text import Text
-
-    from workload.cli.console import ConsoleReporter, make_console
+    from workload.cli.console import ConsoleReporter, make_console, styled
     from workload.engine import Engine, RunOptions
     from workload.errors import EXIT_STEP_FAILED
     from workload.rundir import RunFolder
@@ -259,23 +255,25 @@ def plan_command(
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
     console = make_console()
-    console.print(f"[bold]{resolved.name}[/]: {resolved.description}")
+    console.print(styled((resolved.name, "bold"), f": {resolved.description}"))
     with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
         folder = RunFolder.create(Path(tmp), resolved.name)
         options = RunOptions(dependencies_only=dependencies_only, parallel=targets.parallel)
         outcomes: list[HostOutcome] = []
         for spec in specs:  # one host at a time so the plans print in order
-            console.print(f"\n[bold]== host {spec.name} ==[/]")
+            console.print(styled(("\n== host " + spec.name + " ==", "bold")))
             reporter = ConsoleReporter(console, hosts=[spec.name], show_parameters=True, verbose=verbose, planning=True)
             engine = Engine(resolved, folder, factory, options, reporter)
             outcomes += engine.run([spec], plan_only=True)
     problems = [s for o in outcomes for s in o.steps if s.status == "failed"]
     errors = [o for o in outcomes if o.error is not None]
     for outcome in errors:
-        console.print(Text.assemble(("error: ", "red"), str(outcome.error)), highlight=False)
+        console.print(styled(("error: ", "red"), str(outcome.error)), highlight=False)
     console.print(
-        f"\n{sum(len(o.steps) for o in outcomes)} step plan(s) on {len(specs)} host(s); "
-        f"{len(problems)} would fail if run now."
+        styled(
+            f"\n{sum(len(o.steps) for o in outcomes)} step plan(s) on {len(specs)} host(s); "
+            f"{len(problems)} would fail if run now."
+        )
     )
     if errors:
         return _exit_code(outcomes, 0)
