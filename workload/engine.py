@@ -40,7 +40,7 @@ from workload.errors import FactError, Interrupted, RebootRequired, StepError, W
 from workload.hosts.base import Host, HostSpec
 from workload.profile import ResolvedProfile
 from workload.rundir import RunFolder
-from workload.steps import HostState, Step, StepContext, StepPlan
+from workload.steps import CancelToken, HostState, Step, StepContext, StepPlan
 
 StepStatus = Literal["changed", "unchanged", "failed", "skipped", "planned", "reboot", "interrupted"]
 HostStatus = Literal["ok", "failed", "reboot-required", "interrupted"]
@@ -178,7 +178,7 @@ class Engine:
         self.open_host = open_host
         self.options = options or RunOptions()
         self.reporter: Reporter = reporter or NullReporter()
-        self.cancel = threading.Event()
+        self.cancel = CancelToken()
         self.cancel_reason = ""
         self.interrupted = False
         self._open: dict[str, Host] = {}
@@ -220,7 +220,7 @@ class Engine:
         with self._lock:
             if not self.cancel.is_set():
                 self.cancel_reason = reason
-            self.cancel.set()
+            self.cancel.set(reason)
             hosts = list(self._open.values())
         interrupt_hosts(hosts, timeout_s=INTERRUPT_TIMEOUT_S)
 
@@ -302,6 +302,7 @@ class Engine:
             exports=exports,
             console=lambda text: self._host_line(name, text),
             options=self.options.step_options,
+            cancel=self.cancel,
         )
 
     def _host_line(self, host: str, text: str) -> None:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticUseDefault
 
 from workload.commands import Command, mask_text
-from workload.errors import StepError
+from workload.errors import Interrupted, StepError
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
 
 #: When a step reads its facts (see :meth:`Step.fact_queries`).
@@ -207,6 +207,33 @@ class HostState:
         return dict(self._data)
 
 
+class CancelToken:
+    """The run-wide stop signal: set once (Ctrl-C, SIGTERM, ``--fail-fast``), never cleared.
+
+    The engine owns one per run and hands it to every step (:attr:`StepContext.cancel`). Killing
+    the running command is not enough to stop an action that runs several benchmarks one after
+    the other (each LoadGen scenario, each ``make run_harness``): the next one would start. So
+    everything that starts new work checks the token first (:meth:`StepContext.stop_if_cancelled`,
+    and :meth:`StepContext.run` for every command it starts). Event-compatible (``is_set``,
+    ``wait``), plus :attr:`reason`.
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+
+    def set(self, reason: str = "the run was stopped") -> None:
+        if not self._event.is_set():
+            self.reason = reason
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+
 @dataclass
 class StepContext:
     """Everything a step may use on one host during one run."""
@@ -228,6 +255,13 @@ class StepContext:
     iteration: int = 1
     #: Extra values for steps from the CLI (e.g. ``allow_no_gpu`` in tests).
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: The run's stop signal (the engine's); a step checks it before it starts anything new.
+    cancel: CancelToken = field(default_factory=CancelToken)
+
+    def stop_if_cancelled(self, what: str) -> None:
+        """Raise :class:`~workload.errors.Interrupted` when the run was stopped, before ``what`` starts."""
+        if self.cancel.is_set():
+            raise Interrupted(f"[{self.host.name}] stopped before {what}: {self.cancel.reason}")
 
     def log(self, message: str) -> None:
         """A line for the step log and the console (URL passwords and known secrets masked)."""
@@ -252,7 +286,12 @@ class StepContext:
         return sink
 
     def run(self, command: Command, *, echo: bool = False) -> CommandResult:
-        """Run a command on the host, logging it and its output to the step log."""
+        """Run a command on the host, logging it and its output to the step log.
+
+        Raises :class:`~workload.errors.Interrupted` instead when the run was stopped: nothing new
+        starts after Ctrl-C.
+        """
+        self.stop_if_cancelled(command.display())
         self._write_log(f"$ {command.display()}")
         result = self.host.run(command, on_line=self.line_sink(echo=echo))
         self._write_log(f"# exit {result.returncode} after {result.duration_s:.1f}s")

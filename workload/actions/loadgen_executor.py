@@ -259,6 +259,8 @@ class LoadGenExecutor(Step):
         settings_text = json.dumps(self.settings_for().model_dump(), indent=2) + "\n"
         failures: list[str] = []
         for (scenario, mode), change in zip(self.runs(), plan.changes, strict=True):
+            # After Ctrl-C/SIGTERM the killed run ends here and no further scenario starts.
+            ctx.stop_if_cancelled(f"LoadGen {scenario} {mode}")
             ctx.log(f"-> {change.summary}")
             out = self.host_dir(ctx, scenario, mode)
             ctx.check(cmd("mkdir", "-p", out))

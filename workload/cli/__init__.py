@@ -58,7 +58,8 @@ Start here:
   workload results RUN_FOLDER                  re-read and judge results from anywhere
 
 Exit codes: 0 ok, 2 bad input, 3 cannot connect, 4 a step failed, 5 reboot needed (re-run to
-resume), 6 results INVALID or accuracy failed, 7 regression (compare), 130 interrupted.
+resume), 6 results INVALID or accuracy failed, 7 regression (compare), 130 interrupted (Ctrl-C
+or SIGTERM).
 """
 
 
@@ -77,6 +78,7 @@ def invoke(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code (tests call this)."""
     from workload.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, WorkloadError
 
+    restore = _sigterm_as_interrupt()
     try:
         result: Any = cli.main(args=argv, prog_name="workload", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -97,7 +99,31 @@ def invoke(argv: list[str] | None = None) -> int:
         path = _write_debug_log()
         click.echo(f"internal error: {type(exc).__name__}: {exc}\n  details: {path}", err=True)
         return EXIT_INTERNAL
+    finally:
+        restore()
     return int(result or 0)
+
+
+def _sigterm_as_interrupt() -> Any:
+    """Handle SIGTERM (CI cancellation, ``timeout``, ``docker stop``) exactly like Ctrl-C.
+
+    The default action would end this process at once: the benchmark it started would run on
+    (local commands run in their own session, so the signal does not reach them) and no run.json
+    would be written. Raising KeyboardInterrupt in the main thread takes Ctrl-C's path instead:
+    the engine kills every host's commands, nothing new starts, the run folder is written, exit
+    130. Returns a function that puts the previous handler back (tests call :func:`invoke` in-process).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def _write_debug_log() -> str:

@@ -125,7 +125,10 @@ def run_command(
         # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
         outcomes = engine.run(specs)
     _write_run_json(folder, resolved.name, specs, options, outcomes)
+    stopped = engine.interrupted or any(o.status == "interrupted" for o in outcomes)
     metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
+    if stopped:
+        _mark_interrupted(folder, resolved.name, engine.cancel_reason or "interrupted")
     if len(specs) > 1:
         console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
     for outcome in outcomes:
@@ -135,9 +138,49 @@ def run_command(
     if engine.interrupted:
         from workload.errors import EXIT_INTERRUPTED
 
-        console.print("interrupted: finished steps and results are kept; run again to resume")
+        console.print(styled(("interrupted", "yellow"), f": {_resume_note(resolved, outcomes)}"))
         return EXIT_INTERRUPTED
     return _exit_code(outcomes, metrics_code)
+
+
+def _resume_note(resolved: Any, outcomes: list[HostOutcome]) -> str:
+    """What a re-run would do after an interrupt, said only as far as it is true.
+
+    Dependencies re-plan from the host's facts, so a re-run skips the finished ones; an action
+    runs again from its start (LoadGen reruns every scenario; the MLPerf harness skips only its
+    recorded setup stages and build). So "run again to resume" only when the stop hit dependencies.
+    """
+    kept = "nothing new was started; finished steps and collected results are kept in the run folder"
+    actions = {step.label for step in resolved.actions}
+    reached_actions = any(s.label in actions for o in outcomes for s in o.steps)
+    if reached_actions:
+        return f"{kept}; a new run starts the actions over (finished dependencies are not redone)"
+    return f"{kept}; run again to resume (finished dependency steps are not redone)"
+
+
+def _mark_interrupted(folder: Any, profile_name: str, reason: str) -> None:
+    """summary.json says the run was interrupted, and its verdict is never ok.
+
+    Whatever results came before the stop are judged as usual, but they are not the run that was
+    asked for: CI reading only summary.json must not take a cut-short run for a passing one.
+    """
+    import json
+
+    path = folder.root / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = {"experiment_id": folder.run_id, "profile_name": profile_name}
+    if not isinstance(summary, dict):
+        summary = {"experiment_id": folder.run_id, "profile_name": profile_name}
+    found = summary.get("verdict")
+    verdict: dict[str, Any] = found if isinstance(found, dict) else {}
+    failures = list(verdict.get("failures") or [])
+    failures.insert(0, f"the run was interrupted ({reason}): not every planned step ran")
+    summary["verdict"] = {**verdict, "ok": False, "failures": failures}
+    summary["interrupted"] = True
+    summary["interrupt_reason"] = reason
+    folder.write_json("summary.json", summary)
 
 
 def _exit_code(outcomes: list[HostOutcome], metrics_code: int) -> int:
