@@ -456,7 +456,7 @@ class Engine:
         if wait_s <= 0:
             return
         self._host_line(host.name, f"== waiting {wait_s:.0f}s for the next round (MinimumExecutionInterval)")
-        if self.cancel.wait(wait_s):
+        if self.cancel.wait(min(wait_s, threading.TIMEOUT_MAX)):  # a wait past TIMEOUT_MAX overflows
             raise Interrupted(f"[{host.name}] stopped between rounds: {self.cancel_reason}")
 
     def _run_step(

@@ -77,7 +77,10 @@ class StepParameters(BaseModel):
     """
 
     # Numbers given for text parameters ("LinuxDriverVersion": 550) are accepted as text, like VC.
-    model_config = ConfigDict(extra="allow", validate_default=True, frozen=True, coerce_numbers_to_str=True)
+    # allow_inf_nan=False: "inf", "nan", 1e999 are refused for every number (no tool can use them).
+    model_config = ConfigDict(
+        extra="allow", validate_default=True, frozen=True, coerce_numbers_to_str=True, allow_inf_nan=False
+    )
 
     Scenario: str | None = None
     MetricScenario: str | None = None
@@ -92,6 +95,15 @@ class StepParameters(BaseModel):
         # a blank text takes the parameter's default instead of failing its type.
         if isinstance(value, str) and not value.strip():
             raise PydanticUseDefault()
+        return value
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _integers_in_range(cls, value: object) -> object:
+        # Integers go to tools as 64-bit numbers (LoadGen's settings, timeouts); a bigger one
+        # would overflow there, after the run started, instead of being refused here.
+        if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+            raise ValueError("the number is out of range (more than 64 bits)")
         return value
 
     @classmethod

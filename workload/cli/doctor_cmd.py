@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from workload.cli.numbers import FiniteFloatRange
 from workload.cli.options import Targets, build_targets, host_options
 
 STATUS = {"pass": ("pass", "green"), "fail": ("FAIL", "red"), "skip": ("skip", "yellow")}
@@ -16,7 +17,7 @@ STATUS = {"pass": ("pass", "green"), "fail": ("FAIL", "red"), "skip": ("skip", "
 @click.option("--scratch", metavar="PATH", help="Check the free space of the file system holding PATH.")
 @click.option(
     "--min-free-gb",
-    type=click.FloatRange(0),
+    type=FiniteFloatRange(0),
     default=500.0,
     show_default=True,
     help="Free space the scratch path needs (MLPerf data and engines).",

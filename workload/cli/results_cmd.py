@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from workload.cli.numbers import FiniteFloatRange
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -163,7 +165,7 @@ def _fmt(value: float, unit: str) -> str:
 @click.option(
     "--threshold",
     "threshold",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=5.0,
     show_default=True,
     help="Percent change that counts as a regression (or a slow host with --hosts).",

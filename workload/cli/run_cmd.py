@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from workload.cli.numbers import FiniteFloatRange
 from workload.cli.options import Targets, build_targets, host_options, parameter_options, resolve_from_options
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def _output_option(func: Any) -> Any:
 @click.option(
     "--timeout",
     "timeout_min",
-    type=click.FloatRange(0, min_open=True),
+    type=FiniteFloatRange(0, min_open=True, max=10_000_000),
     default=None,
     help="Repeat action rounds until this many minutes have passed (the running action finishes).",
 )

@@ -474,7 +474,7 @@ class SshHost(Host):
 _WATCHDOG = (
     'p=$PPID; w=; if [ -d "/proc/$p" ]; then '
     "( trap '' TERM; while [ -d \"/proc/$p\" ]; do sleep 1; done; "
-    'kill -TERM -$$ 2>/dev/null; sleep 5; kill -KILL -$$ 2>/dev/null ) </dev/null >/dev/null 2>&1 & w=$!; fi; '
+    "kill -TERM -$$ 2>/dev/null; sleep 5; kill -KILL -$$ 2>/dev/null ) </dev/null >/dev/null 2>&1 & w=$!; fi; "
 )
 
 
