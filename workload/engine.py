@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from workload.errors import FactError, Interrupted, RebootRequired, StepError, WorkloadError
+from workload.errors import FactError, HostBug, Interrupted, OutputError, RebootRequired, StepError, WorkloadError
 from workload.hosts.base import Host, HostSpec
 from workload.profile import ResolvedProfile
 from workload.rundir import RunFolder
@@ -181,6 +181,8 @@ class Engine:
         self.cancel = CancelToken()
         self.cancel_reason = ""
         self.interrupted = False
+        #: Files of the run folder that could not be written (disk full...); reported by the CLI.
+        self.write_errors: list[OutputError] = []
         self._open: dict[str, Host] = {}
         #: Per host: the step whose pending reboot the host has done since the last run.
         self._rebooted_for: dict[str, str] = {}
@@ -271,6 +273,12 @@ class Engine:
                 outcome.status, outcome.error = "failed", exc
                 if self.options.fail_fast and not plan_only:
                     self.stop(f"stopped by --fail-fast: {spec.name} failed")
+        except Exception as exc:  # a bug: this host fails, the others and the run folder are kept
+            outcome.status = "failed"
+            outcome.error = HostBug(
+                f"[{spec.name}] internal error: {type(exc).__name__}: {exc}",
+                hint=f"a bug in workload; the traceback is in {self._save_traceback(spec.name)}",
+            )
         finally:
             with self._lock:
                 self._open.pop(spec.name, None)
@@ -281,6 +289,20 @@ class Engine:
             self._finish_host_log(spec.name, outcome)
             self.reporter.host_finished(spec.name, outcome)
         return outcome
+
+    def _save_traceback(self, name: str) -> str:
+        import tempfile
+        import traceback
+
+        text = traceback.format_exc()
+        try:
+            path = self.folder.host_dir(name) / "traceback.txt"
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            with tempfile.NamedTemporaryFile("w", prefix="workload-debug-", suffix=".log", delete=False) as fh:
+                fh.write(text)
+                return fh.name
+        return str(path)
 
     def _finish_host_log(self, name: str, outcome: HostOutcome) -> None:
         """The last lines of ``host.log``: the host's outcome and its whole error message."""
@@ -303,6 +325,7 @@ class Engine:
             console=lambda text: self._host_line(name, text),
             options=self.options.step_options,
             cancel=self.cancel,
+            write_errors=self.write_errors,
         )
 
     def _host_line(self, host: str, text: str) -> None:
@@ -319,8 +342,14 @@ class Engine:
         """
         stamp = time.strftime("%H:%M:%S")
         lines = "".join(f"{stamp} [{host}] {line}\n" for line in text.rstrip("\n").splitlines() or [""])
-        with (self.folder.host_dir(host) / "host.log").open("a", encoding="utf-8") as fh:
-            fh.write(lines)
+        try:
+            with (self.folder.host_dir(host) / "host.log").open("a", encoding="utf-8", errors="backslashreplace") as fh:
+                fh.write(lines)
+        except OSError as exc:
+            # Logging must not stop a running benchmark; the CLI names the file and exits 8.
+            with self._lock:
+                if not self.write_errors:
+                    self.write_errors.append(OutputError.from_os_error("the host log", self.folder.root, exc))
 
     def _plan_host(self, host: Host, outcome: HostOutcome) -> None:
         """Plan every step without changing anything; a step that cannot be planned is reported.

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticUseDefault
 
 from workload.commands import Command, mask_text
-from workload.errors import Interrupted, StepError
+from workload.errors import Interrupted, OutputError, StepError
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
 
 #: When a step reads its facts (see :meth:`Step.fact_queries`).
@@ -269,6 +269,8 @@ class StepContext:
     options: Mapping[str, Any] = field(default_factory=dict)
     #: The run's stop signal (the engine's); a step checks it before it starts anything new.
     cancel: CancelToken = field(default_factory=CancelToken)
+    #: Log files that could not be written (shared by the run; the CLI reports them).
+    write_errors: list[OutputError] = field(default_factory=list)
 
     def stop_if_cancelled(self, what: str) -> None:
         """Raise :class:`~workload.errors.Interrupted` when the run was stopped, before ``what`` starts."""
@@ -283,9 +285,15 @@ class StepContext:
             self.console(message)
 
     def _write_log(self, line: str) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(mask_text(line).rstrip("\n") + "\n")
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.log_path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
+                fh.write(mask_text(line).rstrip("\n") + "\n")
+        except OSError as exc:
+            # A full disk must not stop the benchmark that is running (or hide its result):
+            # the failure is recorded once and reported by the CLI (exit 8), naming the file.
+            if not self.write_errors:
+                self.write_errors.append(OutputError.from_os_error("the step log", self.log_path, exc))
 
     def line_sink(self, *, echo: bool = True) -> LineSink:
         """A sink for command output: every line to the step log, and to the console if ``echo``."""

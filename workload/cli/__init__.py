@@ -58,8 +58,8 @@ Start here:
   workload results RUN_FOLDER                  re-read and judge results from anywhere
 
 Exit codes: 0 ok, 2 bad input, 3 cannot connect, 4 a step failed, 5 reboot needed (re-run to
-resume), 6 results INVALID or accuracy failed, 7 regression (compare), 130 interrupted (Ctrl-C
-or SIGTERM).
+resume), 6 results INVALID or accuracy failed, 7 regression (compare), 8 an output file could
+not be written (disk full), 130 interrupted (Ctrl-C or SIGTERM).
 """
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -139,7 +139,7 @@ def results_command(
     console = make_console(stderr=as_json)
     if as_json:
         for metric in collection.metrics:
-            click.echo(metric.model_dump_json())
+            click.echo(_metric_json(metric))
     else:
         console.print(render_table(collection))
     _print_explanations(console, collection)
@@ -153,6 +153,18 @@ def results_command(
     if code:
         ctx.exit(code)
     return code
+
+
+def _metric_json(metric: Any) -> str:
+    """One metric as a JSON line. Names from undecodable bytes (a folder named in another
+    encoding reads as lone surrogates) are written as ``\\udcXX`` escapes instead of failing."""
+    try:
+        text: str = metric.model_dump_json()
+    except ValueError:
+        import json
+
+        text = json.dumps(metric.model_dump(mode="python"), separators=(",", ":"), default=str)
+    return text
 
 
 def _fmt(value: float, unit: str) -> str:

@@ -93,7 +93,7 @@ def run_command(
     """
     from workload.cli.console import ConsoleReporter, hosts_table, make_console, styled
     from workload.engine import Engine, RunOptions, unfinished_hosts
-    from workload.errors import UsageError
+    from workload.errors import OutputError, UsageError
     from workload.rundir import RunFolder
 
     if iterations is not None and timeout_min is not None:
@@ -109,8 +109,15 @@ def run_command(
                 hint="every host of that run finished, or none of its unfinished hosts is among --host/--inventory",
             )
     console = make_console()
-    folder = RunFolder.create(output_dir, resolved.name)
-    folder.write_json("profile.json", resolved.to_json())
+    try:
+        folder = RunFolder.create(output_dir, resolved.name)
+        folder.write_json("profile.json", resolved.to_json())
+    except OSError as exc:  # nothing ran yet: a bad --output-dir is bad input
+        raise UsageError(
+            f"--output-dir {output_dir}: cannot create the run folder: {exc.strerror or exc}"
+            + (f" ({exc.filename})" if exc.filename else ""),
+            hint="pick a writable folder with free space",
+        ) from None
     options = RunOptions(
         dependencies_only=dependencies_only,
         iterations=iterations or 1,
@@ -125,23 +132,39 @@ def run_command(
     with engine_reporter:
         # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
         outcomes = engine.run(specs)
-    _write_run_json(folder, resolved.name, specs, options, outcomes)
+    # From here on the benchmark has run: a file that cannot be written (disk full) is named and
+    # the run goes on to print what was collected, then exits 8 (OutputError), not 1.
+    write_errors: list[OutputError] = list(engine.write_errors)
     stopped = engine.interrupted or any(o.status == "interrupted" for o in outcomes)
-    metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
+    try:
+        _write_run_json(folder, resolved.name, specs, options, outcomes)
+    except OSError as exc:
+        write_errors.append(OutputError.from_os_error("run.json", folder.root / "run.json", exc))
+    metrics_code, main_metric = _report_results(
+        console, folder, resolved.name, outcomes, allow_invalid, write_errors=write_errors
+    )
     if stopped:
-        _mark_interrupted(folder, resolved.name, engine.cancel_reason or "interrupted")
+        try:
+            _mark_interrupted(folder, resolved.name, engine.cancel_reason or "interrupted")
+        except OSError as exc:
+            write_errors.append(OutputError.from_os_error("summary.json", folder.root / "summary.json", exc))
     if len(specs) > 1:
         console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
     for outcome in outcomes:
         if outcome.error is not None:
             console.print(styled(("error: ", "red"), str(outcome.error)), highlight=False)
     console.print(styled(f"run folder: {folder.root}"))
+    for problem in write_errors:
+        console.print(styled(("error: ", "red"), str(problem)), highlight=False)
     if engine.interrupted:
         from workload.errors import EXIT_INTERRUPTED
 
         console.print(styled(("interrupted", "yellow"), f": {_resume_note(resolved, outcomes)}"))
         return EXIT_INTERRUPTED
-    return _exit_code(outcomes, metrics_code)
+    code = _exit_code(outcomes, metrics_code)
+    if write_errors and code in (0, 6):
+        return write_errors[0].exit_code
+    return code
 
 
 def _resume_note(resolved: Any, outcomes: list[HostOutcome]) -> str:
@@ -188,6 +211,8 @@ def _exit_code(outcomes: list[HostOutcome], metrics_code: int) -> int:
     from workload import errors
 
     failed = [o for o in outcomes if o.status == "failed"]
+    if any(isinstance(o.error, errors.HostBug) for o in failed):
+        return errors.EXIT_INTERNAL  # after every host finished and the run folder was written
     if failed:
         if all(isinstance(o.error, errors.ConnectError) for o in failed):
             return errors.EXIT_CONNECT
@@ -200,7 +225,13 @@ def _exit_code(outcomes: list[HostOutcome], metrics_code: int) -> int:
 
 
 def _report_results(
-    console: Console, folder: Any, profile_name: str, outcomes: list[HostOutcome], allow_invalid: bool
+    console: Console,
+    folder: Any,
+    profile_name: str,
+    outcomes: list[HostOutcome],
+    allow_invalid: bool,
+    *,
+    write_errors: list[Any],
 ) -> tuple[int, dict[str, str]]:
     """Parse every host's result folders, write the merged metrics files, print the table.
 
@@ -229,7 +260,12 @@ def _report_results(
     if not merged.results and not merged.issues:
         return EXIT_OK, main_metric
     context = OutputContext(experiment_id=folder.run_id, profile_name=profile_name)
-    write_outputs(folder.root, merged.results, context, issues=merged.issues)
+    try:
+        write_outputs(folder.root, merged.results, context, issues=merged.issues)
+    except OSError as exc:  # the verdict below is still printed
+        from workload.errors import OutputError
+
+        write_errors.append(OutputError.from_os_error("the metrics files", folder.root, exc))
     console.print(render_table(merged))
     verdict = Verdict.from_results(merged.results, merged.issues)  # unreadable files fail it, each named
     for line in verdict.lines():

@@ -686,6 +686,14 @@ def parse_host_spec(text: str, *, option: str | None = None) -> HostSpec:
     port = _port_of(parts.netloc)
     if port is None:
         raise UsageError(f"{where}: the port is not a number between 1 and 65535")
+    if parts.password is not None:
+        hint = (
+            "put the password in an environment variable and pass --ssh-password-env VARIABLE_NAME, "
+            "or use key or agent authentication"
+            if option is None
+            else "put the password in an environment variable and write password_env=VARIABLE_NAME"
+        )
+        raise UsageError(f"{where}: a password in the host URL would end up in shell history", hint=hint)
     if parts.username is not None and not _USER.fullmatch(parts.username):
         problem = "the user name is empty" if not parts.username else f"{parts.username!r} is not a user name"
         raise UsageError(f"{where}: {problem}", hint="use ssh://user@host:port, or leave out 'user@'")
