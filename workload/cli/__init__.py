@@ -6,6 +6,7 @@ starts fast (no docker, paramiko, pydantic or rich at start-up).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from typing import Any
@@ -79,6 +80,7 @@ def invoke(argv: list[str] | None = None) -> int:
     from workload.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, WorkloadError
 
     restore = _sigterm_as_interrupt()
+    _print_any_text()
     try:
         result: Any = cli.main(args=argv, prog_name="workload", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -102,6 +104,17 @@ def invoke(argv: list[str] | None = None) -> int:
     finally:
         restore()
     return int(result or 0)
+
+
+def _print_any_text() -> None:
+    """Let stdout/stderr print any text: names from undecodable bytes (a non-UTF-8 argument, file
+    or folder name arrives as lone surrogates) are written as backslash escapes instead of
+    raising UnicodeEncodeError in the middle of a message, for every print of every command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a stream that cannot change stays as it is
+                reconfigure(errors="backslashreplace")
 
 
 def _sigterm_as_interrupt() -> Any:
