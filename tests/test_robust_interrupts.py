@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 import workload
+from tests.processes import processes
+from tests.test_mlperf_cli import bed  # noqa: F401  (fixture)
 from tests.testbed.sshd import SshServer, fresh_sshd, ssh_host  # noqa: F401  (fixture)
 from workload.commands import cmd
 
@@ -156,3 +158,37 @@ def test_a_lost_ssh_connection_takes_the_remote_command_with_it(request: pytest.
     transport.sock.close()  # the client vanishes (crash, kill -9, network cut with an RST)
     wait_for(lambda: sleeping not in running_commands(), 10, "the remote command to die with its session")
     host.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_during_a_harness_run_in_the_container(request: pytest.FixtureRequest, signum: int) -> None:
+    """The stand-in harness (test bed container) is in a long ``make run_harness``: stop everything."""
+    from tests.test_mlperf_cli import PROFILE, Bed
+
+    testbed: Bed = request.getfixturevalue("bed")
+    (testbed.scratch / "standin_run_harness_sleep").write_text("393.5")
+    started = testbed.scratch / "standin_run_harness_started"
+    argv = [sys.executable, "-m", "workload", "run", "--profile", str(PROFILE), "--parameters"]
+    argv += [testbed.parameters + ",,,TestModes=PerformanceOnly,AccuracyOnly", "--output-dir", str(testbed.runs)]
+    env = {**os.environ, "WORKLOAD_STATE_PATH": str(testbed.state), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        wait_for(lambda: started.exists() and bool(processes("sleep 393.5")), 300, "the harness run")
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=10)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and took < 10, out
+    wait_for(lambda: not processes("sleep 393.5"), 3, "the harness to end")
+    (folder,) = testbed.runs.iterdir()
+    (outcome,) = json.loads((folder / "run.json").read_text())["outcomes"]
+    assert outcome["status"] == "interrupted" and outcome["steps"][-1]["status"] == "interrupted"
+    runs = [line for line in testbed.calls() if line.startswith("run_harness ")]
+    assert len(runs) == 1 and "PerformanceOnly" in runs[0]  # no AccuracyOnly run started after the stop
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["verdict"]["ok"] is False
