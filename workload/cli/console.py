@@ -110,15 +110,16 @@ class ConsoleReporter:
             width = min(max(len(h) for h in hosts), 40)
             self.progress = Progress(
                 SpinnerColumn(finished_text=Text("·", style="bold")),
-                _TextFieldColumn("host", width),
+                _TextFieldColumn("host_text", width),
                 _TextFieldColumn("line"),
                 TimeElapsedColumn(),
                 console=console,
                 transient=False,
             )
             for name in hosts:
+                # host/description: the plain texts (for callers); host_text/line: what is shown.
                 self._tasks[name] = self.progress.add_task(
-                    "", host=styled((name, "bold")), line=styled(("waiting", "dim")), total=None
+                    "waiting", host=name, host_text=styled((name, "bold")), line=styled(("waiting", "dim")), total=None
                 )
 
     def __enter__(self) -> ConsoleReporter:
@@ -138,7 +139,8 @@ class ConsoleReporter:
         with self._lock:
             self._step_number[host] = self._step_number.get(host, 0) + 1
             if self.progress is not None:
-                self.progress.update(self._tasks[host], line=styled(f"{self._count(host)} {step.label}"))
+                line = f"{self._count(host)} {step.label}"
+                self.progress.update(self._tasks[host], description=line, line=styled(line))
             else:
                 self.console.print(styled((f"[{host}]", "bold"), f" -> {step.label}"), highlight=False)
                 if self.show_parameters and not self.multi:
@@ -197,7 +199,7 @@ class ConsoleReporter:
                 text.append(f": {_shorten(outcome.reason, 80)}")
             if self.progress is not None:
                 # A total makes the task "finished": its elapsed time stops at the host's end.
-                self.progress.update(self._tasks[host], line=text, total=1, completed=1)
+                self.progress.update(self._tasks[host], description=text.plain, line=text, total=1, completed=1)
             elif self.multi:
                 self.console.print(
                     styled((f"[{host}]", "bold"), " ", text, f" in {outcome.duration_s:.1f}s"), highlight=False

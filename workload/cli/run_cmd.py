@@ -174,7 +174,7 @@ def _resume_note(resolved: Any, outcomes: list[HostOutcome]) -> str:
     runs again from its start (LoadGen reruns every scenario; the MLPerf harness skips only its
     recorded setup stages and build). So "run again to resume" only when the stop hit dependencies.
     """
-    kept = "nothing new was started; finished steps and collected results are kept in the run folder"
+    kept = "finished steps and results are kept in the run folder; nothing new was started"
     actions = {step.label for step in resolved.actions}
     reached_actions = any(s.label in actions for o in outcomes for s in o.steps)
     if reached_actions:
