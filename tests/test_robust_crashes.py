@@ -164,3 +164,14 @@ def test_a_non_utf8_folder_name_with_json(tmp_path: Path, capsys: pytest.Capture
     assert invoke(["results", str(folder), "--json"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert records and all(r["value"] is not None for r in records)
+
+
+def test_a_folder_claimed_between_check_and_create_is_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other run creates the folder right after this one looked (the race, made certain)."""
+    now = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
+    first = RunFolder.create(tmp_path, "P", now=now).root
+    monkeypatch.setattr(Path, "exists", lambda self: False)  # every look says "free"
+    second = RunFolder.create(tmp_path, "P", now=now).root
+    assert second != first and second.name == f"{first.name}-2"
