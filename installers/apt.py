@@ -231,7 +231,18 @@ def add_repository(repo: AptRepository) -> tuple[Command, ...]:
     return (
         cmd("install", "-d", "-m", "0755", KEYRING_DIR, sudo=True, timeout=60),
         with_retry(
-            cmd("curl", "-fsSL", "--connect-timeout", "30", "-o", repo.keyring, repo.key_url, sudo=True, timeout=300)
+            cmd(
+                "curl",
+                "-fsSL",
+                "--connect-timeout",
+                "30",
+                "-o",
+                repo.keyring,
+                "--",
+                repo.key_url,
+                sudo=True,
+                timeout=300,
+            )
         ),
         cmd("chmod", "0644", repo.keyring, sudo=True, timeout=60),
         cmd("tee", repo.list_file, input=repo.line, sudo=True, timeout=60),

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -126,9 +127,63 @@ def _formatted_by_us(disk: Disk, params: FormatDisksParameters) -> str | None:
     return None
 
 
+#: Exits 1, naming why, unless the disk (argv[2]; argv[1] names the script in displays) is free
+#: for FormatDisks to write: it opens exclusively (O_EXCL on a block device fails while it is
+#: mounted, in a RAID/LVM, or claimed by mkfs & co.), has no holders, and no process has it or one
+#: of its partitions open. Run right before the first write (parted), so a disk someone took since
+#: the plan is left untouched.
+EXCLUSIVE_SCRIPT = r"""
+import os, sys
+disk = os.path.realpath(sys.argv[2])
+name = os.path.basename(disk)
+busy = []
+try:
+    os.close(os.open(disk, os.O_RDONLY | os.O_EXCL))
+except OSError as e:
+    busy.append("it cannot be opened exclusively (%s): mounted, in a RAID or LVM, or claimed by a program" % e.strerror)
+sysdir = "/sys/class/block/" + name
+holders = os.listdir(sysdir + "/holders") if os.path.isdir(sysdir + "/holders") else []
+if holders:
+    busy.append("held by " + ", ".join(sorted(holders)))
+parts = [p for p in (os.listdir(sysdir) if os.path.isdir(sysdir) else []) if p.startswith(name)]
+targets = {disk} | {"/dev/" + p for p in parts}
+me = os.getpid()
+for pid in os.listdir("/proc"):
+    if not pid.isdigit() or int(pid) == me:
+        continue
+    try:
+        fds = os.listdir("/proc/%s/fd" % pid)
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            target = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target in targets:
+            try:
+                with open("/proc/%s/comm" % pid) as f:
+                    comm = f.read().strip()
+            except OSError:
+                comm = "?"
+            busy.append("open in process %s (%s) as %s" % (pid, comm, target))
+            break
+if busy:
+    sys.stderr.write("%s is in use: %s; nothing was written to it\n" % (disk, "; ".join(busy)))
+    sys.exit(1)
+print("%s is not in use" % disk)
+"""
+
+
+def exclusive_check(disk_path: str) -> Command:
+    """The check that ``disk_path`` is free, run before the first write (see :data:`EXCLUSIVE_SCRIPT`)."""
+    return cmd("python3", "-c", EXCLUSIVE_SCRIPT, "disk-is-free", disk_path, sudo=True, timeout=120)
+
+
 def _single_disk_change(disk: Disk, params: FormatDisksParameters) -> Change:
     part = partition_path(disk.path)
     commands = (
+        exclusive_check(disk.path),
         cmd(
             "parted",
             "-s",
@@ -231,6 +286,39 @@ def _unrecorded_raid(matched: Sequence[Disk], params: FormatDisksParameters, mda
     return None
 
 
+#: Host state key: the disks FormatDisks began to write (path -> what it knew of the disk), set
+#: before the first write and cleared once the disk is formatted. A run cut off between partitioning
+#: and mkfs leaves a disk with a partition table only; with this record the next run finishes it.
+STARTED_KEY = "FormatDisks:started"
+#: Whole-disk signatures a partition table of ours leaves (wipefs names a GPT and its protective MBR).
+_TABLE_SIGNATURES = frozenset({"gpt", "PMBR"})
+
+
+def started_record(disk: Disk, params: FormatDisksParameters, when: str) -> dict[str, object]:
+    """What FormatDisks records of a disk before its first write (to recognise it when resuming)."""
+    return {"size": disk.size, "model": disk.device.model, "label": params.Label, "started": when}
+
+
+def _leftover_of_ours(disk: Disk, facts: DiskFacts, params: FormatDisksParameters, record: object) -> bool:
+    """Whether ``disk`` is exactly what an interrupted FormatDisks of the same disk left behind.
+
+    The same size and model as recorded, the same label, nothing mounted, no swap, probed, not the
+    OS disk, and nothing on it but a partition table with at most one empty partition.
+    """
+    if not isinstance(record, Mapping):
+        return False
+    same = record.get("size") == disk.size and record.get("model") == disk.device.model
+    if not same or record.get("label") != params.Label:
+        return False
+    if disk.is_os_disk or not facts.os_disk_known or disk.probe_error or disk.device.read_only or disk.swap:
+        return False
+    if any(node.mountpoints for node in disk.device.walk()) or disk.device.fstype:
+        return False
+    if not set(disk.signatures) <= _TABLE_SIGNATURES or len(disk.device.children) > 1:
+        return False
+    return all(c.type == "part" and not c.fstype and not c.children for c in disk.device.children)
+
+
 def plan_format(
     params: FormatDisksParameters,
     facts: DiskFacts,
@@ -238,14 +326,27 @@ def plan_format(
     has_mdadm: bool = True,
     mdadm_conf: str | None = None,
     allow_non_nvme: bool = False,
+    started: Mapping[str, object] | None = None,
 ) -> StepPlan:
-    """What FormatDisks would do (pure). Raises :class:`PlanRefused` for an impossible RAID0.
+    """What FormatDisks would do (pure). Raises :class:`PlanRefused` for an impossible RAID0, and
+    when a matched disk could not be probed (a wrong sudo password: nothing is known, so the step fails).
 
     ``mdadm_conf``: the text of ``MdadmConfPath`` (None: not read; "" where it does not exist).
     ``allow_non_nvme``: the test option that lets loop devices be RAID0 members.
+    ``started``: the host state's :data:`STARTED_KEY` record; a disk there that holds only what an
+    interrupted format of it left (:func:`_leftover_of_ours`) is formatted again from the start.
     """
     flt = Filter.parse(params.DiskFilter)
     matched = flt.select(facts.disks, purpose="format")
+    unprobed = [d for d in matched if d.probe_error and not d.is_os_disk]
+    if unprobed:
+        raise PlanRefused(
+            "could not probe "
+            + "; ".join(f"{d.path} ({d.probe_error})" for d in unprobed)
+            + ": no disk is formatted without knowing what it holds",
+            hint="check that sudo works on the host (--sudo-password-env, or passwordless sudo) and run again",
+        )
+    started = started or {}
     notes: list[str] = list(facts.notes)
     skipped = len(facts.disks) - len(matched)
     if skipped:
@@ -258,6 +359,11 @@ def plan_format(
             done.append(ours)
             continue
         reason = refusal(disk, facts)
+        if reason is not None and not params.Raid0 and _leftover_of_ours(disk, facts, params, started.get(disk.path)):
+            record = started[disk.path]
+            when = record.get("started", "an earlier run") if isinstance(record, Mapping) else "an earlier run"
+            notes.append(f"resuming: FormatDisks began formatting {disk.path} at {when} and was cut off before mkfs")
+            reason = None
         if reason is None:
             eligible.append(disk)
         else:
@@ -334,7 +440,7 @@ class FormatDisks(Step):
         if not params.MdadmConfPath.startswith("/") or any(c.isspace() for c in params.MdadmConfPath):
             raise ValueError(f"MdadmConfPath: {params.MdadmConfPath!r} must be an absolute path without spaces")
 
-    def _plan(self, host: Host, *, allow_non_nvme: bool) -> StepPlan:
+    def _plan(self, host: Host, *, allow_non_nvme: bool, started: Mapping[str, object]) -> StepPlan:
         facts = read_disk_facts(host)
         has_mdadm = True
         mdadm_conf: str | None = None
@@ -344,12 +450,17 @@ class FormatDisks(Step):
                 mdadm_conf = host.read_text(self.p.MdadmConfPath)
             except FileNotFoundError:
                 mdadm_conf = ""
-        return plan_format(self.p, facts, has_mdadm=has_mdadm, mdadm_conf=mdadm_conf, allow_non_nvme=allow_non_nvme)
+        return plan_format(
+            self.p, facts, has_mdadm=has_mdadm, mdadm_conf=mdadm_conf, allow_non_nvme=allow_non_nvme, started=started
+        )
 
     def plan(self, ctx: StepContext) -> StepPlan:
+        allow = bool(ctx.options.get(ALLOW_NON_NVME_OPTION, False))
         try:
-            return self._plan(ctx.host, allow_non_nvme=bool(ctx.options.get(ALLOW_NON_NVME_OPTION, False)))
-        except (PlanRefused, ValueError) as exc:
+            return self._plan(ctx.host, allow_non_nvme=allow, started=ctx.state.mapping(STARTED_KEY))
+        except PlanRefused as exc:
+            raise self.fail(exc.problem, ctx, hint=exc.hint) from None
+        except ValueError as exc:
             raise self.fail(str(exc), ctx) from None
 
     def apply(self, ctx: StepContext, plan: StepPlan) -> None:
@@ -362,12 +473,55 @@ class FormatDisks(Step):
                 ctx,
                 hint="run again to plan on the current state",
             )
-        super().apply(ctx, plan)
+        if self.p.Raid0:
+            super().apply(ctx, plan)
+            return
+        disks = {d.path: d for d in read_disk_facts(ctx.host).disks}  # remembered: read by the plan above
+        began: list[str] = ctx.memo.setdefault(STARTED_KEY, [])
+        for change in plan.changes:
+            ctx.log(f"-> {change.summary}")
+            check, *writes = change.commands
+            ctx.check(check)  # the disk is free: nothing is written otherwise
+            # Recorded between the check and the first write: a run cut off after parted can
+            # finish the disk next time; a disk never written is never recorded.
+            path = next(str(a) for a in check.argv if str(a) in disks)
+            when = time.strftime("%Y-%m-%dT%H:%M:%S")
+            ctx.state.merge(STARTED_KEY, {path: started_record(disks[path], self.p, when)})
+            began.append(path)
+            for command in writes:
+                ctx.check(command)
 
     def verify(self, ctx: StepContext) -> None:
         left = self.plan(ctx)
         if left.changed:
             raise self.fail("still blank after formatting: " + "; ".join(c.summary for c in left.changes), ctx)
+        started = ctx.state.mapping(STARTED_KEY)
+        if not started:
+            return
+        # Success only for disks that really are formatted: a disk this step began and that is not
+        # finished (someone took it between parted and mkfs) fails the step, naming it.
+        facts = read_disk_facts(ctx.host)
+        disks = {d.path: d for d in facts.disks}
+        matched = {d.path for d in Filter.parse(self.p.DiskFilter).select(facts.disks, purpose="format")}
+        finished = {p: None for p in started if p in disks and _formatted_by_us(disks[p], self.p) is not None}
+        if finished:
+            ctx.state.merge(STARTED_KEY, finished)
+        began_now = set(ctx.memo.get(STARTED_KEY, ()))
+        for path in started:
+            if path not in finished and path not in began_now and path in matched:
+                why = refusal(disks[path], facts) if path in disks else "the disk is gone"
+                ctx.log(f"note: an earlier FormatDisks began {path} and could not finish it: {why}")
+        unfinished = [p for p in began_now if p not in finished]
+        if unfinished:
+            raise self.fail(
+                "began formatting "
+                + ", ".join(unfinished)
+                + " but it is not formatted: "
+                + "; ".join(refusal(disks[p], facts) or "not formatted" for p in unfinished if p in disks),
+                ctx,
+                hint="free the disk (unmount it, stop the program that holds it) and run again: "
+                "FormatDisks finishes a disk it began",
+            )
 
 
 # == MountDisks ====================================================================================

@@ -5,6 +5,7 @@ the middle continues from where it stopped, on the next attempt or the next run.
 against its SHA-256 (when one is given) and only then renamed to ``dest``: a file at ``dest`` is
 therefore always complete and verified, and its presence is the "already downloaded" fact.
 A checksum mismatch deletes the partial file (resuming a corrupt file would never succeed).
+Positional arguments (the URL, paths) follow ``--``, so none is ever read as an option.
 """
 
 from __future__ import annotations
@@ -84,12 +85,12 @@ def fetch_command(url: str, part: str, tool: Tool, *, attempts: int = 5) -> Comm
     if tool == "curl":
         base = cmd(
             "curl", "-fL", "-C", "-", "--retry", "3", "--retry-delay", "2", "--connect-timeout", "30",
-            "--speed-limit", "1024", "--speed-time", "60", "-sS", "-o", part, url,
+            "--speed-limit", "1024", "--speed-time", "60", "-sS", "-o", part, "--", url,
             sudo=True, timeout=DOWNLOAD_TIMEOUT_S,
         )  # fmt: skip
     else:
         base = cmd(
-            "wget", "-c", "--tries=3", "--waitretry=2", "--timeout=60", "-nv", "-O", part, url,
+            "wget", "-c", "--tries=3", "--waitretry=2", "--timeout=60", "-nv", "-O", part, "--", url,
             sudo=True, timeout=DOWNLOAD_TIMEOUT_S,
         )  # fmt: skip
     return with_retry(base, attempts=attempts, delay_s=3)
@@ -101,10 +102,10 @@ def download_commands(url: str, dest: str, *, sha256: str | None, tool: Tool, at
         raise ValueError(f"not a SHA-256 hex digest: {sha256!r}")
     part = dest + ".part"
     commands: list[Command] = [
-        cmd("mkdir", "-p", posixpath.dirname(dest) or "/", sudo=True, timeout=60),
+        cmd("mkdir", "-p", "--", posixpath.dirname(dest) or "/", sudo=True, timeout=60),
         fetch_command(url, part, tool, attempts=attempts),
     ]
     if sha256 is not None:
         commands.append(cmd("sh", "-c", VERIFY_SCRIPT, "verify-sha256", sha256.lower(), part, sudo=True, timeout=1800))
-    commands.append(cmd("mv", "-f", part, dest, sudo=True, timeout=60))
+    commands.append(cmd("mv", "-f", "--", part, dest, sudo=True, timeout=60))
     return tuple(commands)

@@ -25,11 +25,13 @@ non-alphanumerics as ``_`` (``mlperf`` -> ``MLPERF_PATH``); the state key is ``G
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import posixpath
 import re
 from dataclasses import dataclass
 from typing import ClassVar
+from urllib.parse import unquote, urlsplit
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
@@ -130,31 +132,75 @@ def git(directory: str, *args: str, **options: object) -> Command:
     return cmd("git", "-c", f"safe.directory={directory}", "-C", directory, *args, **options)
 
 
+#: Runs ``"$@"`` (a git command) with an HTTP header read from stdin in git's environment
+#: (``GIT_CONFIG_COUNT``: config from the environment, git >= 2.31). The credentials of an HTTP(S)
+#: ``RepoUri`` travel this way: never in an argument (any local user can read every process's
+#: command line in ``/proc/*/cmdline``; a process's environment only its owner and root), never in
+#: a file, never in the clone's ``origin``.
+AUTH_SCRIPT = (
+    "IFS= read -r header || exit 2; "
+    'export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader GIT_CONFIG_VALUE_0="$header"; '
+    'exec "$@"'
+)
+
+
+def credentials_header(uri: str) -> str | None:
+    """The ``Authorization`` header of an HTTP(S) URI's userinfo (``https://user:TOKEN@h/r``, ``https://TOKEN@h/r``).
+
+    None for a URI without userinfo, and for other schemes (an ``ssh://user@host`` user is a login name).
+    """
+    parts = urlsplit(uri.strip())
+    if parts.scheme.lower() not in ("http", "https") or "@" not in parts.netloc:
+        return None
+    userinfo = parts.netloc.rpartition("@")[0]
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return f"Authorization: Basic {token}"
+
+
+def fetch_uri(uri: str) -> str:
+    """The URI git is given: without the userinfo when it goes as a header (:func:`credentials_header`)."""
+    return without_credentials(uri) if credentials_header(uri) is not None else uri.strip()
+
+
+def authenticated(command: Command, header: str | None) -> Command:
+    """``command`` run through :data:`AUTH_SCRIPT` with ``header`` on its stdin (unchanged without one)."""
+    if header is None:
+        return command
+    return command.with_options(argv=("sh", "-c", AUTH_SCRIPT, "git-auth", *command.argv), input=header + "\n")
+
+
 def clone_commands(params: GitRepoCloneParameters, target: str) -> tuple[Command, ...]:
-    """The commands of a fresh clone into the staging folder, then into place (the primary path)."""
+    """The commands of a fresh clone into the staging folder, then into place (the primary path).
+
+    Positional arguments follow ``--``; credentials in an HTTP(S) ``RepoUri`` go as a header on
+    stdin (:func:`authenticated`), so no argument and no file holds them.
+    """
     stage = staging_path(target)
     parent = posixpath.dirname(target)
-    head = (cmd("mkdir", "-p", parent, timeout=60), cmd("rm", "-rf", stage, timeout=600))
+    head = (cmd("mkdir", "-p", "--", parent, timeout=60), cmd("rm", "-rf", "--", stage, timeout=600))
     commit = params.Commit
+    header = credentials_header(params.RepoUri)
+    uri = fetch_uri(params.RepoUri)
     if commit and _FULL_SHA.match(commit) and params.Depth > 0:
         body: tuple[Command, ...] = (
-            cmd("git", "init", "-q", stage, timeout=60),
-            git(stage, "remote", "add", "origin", params.RepoUri, timeout=60),
-            git(stage, "fetch", "--depth", str(params.Depth), "origin", commit, timeout=3600),
+            cmd("git", "init", "-q", "--", stage, timeout=60),
+            git(stage, "remote", "add", "--", "origin", uri, timeout=60),
+            authenticated(git(stage, "fetch", "--depth", str(params.Depth), "origin", commit, timeout=3600), header),
             git(stage, "checkout", "-q", "--detach", commit, timeout=600),
         )
     elif commit:
         body = (
-            cmd("git", "clone", "--no-checkout", params.RepoUri, stage, timeout=3600),
+            authenticated(cmd("git", "clone", "--no-checkout", "--", uri, stage, timeout=3600), header),
             git(stage, "checkout", "-q", "--detach", commit, timeout=600),
         )
     else:
         depth = ("--depth", str(params.Depth)) if params.Depth > 0 else ()
-        body = (cmd("git", "clone", *depth, params.RepoUri, stage, timeout=3600),)
+        body = (authenticated(cmd("git", "clone", *depth, "--", uri, stage, timeout=3600), header),)
     clean = without_credentials(params.RepoUri)
-    if clean != params.RepoUri.strip():  # git keeps the URL as given: drop the token from the clone
-        body += (git(stage, "remote", "set-url", "origin", clean, timeout=60),)
-    return (*head, *body, cmd("mv", "-T", stage, target, timeout=60))
+    if clean != uri:  # git keeps the URL as given: drop a token (of a non-HTTP URI) from the clone
+        body += (git(stage, "remote", "set-url", "--", "origin", clean, timeout=60),)
+    return (*head, *body, cmd("mv", "-T", "--", stage, target, timeout=60))
 
 
 def plan_clone(params: GitRepoCloneParameters, facts: CloneFacts) -> StepPlan:
@@ -308,7 +354,8 @@ class GitRepoClone(Step):
             if "--depth" in command.argv and "fetch" in command.argv and SHA_REFUSED.search(exc.stderr or ""):
                 ctx.log("the server does not serve a single commit by SHA; fetching the whole repository")
                 directory = str(command.argv[command.argv.index("-C") + 1])
-                self._retrying(ctx, git(directory, "fetch", "origin", timeout=3600))
+                full = git(directory, "fetch", "origin", timeout=3600)
+                self._retrying(ctx, authenticated(full, credentials_header(self.p.RepoUri)))
                 return
             raise
 

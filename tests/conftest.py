@@ -18,4 +18,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # The fresh-VM test bed (private Docker Engine, Debian VMs with sshd, stand-in apt repository,
 # CUDA run-file server): fixtures docker_engine, fresh_vm, fresh_vms, standin_repo, ...
+# The run-history backends: a SQLite file and a PostgreSQL server the tests start (history_url).
+from tests.history_db import history_url, postgres_server  # noqa: E402, F401
 from tests.testbed.fixtures import *  # noqa: E402, F403
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_history(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # Every `workload run` records into the run history; tests must not write into the user's
+    # data directory (~/.local/share/workload): their default history lives in a session folder.
+    import os
+
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    os.environ.pop("WORKLOAD_HISTORY", None)

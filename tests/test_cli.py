@@ -106,7 +106,7 @@ def test_virtualclient_profile_file_loads_unchanged() -> None:
     ("args", "code", "message"),
     [
         (["show", "NOPE"], 2, "NOPE: no such shipped profile"),
-        (["show", "PERF-GPU-MLPERF", "--parameters", "oops"], 2, "'oops' is not key=value"),
+        (["show", "PERF-GPU-MLPERF", "--parameters", "oops"], 2, "item 1 is not key=value"),
         (["plan", "--profile", "PERF-GPU-MLPERF", "--host", "ftp://x"], 2, "unknown scheme 'ftp'"),
         (["plan", "--profile", "PERF-GPU-MLPERF", "--host", "ssh://u:pw@h"], 2, "'ssh://u:***@h': a password in"),
         (["run", "--profile", "PERF-CPU-MLPERF", "--iterations", "2", "--timeout", "1"], 2, "cannot be used together"),

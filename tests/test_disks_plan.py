@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from installers.disks import (
+    EXCLUSIVE_SCRIPT,
     PERSIST_RAID_SCRIPT,
     UPDATE_INITRAMFS_SCRIPT,
     FormatDisks,
@@ -34,7 +35,9 @@ def argvs(plan: object) -> list[list[str]]:
 def test_azure_vm_formats_only_the_blank_nvme_disks_and_says_why_not_the_resource_disk() -> None:
     plan = plan_format(FormatDisksParameters(), load_facts("azure_nd"))
     assert [c.summary.split()[1] for c in plan.changes] == ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1"]
-    assert argvs(plan)[:4] == [
+    # the disk is checked to be free before the first write
+    assert argvs(plan)[0] == ["python3", "-c", EXCLUSIVE_SCRIPT, "disk-is-free", "/dev/nvme0n1"]
+    assert argvs(plan)[1:5] == [
         [
             "parted",
             "-s",
@@ -99,9 +102,9 @@ def test_unprobed_disk_is_not_formatted() -> None:
     root = load_facts("thismachine")
     (nvme,) = (d for d in load_facts("azure_nd").disks if d.name == "nvme0n1")
     facts = DiskFacts(disks=(root.disks[0], replace(nvme, probe_error="Operation not permitted")), mounts=root.mounts)
-    plan = plan_format(FormatDisksParameters(), facts)
-    assert not plan.changed
-    assert any("could not be probed for signatures (Operation not permitted)" in n for n in plan.notes)
+    # nothing known about the disk (a wrong sudo password): a failed step, not "no change"
+    with pytest.raises(PlanRefused, match=r"could not probe /dev/nvme0n1 \(Operation not permitted\)"):
+        plan_format(FormatDisksParameters(), facts)
     assert plan_format(FormatDisksParameters(), replace(facts, disks=(root.disks[0], nvme))).changed
 
 

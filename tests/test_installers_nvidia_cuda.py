@@ -129,10 +129,10 @@ def test_fresh_ubuntu_host_with_nvswitch_pins_driver_and_fm_exactly() -> None:
             "download the CUDA 12.4 run file to /var/cache/workload/cuda_12.4.0_550.54.14_linux.run "
             "(no RunFileSha256 given to check)",
             [
-                "mkdir -p /var/cache/workload",
+                "mkdir -p -- /var/cache/workload",
                 "retry 5 3 curl -fL -C - --retry 3 --retry-delay 2 --connect-timeout 30 --speed-limit 1024 "
-                "--speed-time 60 -sS -o /var/cache/workload/cuda_12.4.0_550.54.14_linux.run.part " + RUNFILE,
-                "mv -f /var/cache/workload/cuda_12.4.0_550.54.14_linux.run.part "
+                "--speed-time 60 -sS -o /var/cache/workload/cuda_12.4.0_550.54.14_linux.run.part -- " + RUNFILE,
+                "mv -f -- /var/cache/workload/cuda_12.4.0_550.54.14_linux.run.part "
                 "/var/cache/workload/cuda_12.4.0_550.54.14_linux.run",
             ],
         ),

@@ -11,7 +11,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from workload.cli.results_cmd import compare_command, results_command
+from workload.cli.compare_cmd import compare_command
+from workload.cli.results_cmd import results_command
 from workload.metrics.collection import collect
 from workload.metrics.outputs import OutputContext, write_outputs
 

@@ -174,7 +174,7 @@ def test_accuracy_txt_dice_pass_and_rouge_range_fail() -> None:
     v = values(rouge)
     assert v["accuracy_rouge1"] == 44.4312 and v["accuracy_gen_len"] == 7231284
     assert rouge.accuracy_pass is False
-    assert v["accuracy_tokens_per_sample_upper_limit"] == 323.895
+    assert v["accuracy_tokens_per_sample_upper_limit"] == 294.45 * 1.1  # the checker's own product
     assert any("TOKENS_PER_SAMPLE = 249.2 is outside [265.005, 323.895]" in x for x in rouge.invalid_reasons)
 
 
@@ -237,7 +237,9 @@ def test_accuracy_only_loadgen_summary_is_a_result_without_metrics() -> None:
 def test_whole_tree_counts_and_hosts() -> None:
     collection = collect(FIX, host="gpu-1")
     assert collection.issues == []
-    assert len(collection.results) == 25
+    # the published files (tests/fixtures/results/published) have golden tests of their own
+    # 25, plus 8 of the published submission trees under trees/
+    assert len([r for r in collection.results if "/published/" not in r.source]) == 33
     assert {m.host for m in collection.metrics} == {"gpu-1"}
     assert collection.hosts == ["gpu-1"]
 

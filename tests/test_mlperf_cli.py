@@ -121,7 +121,8 @@ def bed(tmp_path: Path, docker_engine: Any, freshvm_image: str, monkeypatch: pyt
             f"DockerBaseUrl={docker_engine.base_url}",
             f"BaseImage={freshvm_image}",
             f"SystemDescription={json.dumps(H100X8)}",
-            f"BertLoadGenOverrides=bert.Server.target_qps={SERVER_TARGET_QPS}",
+            # A LoadGen key given as is: no step refers to it, yet it reaches bert's Server run only.
+            f"bert.Server.target_qps={SERVER_TARGET_QPS}",
             "Quick=true",  # the harness's real short run (--test_run): results are INVALID by design
             "UseGpus=false",
             "UnlimitedMemlock=false",  # the nested test daemon cannot raise memlock
@@ -192,6 +193,7 @@ def check_results(bed: Bed, run: Run) -> list[dict[str, Any]]:
     by_key = {(r["model"], r["scenario"], r["test_mode"]): r for r in summary["results"]}
     assert set(by_key) == EXPECTED
     assert all(by_key[k]["accuracy_pass"] is True for k in EXPECTED if k[2] == "AccuracyOnly")
+    assert "changes nothing" not in run.out  # the LoadGen key given through --parameters is not "unused"
     # The override reached LoadGen: the stand-in reports 99% of the Server target.
     assert by_key[("bert", "Server", "PerformanceOnly")]["headline"]["value"] == pytest.approx(SERVER_TARGET_QPS * 0.99)
     for prefix in ("01-GitRepoClone", "02-MLPerfExecutor", "03-MLPerfExecutor"):

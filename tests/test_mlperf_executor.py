@@ -237,15 +237,21 @@ def test_a_known_system_gets_the_configs_nvidia_lacks_and_only_with_custom_suppo
     assert [p.parts[-3:] for p in refused.results] == [("DGX-A100_A100-SXM4-40GBx8_TRT", "bert-99", "Offline")]
     assert targets(bed, "generate_engines") == ["--benchmarks=bert --scenarios=Offline --config_ver=default"]
 
-    # With it: the missing registrations are added for NVIDIA's own KnownSystem, and all three run.
+    # With it: what NVIDIA published is added for its own KnownSystem (SingleStream from its x1 class);
+    # Server stays reported: NVIDIA's v4.1 has no A100_SXM4_40GB bert Server config to take values from.
     added = run(bed, [action(bed, "bert", "Offline,Server,SingleStream", **parameters)])
-    assert added.status == "ok", added.error
+    assert added.status == "failed"
+    assert (
+        "no result for bert-99 Server (PerformanceOnly): NVIDIA's v4.1 configs have no A100_SXM4_40GB bert Server "
+        "class for the 99% target" in str(added.error)
+    )
     assert sorted(p.parts[-3:] for p in added.results) == [
-        ("DGX-A100_A100-SXM4-40GBx8_TRT", "bert-99", s) for s in ("Offline", "Server", "SingleStream")
+        ("DGX-A100_A100-SXM4-40GBx8_TRT", "bert-99", s) for s in ("Offline", "SingleStream")
     ]
-    server = (nvidia / "configs/bert/Server/custom.py").read_text()
-    assert "system = KnownSystem.A100_SXM4_40GBx8" in server and "server_target_qps = 24750" in server
-    assert "KnownSystem.A100_SXM4_40GBx8" in (nvidia / "configs/bert/SingleStream/custom.py").read_text()
+    single = (nvidia / "configs/bert/SingleStream/custom.py").read_text()
+    assert "system = KnownSystem.A100_SXM4_40GBx8" in single
+    assert "# From closed/NVIDIA/configs/bert/SingleStream/__init__.py A100_SXM4_40GBx1 (scaled from x1 to x8" in single
+    assert not (nvidia / "configs/bert/Server/custom.py").exists()
     assert not (nvidia / "configs/bert/Offline/custom.py").exists()  # NVIDIA has that one
     assert (nvidia / "code/common/systems/custom_list.py").read_text() == custom_list  # no custom system
 
@@ -263,8 +269,8 @@ def test_a_missing_gpuconfigs_entry_fails_that_scenario_and_the_others_run(bed: 
     )
     assert outcome.status == "failed"
     assert (
-        "no result for bert-99 SingleStream (PerformanceOnly): no gpuconfigs entry for H200_SXM_141GB bert "
-        "SingleStream; add one to gpuconfigs/H200_SXM_141GB.json" in str(outcome.error)
+        "no result for bert-99 SingleStream (PerformanceOnly): NVIDIA's v4.1 configs have no H200_SXM_141GB bert "
+        "SingleStream class for the 99% target" in str(outcome.error)
     )
     assert [p.parts[-3:] for p in outcome.results] == [("WL_H200_SXM_141GBx8_TRT", "bert-99", "Offline")]
     assert targets(bed, "generate_engines") == ["--benchmarks=bert --scenarios=Offline --config_ver=default"]
@@ -335,3 +341,34 @@ def test_a_known_system_needs_gpuconfigs_values_only_for_what_nvidia_lacks(bed: 
         "'NVIDIA L40S'" in message
     )
     assert [p.parts[-3:] for p in lacking.results] == [("DGX-A100_A100-SXM4-40GBx8_TRT", "bert-99", "Offline")]
+
+
+H100X1 = {**H100X8, "gpu_count": 1}
+
+
+def test_an_engine_wider_than_the_machine_is_reported_before_any_setup(bed: dict[str, Any]) -> None:
+    # NVIDIA's smallest H100 llama2-70b class is TP2 on two GPUs: one H100 must not get a TP 2 config.
+    (bed["scratch"] / "standin_detected_system.json").write_text(json.dumps(H100X1))
+    outcome = run(bed, [action(bed, "llama2-70b", "Offline", SystemDescription=json.dumps(H100X1))])
+    assert outcome.status == "failed"
+    message = str(outcome.error)
+    assert "H100_SXM_80GB_TP2x1" in message and "needs a multiple of 2 GPUs" in message and "has 1" in message
+    assert not (bed["repo"] / "closed/NVIDIA/configs/llama2-70b/Offline/custom.py").exists()
+    assert not (bed["scratch"] / "standin_calls.log").exists()  # nothing downloaded for what cannot run
+
+
+def test_the_harness_script_output_is_read_as_nvidia_prints_it(bed: dict[str, Any]) -> None:
+    # NVIDIA's script prints `None` / `KnownSystem.<name>`; other text (e.g. a bare system id) is not a system.
+    script = bed["repo"] / "closed/NVIDIA/scripts/get_system_id.py"
+    script.write_text('print("DGX-H100_H100-SXM-80GBx8")\n')
+    outcome = run(bed, [action(bed, "bert", "Offline")])
+    assert outcome.status == "failed"
+    assert "without printing None or KnownSystem.<name>" in str(outcome.error)
+    assert "DGX-H100_H100-SXM-80GBx8" in str(outcome.error)
+    # The harness's logging around the answer does not hide it.
+    script.write_text(
+        "import sys\nprint('[I] detecting the system', file=sys.stderr)\nprint(None)\n"
+        "print('[I] done', file=sys.stderr)\n"
+    )
+    unknown = run(bed, [action(bed, "bert", "Offline", RequireCustomSystemSupport=False)])
+    assert unknown.status == "failed" and "does not recognise this system" in str(unknown.error)

@@ -20,7 +20,7 @@ from workload.actions.mlperf_executor import (
 from workload.errors import ProfileError
 from workload.mlperf import results
 from workload.mlperf.container import ContainerSpec, container_name, run_options
-from workload.mlperf.gpuconfigs import load_table
+from workload.mlperf.gpuconfigs import gpu_count_problem, load_table
 from workload.mlperf.harness import (
     HarnessVersion,
     RunGroup,
@@ -32,6 +32,7 @@ from workload.mlperf.harness import (
     run_groups,
     scenario_fields,
 )
+from workload.profile import load_profile, resolve_profile
 
 
 def params(**kw: object) -> MLPerfParameters:
@@ -248,7 +249,6 @@ def test_bad_parameters_raise_one_clear_error(kw: dict[str, object], message: st
 
 
 def test_profile_loader_names_the_place_of_an_unknown_model(tmp_path: Path) -> None:
-    from workload.profile import load_profile, resolve_profile
 
     path = tmp_path / "p.json"
     path.write_text(
@@ -260,67 +260,66 @@ def test_profile_loader_names_the_place_of_an_unknown_model(tmp_path: Path) -> N
 
 
 # -- gpuconfigs --------------------------------------------------------------------------------
-def test_table_scales_throughput_not_latency() -> None:
+def test_table_takes_each_count_from_its_own_class_and_scales_only_without_one() -> None:
     table = load_table()
-    assert table.resolve("NVIDIA H100 80GB HBM3", 8, "bert", "Offline").fields["offline_expected_qps"] == 9400 * 8
-    assert (
-        table.resolve("NVIDIA H100 80GB HBM3", 4, "bert", "SingleStream").fields["single_stream_expected_latency_ns"]
-        == 1700000
-    )
+    eight = table.resolve("NVIDIA H100 80GB HBM3", 8, "bert", "Offline")
+    assert eight.fields["offline_expected_qps"] == 9400 * 8 and eight.scaled_from is None
+    assert eight.source_class == "H100_SXM_80GBx8"
+    # A100 80GB x1 has its own class with other values than x8 / 8 (3500, not 30000 / 8).
+    one = table.resolve("NVIDIA A100-SXM4-80GB", 1, "bert", "Offline")
+    assert one.fields["offline_expected_qps"] == 3500 and one.source_class == "A100_SXM_80GBx1"
+    # No x4 class: derived from x1, throughput scaled, latency not, and marked as scaled.
+    four = table.resolve("NVIDIA H100 80GB HBM3", 4, "bert", "SingleStream")
+    assert four.fields["single_stream_expected_latency_ns"] == 1700000 and four.scaled_from == 1
+    assert "scaled from x1 to x4" in four.source()
     assert table.resolve("NVIDIA H200", 8, "llama2-70b", "Offline").fields["offline_expected_qps"] == 104
 
 
-def test_table_missing_entry_names_the_file() -> None:
-    message = "no gpuconfigs entry for A100_SXM_80GB 3d-unet SingleStream; add one to gpuconfigs/A100_SXM_80GB.json"
-    with pytest.raises(ProfileError, match=message):
-        load_table().resolve("NVIDIA A100-SXM4-80GB", 8, "3d-unet", "SingleStream")
-    assert load_table().entry_problem("NVIDIA A100-SXM4-80GB", "3d-unet", "SingleStream") == message
-    # The published-value gaps the notes list stay gaps (reported per scenario, never guessed).
+def test_table_reports_what_nvidia_did_not_publish() -> None:
     table = load_table()
+    problem = table.entry_problem("NVIDIA A100-SXM4-40GB", "bert", "Server")
+    assert problem is not None and "no A100_SXM4_40GB bert Server class" in problem
+    with pytest.raises(ProfileError, match=r"gpuconfigs/A100_SXM4_40GB\.json"):
+        table.resolve("NVIDIA A100-SXM4-40GB", 8, "bert", "Server")
     assert table.entry_problem("NVIDIA H200", "bert", "SingleStream") is not None
-    assert table.entry_problem("NVIDIA H200", "3d-unet", "SingleStream") is not None
-    assert table.entry_problem("NVIDIA H200", "bert", "Offline") is None
+    assert table.entry_problem("NVIDIA A100-SXM4-80GB", "gptj", "Offline") is not None
+    # Published, and no longer reported missing: 99.9% variants and the pairs the old table lacked.
+    for gpu, model, scenario in (
+        ("NVIDIA H200", "bert", "Offline"),
+        ("NVIDIA H100 80GB HBM3", "gptj", "Offline"),
+        ("NVIDIA H200", "llama2-70b", "Offline"),
+        ("NVIDIA H100 80GB HBM3", "llama2-70b", "Server"),
+        ("NVIDIA A100-SXM4-80GB", "bert", "Offline"),
+    ):
+        assert table.entry_problem(gpu, model, scenario, high_accuracy=True) is None, (gpu, model, scenario)
+    assert table.entry_problem("NVIDIA H200", "llama2-70b", "Server") is None
+    assert table.entry_problem("NVIDIA A100-SXM4-80GB", "3d-unet", "SingleStream") is None
 
 
-def test_table_values_per_gpu_count_follow_nvidia() -> None:
+def test_an_engine_wider_than_the_machine_is_refused() -> None:
     table = load_table()
-    # NVIDIA's H100/H200 x8 Server configs use 4 copy streams (x1: 2).
-    for gpu in ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
-        assert table.resolve(gpu, 8, "bert", "Server").fields["gpu_copy_streams"] == 4
-        assert table.resolve(gpu, 1, "bert", "Server").fields["gpu_copy_streams"] == 2
-        assert table.resolve(gpu, 4, "bert", "Server").fields["gpu_copy_streams"] == 2
-
-
-def test_high_accuracy_values_are_nvidias_99_9_configs() -> None:
-    table = load_table()
-    offline = table.resolve("NVIDIA A100-SXM4-40GB", 8, "bert", "Offline", high_accuracy=True).fields
-    assert offline["precision"] == "fp16" and offline["offline_expected_qps"] == 15000
-    assert offline["gpu_batch_size"] == 1024
-    assert "precision" not in table.resolve("NVIDIA A100-SXM4-40GB", 8, "bert", "Offline").fields  # int8 base
-    server = table.resolve("NVIDIA H100 80GB HBM3", 8, "bert", "Server", high_accuracy=True).fields
-    assert server["precision"] == "fp16" and server["use_fp8"] is True and server["gpu_batch_size"] == 512
-    assert server["server_target_qps"] == 6200 * 8 and server["gpu_inference_streams"] == 1
-    assert (
-        table.resolve("NVIDIA H100 80GB HBM3", 1, "bert", "Server", high_accuracy=True).fields["server_target_qps"]
-        == 6100
-    )
-    unet = table.resolve("NVIDIA H100 80GB HBM3", 8, "3d-unet", "Offline", high_accuracy=True).fields
-    assert unet == table.resolve("NVIDIA H100 80GB HBM3", 8, "3d-unet", "Offline").fields
-    assert table.entry_problem("NVIDIA A100-SXM4-40GB", "bert", "Server", high_accuracy=True) == (
-        "no gpuconfigs high_accuracy entry for A100_SXM4_40GB bert Server (NVIDIA's 99.9% config differs, "
-        "e.g. fp16); add configs.bert.Server.high_accuracy to gpuconfigs/A100_SXM4_40GB.json"
-    )
+    # NVIDIA's smallest H100 llama2-70b class is TP2 on two GPUs: one H100 cannot run it.
+    one = table.resolve("NVIDIA H100 80GB HBM3", 1, "llama2-70b", "Offline")
+    problem = gpu_count_problem(one)
+    assert problem is not None and "needs a multiple of 2 GPUs" in problem and "has 1" in problem
+    assert gpu_count_problem(table.resolve("NVIDIA H100 80GB HBM3", 8, "llama2-70b", "Offline")) is None
+    assert gpu_count_problem(table.resolve("NVIDIA H200", 1, "llama2-70b", "Offline")) is None  # TP1 on H200
 
 
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
         (
-            lambda d: d["configs"]["bert"]["Offline"].update(gpu_batchsize=3),
-            "configs.bert.Offline.gpu_batchsize: unknown field",
+            lambda d: d["configs"]["bert"]["Offline"]["k_99"]["1"]["fields"].update(gpu_batchsize=3),
+            "gpu_batchsize: unknown field",
         ),
         (lambda d: d["configs"].update(rnnt={}), "configs.rnnt: unknown model"),
-        (lambda d: d["configs"]["bert"]["Offline"].pop("offline_expected_qps"), "Offline needs offline_expected_qps"),
+        (
+            lambda d: d["configs"]["bert"]["Offline"]["k_99"]["1"]["fields"].pop("offline_expected_qps"),
+            "Offline needs offline_expected_qps",
+        ),
+        (lambda d: d["configs"]["bert"]["Offline"].update(k_95={}), "unknown accuracy target"),
+        (lambda d: d["configs"]["bert"]["Offline"]["k_99"]["1"].pop("class"), "class"),
         (lambda d: d.update(sku="Other"), "sku: is 'Other' but the file is named"),
     ],
 )
@@ -494,3 +493,34 @@ def test_plan_skips_finished_setup_and_build() -> None:
 def test_plan_before_clone_assumes_v41_and_says_so() -> None:
     plan = plan_mlperf(params(Quick=True), facts(nvidia_dir=None, nvidia_dir_exists=False, version=None, commit=None))
     assert any("assuming v4.1" in n for n in plan.notes)
+
+
+def test_a_loadgen_key_in_parameters_reaches_its_model_and_scenario_with_the_shipped_profile() -> None:
+    # `workload run --profile PERF-GPU-MLPERF --parameters "bert.Server.target_qps=1234"`: no step of the
+    # shipped profile refers to that key, yet it must reach bert's Server run (and nothing else).
+    from workload.actions.mlperf_executor import MLPerfParameters
+
+    profile = resolve_profile(load_profile("PERF-GPU-MLPERF"), {"bert.Server.target_qps": "1234"})
+    assert not any("bert.Server.target_qps" in w for w in profile.warnings), profile.warnings
+    by_model = {}
+    for step in profile.steps:
+        if step.type_name == "MLPerfExecutor":
+            assert isinstance(step.params, MLPerfParameters)
+            by_model[step.params.Model] = plan_mlperf(step.params, facts(), run_id="R")
+    bert_runs = [c for c in by_model["bert"].changes if c.summary.startswith("run bert")]
+    server = [c for c in bert_runs if "Server" in c.summary]
+    assert server and all("server_target_qps=1234" in c.summary for c in server)
+    assert all("--server_target_qps=1234" in c.commands[0].display() for c in server)
+    # A Server-only field does not split the run: the harness reads --server_target_qps for Server only
+    # (fields.py scopes it), so Offline and SingleStream keep their own targets.
+    assert all("--offline_expected_qps" not in c.commands[0].display() for c in bert_runs)
+    unet = [c for c in by_model["3d-unet"].changes if c.summary.startswith("run 3d-unet")]
+    assert unet and not any("1234" in c.commands[0].display() for c in unet)
+    assert "overrides not read by 3d-unet Offline,SingleStream: bert.Server.target_qps" in by_model["3d-unet"].notes
+
+
+def test_a_bad_loadgen_value_in_parameters_names_the_key() -> None:
+    with pytest.raises(ProfileError) as err:
+        resolve_profile(load_profile("PERF-GPU-MLPERF"), {"bert.Server.target_qps": "fast"})
+    assert "--parameters bert.Server.target_qps" in str(err.value)
+    assert "not an integer or a decimal number" in str(err.value)

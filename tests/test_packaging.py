@@ -32,6 +32,7 @@ def test_wheel_contains_profiles_gpuconfigs_and_installers(wheel: Path) -> None:
     assert any(n.startswith("workload/gpuconfigs/") and n.endswith(".json") for n in names), sorted(names)
     assert "installers/__init__.py" in names
     assert "workload/py.typed" in names
+    assert "workload/metrics/rules/v3.1.json" in names and "workload/metrics/rules/v6.1.json" in names
     assert not any(n.startswith("tests/") for n in names)
 
 

@@ -86,7 +86,7 @@ def test_parameters_follow_virtualclient_delimiters(texts: list[str], expected: 
 def test_parameters_without_equals_are_rejected() -> None:
     from workload.errors import UsageError
 
-    with pytest.raises(UsageError, match="'oops' is not key=value"):
+    with pytest.raises(UsageError, match=r"item 2 \(after the value of 'A'\) is not key=value"):
         parse_parameters(["A=1,oops"])
 
 

@@ -10,7 +10,8 @@ Secrets (passwords, tokens) are wrapped in :class:`Secret`; they render as ``***
 :meth:`Command.shell_line`. Two kinds of secret also hide inside plain text, and
 :func:`mask_text` masks both wherever text is displayed or logged (command displays, step logs,
 command output, error messages, ``plan``/``show``): the password of a URL
-(``https://user:TOKEN@host/...``, see :func:`mask_url_passwords`), and values registered with
+(``https://user:TOKEN@host/...``) or a token given as its user (``https://TOKEN@host/...``; not an
+SSH login name), see :func:`mask_url_passwords`, and values registered with
 :func:`register_secret` (the values of profile parameters named like secrets, passwords read
 from the environment). The real values stay in the argv that runs.
 """
@@ -44,6 +45,10 @@ Arg = str | Secret
 
 #: ``scheme://user:PASSWORD@`` (the user part may be empty); group 2 is the password.
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*:)([^/\s@]+)@")
+#: ``scheme://TOKEN@`` (a user part without a password) for schemes other than SSH's: over HTTP(S) a
+#: lone user name is how a token travels (``https://ghp_xxx@github.com/org/repo.git``); an SSH login
+#: name (``ssh://azureuser@10.0.0.4``) is not a secret and stays visible. Group 2 is the token.
+_URL_TOKEN_USER = re.compile(r"(?i)\b((?!(?:ssh|sftp|scp|git\+ssh|ssh\+git)://)[a-z][a-z0-9+.\-]*://)([^/\s:@]+)@")
 
 #: Registered secret values shorter than this are not masked inside other text: masking every
 #: "abc" or "true" in every log line would garble logs and hide nothing (such values are still
@@ -57,16 +62,18 @@ _registered_sorted: tuple[str, ...] = ()
 
 def mask_url_passwords(text: str) -> str:
     """``text`` with the password of every URL replaced: ``https://user:***@host/path``."""
-    if "://" not in text:
+    if "://" not in text or "@" not in text:
         return text
-    return _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    return _URL_TOKEN_USER.sub(lambda m: m.group(0) if m.group(2) == MASK else f"{m.group(1)}{MASK}@", text)
 
 
 def url_passwords(text: str) -> list[str]:
-    """The passwords of the URLs in ``text`` (for masking them in command output too)."""
-    if "://" not in text:
+    """The passwords (and lone-user tokens, see :func:`mask_url_passwords`) of the URLs in ``text``."""
+    if "://" not in text or "@" not in text:
         return []
-    return [m.group(2) for m in _URL_PASSWORD.finditer(text)]
+    found = [m.group(2) for m in _URL_PASSWORD.finditer(text)]
+    return found + [m.group(2) for m in _URL_TOKEN_USER.finditer(text) if m.group(2) != MASK]
 
 
 def register_secret(value: str) -> None:

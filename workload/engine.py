@@ -40,6 +40,7 @@ from workload.errors import FactError, HostBug, Interrupted, OutputError, Reboot
 from workload.hosts.base import Host, HostSpec
 from workload.profile import ResolvedProfile
 from workload.rundir import RunFolder
+from workload.safefile import append_text
 from workload.steps import CancelToken, HostState, Step, StepContext, StepPlan
 
 StepStatus = Literal["changed", "unchanged", "failed", "skipped", "planned", "reboot", "interrupted"]
@@ -343,13 +344,13 @@ class Engine:
         stamp = time.strftime("%H:%M:%S")
         lines = "".join(f"{stamp} [{host}] {line}\n" for line in text.rstrip("\n").splitlines() or [""])
         try:
-            with (self.folder.host_dir(host) / "host.log").open("a", encoding="utf-8", errors="backslashreplace") as fh:
-                fh.write(lines)
-        except OSError as exc:
+            append_text(self.folder.host_dir(host) / "host.log", lines)  # never through a planted link
+        except (OSError, ValueError) as exc:
             # Logging must not stop a running benchmark; the CLI names the file and exits 8.
+            error = exc if isinstance(exc, OSError) else OSError(str(exc))
             with self._lock:
                 if not self.write_errors:
-                    self.write_errors.append(OutputError.from_os_error("the host log", self.folder.root, exc))
+                    self.write_errors.append(OutputError.from_os_error("the host log", self.folder.root, error))
 
     def _plan_host(self, host: Host, outcome: HostOutcome) -> None:
         """Plan every step without changing anything; a step that cannot be planned is reported.
@@ -362,7 +363,7 @@ class Engine:
 
     def _plan_steps(self, host: Host, outcome: HostOutcome) -> None:
         state = HostState(host, self.options.state_path)
-        exports: dict[str, str] = dict(state.get("exports", {}) or {})
+        exports = self._exports_of(host, state)
         steps = list(enumerate(self._steps(), start=1))
         impossible = {index: exc for index, _step, exc in self._preflight(host, state, steps, exports)}
         for index, step in steps:
@@ -425,6 +426,13 @@ class Engine:
         lines += [f"also impossible here: {text}" for text in others]
         raise StepError(step.label, "\n".join(lines), host=host.name, hint=first.hint)
 
+    def _exports_of(self, host: Host, state: HostState) -> dict[str, str]:
+        """The values earlier runs exported on this host; problems with the state file are shown, not fatal."""
+        exports = {k: v for k, v in state.mapping("exports").items() if isinstance(v, str)}
+        for warning in state.warnings:
+            self._host_line(host.name, f"warning: {warning}")
+        return exports
+
     def _steps(self) -> list[Step]:
         if self.options.dependencies_only:
             return self.profile.dependencies
@@ -433,7 +441,7 @@ class Engine:
     def _run_on_host(self, host: Host, outcome: HostOutcome) -> None:
         self._write_host_log(host.name, f"== connecting ({len(self._steps())} step(s) to run)")
         state = HostState(host, self.options.state_path)
-        exports: dict[str, str] = dict(state.get("exports", {}) or {})
+        exports = self._exports_of(host, state)
         steps = list(enumerate(self._steps(), start=1))
         self._note_reboot_done(host, state)
         # Every step reads its facts in preflight, plan, re-plan and verify, and the next step reads
@@ -519,7 +527,7 @@ class Engine:
                 "" if result.status == "changed" else (result.plan.noop_reason or "") if result.plan else ""
             )
             if ctx.exports:
-                state.set("exports", dict(ctx.exports))
+                state.merge("exports", dict(ctx.exports))  # another run's exports on this host stay
             outcome.results.extend(ctx.results)
         except RebootRequired as exc:
             result.status, result.message = "reboot", str(exc)

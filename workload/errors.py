@@ -188,3 +188,9 @@ class Interrupted(WorkloadError):
 def join_errors(errors: Sequence[WorkloadError]) -> str:
     """One message for several errors (one per host in a fleet run)."""
     return "\n".join(str(e) for e in errors)
+
+
+class HistoryError(WorkloadError):
+    """The run-history database could not be opened, migrated, read or written (names its URL, masked)."""
+
+    exit_code = EXIT_CONNECT

@@ -33,16 +33,27 @@ _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _NUMBER = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?")
 
 
+#: Secret words whose parameters may hold plain counts (``MaxTokens: 1024``, ``KeySize: 4096``): a
+#: number there is not a secret. A number under any other secret word is (``SudoPassword: 123456``).
+COUNTED_WORDS = frozenset({"token", "tokens", "key", "keys"})
+
+
 def is_secret(name: str, value: Any) -> bool:
     """Whether a parameter's value is a secret, judged by its name and value.
 
     Names are split into words (PascalCase, ``snake_case``, dots); a word like Password, Token,
     Secret, Credential (any case) makes it secret; so does Key unless the value is a URL. Only
-    non-empty texts that are not numbers count (``MaxTokens: 1024`` is not a secret).
+    non-empty values count; a number (JSON number or numeric text) is a secret under a Password,
+    Passphrase, Secret, Credential or ApiKey name, not under Token or Key alone (``MaxTokens: 1024``).
     """
-    if not isinstance(value, str) or not value.strip() or _NUMBER.fullmatch(value.strip()):
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return False
+    text = str(value).strip()
+    if not text:
         return False
     words = {w.lower() for w in _WORDS.findall(name)}
+    if not isinstance(value, str) or _NUMBER.fullmatch(text):
+        return bool(words & (SECRET_WORDS - COUNTED_WORDS))
     if words & SECRET_WORDS:
         return True
     return bool(words & KEY_WORDS) and "://" not in value
@@ -63,6 +74,36 @@ def display_value(name: str, value: Any) -> Any:
 def display_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`display_value` of each parameter."""
     return {key: display_value(key, value) for key, value in parameters.items()}
+
+
+def display_tree(value: Any, name: str = "") -> Any:
+    """A JSON value (a profile's ``Metadata``, ``Description``) as it may be shown or written.
+
+    Objects are masked key by key (:func:`display_value`, recursively), lists item by item, texts
+    with :func:`~workload.commands.mask_text`.
+    """
+    if isinstance(value, Mapping):
+        return {key: display_tree(item, str(key)) for key, item in value.items()}
+    if isinstance(value, list):
+        return [display_tree(item, name) for item in value]
+    return display_value(name, value)
+
+
+def secret_values(value: Any, name: str = "") -> Iterator[str]:
+    """Every secret text in a JSON value, by the rules of :func:`display_tree` (for registering them)."""
+    from workload.commands import url_passwords
+
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from secret_values(item, str(key))
+    elif isinstance(value, list):
+        for item in value:
+            yield from secret_values(item, name)
+    else:
+        if is_secret(name, value):
+            yield str(value).strip()
+        if isinstance(value, str):
+            yield from url_passwords(value)
 
 
 class CaseInsensitiveDict(Mapping[str, Any]):
@@ -110,14 +151,19 @@ def parse_parameters(texts: Iterable[str]) -> dict[str, str]:
             pairs = text.split(";")
         else:
             pairs = text.split(",")
-        for pair in pairs:
+        previous: str | None = None
+        for number, pair in enumerate(pairs, 1):
             if not pair.strip():
                 continue
             key, sep, value = pair.partition("=")
             if not sep or not key.strip():
+                # The text is not echoed: it may be a piece of a value cut at a comma (a password).
+                after = f" (after the value of {previous!r})" if previous else ""
                 raise UsageError(
-                    f"--parameters: {pair.strip()!r} is not key=value",
-                    hint='example: --parameters "Username=azureuser,,,DiskFilter=SizeGreaterThan:500gb"',
+                    f"--parameters: item {number}{after} is not key=value",
+                    hint="a value that contains ',' or ';' needs ',,,' between the pairs, e.g. "
+                    '--parameters "Username=azureuser,,,DiskFilter=SizeGreaterThan:500gb"',
                 )
+            previous = key.strip()
             merged[key.strip()] = value.strip()
     return {str(k): str(v) for k, v in merged.to_dict().items()}

@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from workload.commands import register_secret, url_passwords
+from workload.commands import register_secret
 from workload.errors import ProfileError, UsageError
-from workload.params import CaseInsensitiveDict, display_parameters, is_secret
+from workload.params import CaseInsensitiveDict, display_parameters, display_tree, secret_values
 from workload.resources import profile_dir, shipped_profiles
 from workload.steps import Step, StepKind, StepParameters, unknown_parameter_problem
 
@@ -85,6 +85,11 @@ class ResolvedProfile:
     minimum_interval_s: float = 0.0
 
     @property
+    def shown_description(self) -> str:
+        """The description as it may be printed (URL passwords and known secrets masked)."""
+        return str(display_tree(self.description, "Description"))
+
+    @property
     def dependencies(self) -> list[Step]:
         return [s for s in self.steps if s.kind == "dependency"]
 
@@ -106,11 +111,11 @@ class ResolvedProfile:
                 if s.kind == kind
             ]
 
-        document: dict[str, Any] = {"Description": self.description}
+        document: dict[str, Any] = {"Description": display_tree(self.description, "Description")}
         if self.minimum_interval_s:
             document["MinimumExecutionInterval"] = format_timespan(self.minimum_interval_s)
         return document | {
-            "Metadata": self.metadata,
+            "Metadata": display_tree(self.metadata),
             "Parameters": display_parameters(self.parameters),
             "Dependencies": section("dependency"),
             "Actions": section("action"),
@@ -250,17 +255,22 @@ def resolve_profile(
     for key, value in (overrides or {}).items():
         params[key] = value
     lookup = {"parameters": {k.lower(): v for k, v in params.to_dict().items()}}
-    warnings = _unused_overrides(doc, overrides or {})
 
     all_steps: list[Step] = []
+    taken: set[str] = set()
     for section, kind in SECTIONS:
         for index, element in enumerate(getattr(doc, section)):
-            all_steps.append(_build_step(label, f"{section}[{index}]", kind, element, lookup))
+            step, took = _build_step(label, f"{section}[{index}]", kind, element, lookup, overrides or {})
+            all_steps.append(step)
+            taken |= took
+    warnings = _unused_overrides(doc, {k: v for k, v in (overrides or {}).items() if k.lower() not in taken})
     if kind_count(all_steps, "monitor"):
         first = next(s for s in all_steps if s.kind == "monitor")
         raise ProfileError(f"{label}: {first.location}", "monitors are not supported by this runner yet")
     steps = _filter_scenarios(all_steps, scenarios, warnings)
     _register_secrets(params.to_dict(), all_steps)
+    for secret in secret_values({"Description": doc.Description, "Metadata": doc.Metadata}):
+        register_secret(secret)
     interval = 0.0
     if doc.MinimumExecutionInterval:
         try:
@@ -385,12 +395,8 @@ def _register_secrets(parameters: Mapping[str, Any], steps: Sequence[Step]) -> N
     for step in steps:
         values += list(step.params.model_dump(exclude_none=True).items())
     for key, value in values:
-        if not isinstance(value, str):
-            continue
-        if is_secret(key, value):
-            register_secret(value)
-        for password in url_passwords(value):
-            register_secret(password)
+        for secret in secret_values(value, key):
+            register_secret(secret)
 
 
 def kind_count(steps: Sequence[Step], kind: StepKind) -> int:
@@ -400,7 +406,26 @@ def kind_count(steps: Sequence[Step], kind: StepKind) -> int:
 _SECTION_OF: dict[str, str] = {"dependency": "Dependencies", "action": "Actions"}
 
 
-def _build_step(label: str, location: str, kind: StepKind, element: ProfileElement, lookup: dict[str, Any]) -> Step:
+def _global_keys_taken(params: type[StepParameters], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``--parameters`` a step takes as its own: LoadGen keys (``bert.Server.target_qps``) for a step that
+    accepts them as parameters named like the key (``StepParameters.accepts_extra``).
+
+    VirtualClient hands ``--parameters`` only to the profile's global Parameters; a LoadGen key there
+    would reach no step (no profile refers to ``$.Parameters.bert.Server.target_qps``), so such keys
+    also go to every step that reads them; each step applies only those for its own model and scenario.
+    """
+    return {key: value for key, value in overrides.items() if key.count(".") == 2 and params.accepts_extra(key)}
+
+
+def _build_step(
+    label: str,
+    location: str,
+    kind: StepKind,
+    element: ProfileElement,
+    lookup: dict[str, Any],
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[Step, set[str]]:
+    """The step, and the (lower-cased) ``--parameters`` keys it took as its own parameters."""
     from workload.registry import canonical_name, step_class, step_kind
 
     type_name = canonical_name(element.Type, location=f"{label}: {location}.Type")
@@ -431,6 +456,11 @@ def _build_step(label: str, location: str, kind: StepKind, element: ProfileEleme
                 hint=f"{type_name} parameters: " + ", ".join(_declared_parameters(cls.Parameters)),
             )
         resolved[key] = _resolve_value(value, lookup, where)
+    taken = _global_keys_taken(cls.Parameters, overrides or {})
+    for key, value in taken.items():
+        resolved[key] = value  # the command line wins over the step's own value, as for global parameters
+    for key, value in resolved.to_dict().items():
+        _refuse_option_like(f"{label}: {key_path(prefix, key)}", value, element.Parameters.get(key))
     fields = {name.lower(): name for name in cls.Parameters.model_fields}
     data = {fields.get(k.lower(), k): v for k, v in resolved.to_dict().items()}
     try:
@@ -441,10 +471,33 @@ def _build_step(label: str, location: str, kind: StepKind, element: ProfileEleme
     except ValueError as exc:
         # check_parameters raises ValueError("Param: problem"); name the parameter in the path.
         param, sep, problem = str(exc).partition(": ")
+        if sep and param.lower() in {key.lower() for key in taken}:
+            raise ProfileError(f"--parameters {param} (for {label}: {location})", problem) from None
         if sep and (param.isidentifier() or param in resolved):
             raise ProfileError(f"{label}: {key_path(prefix, param)}", problem) from None
         raise ProfileError(f"{label}: {prefix}", str(exc)) from None
-    return cls(params, location=location, kind=kind)
+    return cls(params, location=location, kind=kind), {key.lower() for key in taken}
+
+
+_NUMBER = re.compile(r"-\d+(\.\d*)?([eE][+-]?\d+)?")
+
+
+def _refuse_option_like(location: str, value: Any, given: Any) -> None:
+    """Refuse a text value that starts with ``-`` (a negative number is fine).
+
+    Step parameters end up as arguments of git, curl, mkfs...; a value such as
+    ``--upload-pack=...`` or ``-o/etc/passwd`` would be read there as an option. Commands also put
+    ``--`` before their positional arguments, but no parameter of any step has a reason to start
+    with ``-``, so it is refused here, before any host is touched.
+    """
+    if not isinstance(value, str) or not value.lstrip().startswith("-") or _NUMBER.fullmatch(value.strip()):
+        return
+    source = f" (from {given})" if isinstance(given, str) and given.lower().startswith(REFERENCE_PREFIX) else ""
+    raise ProfileError(
+        location,
+        f"value starts with '-'{source}: a command would read it as an option, so it is refused",
+        hint="give a URL, path or name that does not start with '-' (for a relative path write ./-name)",
+    )
 
 
 def _declared_parameters(params: type[StepParameters]) -> list[str]:

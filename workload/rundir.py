@@ -12,6 +12,7 @@ Layout::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -19,12 +20,36 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from workload.safefile import atomic_write_text
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def safe_name(text: str) -> str:
-    """A file-name-safe form of a host or step name (``10.0.0.4:2222`` -> ``10.0.0.4_2222``)."""
+    """A file-name-safe form of a step or profile name (``10.0.0.4:2222`` -> ``10.0.0.4_2222``).
+
+    Not one-to-one (``a:b`` and ``a_b`` give the same name): host folders use :func:`host_folder_name`.
+    """
     return _UNSAFE.sub("_", text).strip("_") or "_"
+
+
+_PLAIN_HOST = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+
+
+def host_folder_name(host: str) -> str:
+    """The name of ``host``'s folder in a run folder: one-to-one, and always a plain child folder.
+
+    A name of letters, digits, ``.``, ``_`` and ``-`` (not starting with ``.``, at most 100
+    characters) is its own folder name (``vm-07``, ``10.0.0.4``). Any other name (``10.0.0.4:2222``,
+    ``ü``, ``..``, ``.``) becomes its :func:`safe_name` (cut to 60 characters) plus ``~`` and 16 hex
+    digits of its SHA-256: ``~`` never occurs in a plain name, so a changed name cannot meet a plain
+    one, and two changed names meet only if their hashes do. Neither form can be ``.`` or ``..``
+    or contain ``/``, so every host writes inside the run folder.
+    """
+    if _PLAIN_HOST.fullmatch(host):
+        return host
+    digest = hashlib.sha256(host.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{safe_name(host)[:60]}~{digest}"
 
 
 @dataclass
@@ -52,8 +77,14 @@ class RunFolder:
         return self.root.name
 
     def host_dir(self, host: str) -> Path:
-        path = self.root / safe_name(host)
-        path.mkdir(parents=True, exist_ok=True)
+        """``host``'s folder (made on first use); a link planted in its place is refused."""
+        path = self.root / host_folder_name(host)
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir()
+        except FileExistsError:
+            if path.is_symlink() or not path.is_dir():
+                raise FileExistsError(f"{path} is not a folder this run made (a link or a file)") from None
         return path
 
     def step_log(self, host: str, index: int, type_name: str, scenario: str | None) -> Path:
@@ -61,8 +92,5 @@ class RunFolder:
         return self.host_dir(host) / f"{index:02d}-{type_name}{suffix}.log"
 
     def write_json(self, name: str, data: Any) -> Path:
-        path = self.root / name
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
-        tmp.replace(path)
-        return path
+        text = json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+        return atomic_write_text(self.root / name, text)

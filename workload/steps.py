@@ -32,6 +32,8 @@ from pydantic_core import PydanticUseDefault
 from workload.commands import Command, mask_text
 from workload.errors import Interrupted, OutputError, StepError
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
+from workload.hoststate import HostState as HostState  # re-exported: steps and tests import it from here
+from workload.safefile import append_text
 
 #: When a step reads its facts (see :meth:`Step.fact_queries`).
 FactPhase = Literal["plan", "verify"]
@@ -166,59 +168,6 @@ class StepPlan:
         return tuple(c for change in self.changes for c in change.commands)
 
 
-class HostState:
-    """Small persistent key/value state kept ON the target host (it survives reboots).
-
-    Stored as JSON at ``/var/lib/workload/state.json`` (root) or
-    ``~/.local/state/workload/state.json``. Read at the start of a run, written after each change.
-    """
-
-    def __init__(self, host: Host, path: str | None = None) -> None:
-        import json
-
-        self._host = host
-        self.path = path or self._default_path(host)
-        self._lock = threading.Lock()
-        try:
-            loaded = json.loads(host.read_text(self.path))
-            self._data: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
-        except FileNotFoundError:
-            self._data = {}
-        except ValueError:
-            # A corrupt state file must not block a run: facts decide what is installed anyway.
-            self._data = {}
-
-    @staticmethod
-    def _default_path(host: Host) -> str:
-        if host.is_root:
-            return "/var/lib/workload/state.json"
-        return f"{host.identity.home}/.local/state/workload/state.json"
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._data.get(key, default)
-
-    def set(self, key: str, value: Any) -> None:
-        """Set one key and write the state file at once."""
-        import json
-        import posixpath
-
-        with self._lock:
-            if value is None:
-                self._data.pop(key, None)
-            else:
-                self._data[key] = value
-            text = json.dumps(self._data, indent=2, sort_keys=True)
-        directory = posixpath.dirname(self.path)
-        if not self._host.exists(directory):
-            from workload.commands import cmd
-
-            self._host.check(cmd("mkdir", "-p", directory))
-        self._host.write_text(self.path, text + "\n")
-
-    def snapshot(self) -> dict[str, Any]:
-        return dict(self._data)
-
-
 class CancelToken:
     """The run-wide stop signal: set once (Ctrl-C, SIGTERM, ``--fail-fast``), never cleared.
 
@@ -261,6 +210,9 @@ class StepContext:
     dry_run: bool = False
     #: Result folders (local paths) produced by an action; the engine parses them into metrics.
     results: list[Path] = field(default_factory=list)
+    #: What a step keeps between its own plan, apply and verify on this host (one run of one step;
+    #: a Step object is shared by every host of a fleet, so it keeps nothing itself).
+    memo: dict[str, Any] = field(default_factory=dict)
     #: Console sink for progress lines (``[host]`` prefixed by the reporter); may be None.
     console: Callable[[str], None] | None = None
     #: Iteration number (1-based) when actions repeat with ``--iterations``.
@@ -287,13 +239,13 @@ class StepContext:
     def _write_log(self, line: str) -> None:
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
-                fh.write(mask_text(line).rstrip("\n") + "\n")
-        except OSError as exc:
+            append_text(self.log_path, mask_text(line).rstrip("\n") + "\n")  # never through a planted link
+        except (OSError, ValueError) as exc:
             # A full disk must not stop the benchmark that is running (or hide its result):
             # the failure is recorded once and reported by the CLI (exit 8), naming the file.
             if not self.write_errors:
-                self.write_errors.append(OutputError.from_os_error("the step log", self.log_path, exc))
+                error = exc if isinstance(exc, OSError) else OSError(str(exc))
+                self.write_errors.append(OutputError.from_os_error("the step log", self.log_path, error))
 
     def line_sink(self, *, echo: bool = True) -> LineSink:
         """A sink for command output: every line to the step log, and to the console if ``echo``."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +41,7 @@ from workload.mlperf.catalog import (
     workload_setting,
 )
 from workload.mlperf.container import ContainerSpec, HarnessContainer, container_name
-from workload.mlperf.gpuconfigs import ResolvedConfig
+from workload.mlperf.gpuconfigs import ResolvedConfig, gpu_count_problem
 from workload.mlperf.harness import (
     CONTAINER_WORKDIR,
     SETUP_STAGES,
@@ -60,15 +61,9 @@ from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, 
 
 STATE_KEY = "mlperf"
 ASSUMED_VERSION = HarnessVersion(4, 1)
-#: Run in the container: the ``KnownSystem`` member(s) whose system id is argv[1].
-MEMBER_MARK = "workload-known-system:"
-KNOWN_MEMBER_PROBE = (
-    "import sys\n"
-    "from code.common.systems.system_list import KnownSystem\n"
-    "for member in KnownSystem:\n"
-    "    if getattr(member.value, 'system_id', None) == sys.argv[1]:\n"
-    f"        print({MEMBER_MARK!r} + member.name)\n"
-)
+#: What NVIDIA's ``scripts/get_system_id.py`` prints (v4.1: ``print(MATCHED_SYSTEM)``): ``None`` for a
+#: machine no KnownSystem matches, ``KnownSystem.<member>`` for one that does; exit 0 either way.
+KNOWN_SYSTEM_LINE = re.compile(r"^KnownSystem\.([A-Za-z_][A-Za-z0-9_]*)$")
 
 
 class MLPerfParameters(StepParameters):
@@ -396,8 +391,8 @@ class MLPerfExecutor(Step):
     def _nvidia_dir(self, ctx: StepContext) -> str | None:
         repo = self.p.RepoPath or ctx.exports.get(package_export(self.p.PackageName))
         if not repo:
-            recorded = ctx.state.get(f"GitRepoClone:{self.p.PackageName.lower()}") or {}
-            repo = recorded.get("path") if isinstance(recorded, dict) else None
+            recorded = ctx.state.mapping(f"GitRepoClone:{self.p.PackageName.lower()}")
+            repo = recorded.get("path") if isinstance(recorded.get("path"), str) else None
         if not repo:
             return None
         repo = str(repo).rstrip("/")
@@ -453,7 +448,7 @@ class MLPerfExecutor(Step):
         scratch = self.p.ScratchPath or ctx.exports.get("MLPERF_SCRATCH_PATH")
         machine = host.run(cmd("uname", "-m", timeout=30)).stdout.strip() or "x86_64"
         user = self._user(host)
-        done = ctx.state.get(STATE_KEY) or {}
+        done = ctx.state.mapping(STATE_KEY)
         facts = MLPerfFacts(
             nvidia_dir=nvidia_dir,
             nvidia_dir_exists=exists,
@@ -643,11 +638,23 @@ class MLPerfExecutor(Step):
             with host.on_interrupt(container.stop):
                 # The system check comes first: an unknown system must not cost hours of downloads.
                 blocked = self._prepare_system(ctx, container, facts, settings, version)
+                self._refuse_if_nothing_can_run(ctx, settings, blocked)
                 self._setup(ctx, container, facts, settings.model)
                 run_id = self._run_id(ctx, facts.nvidia_dir, settings)
                 self._runs(ctx, container, facts, settings, version, run_id, blocked)
         finally:
             client.close()
+
+    def _refuse_if_nothing_can_run(
+        self, ctx: StepContext, settings: Settings, blocked: dict[tuple[str, str], str]
+    ) -> None:
+        """Stop before any download when no (scenario, benchmark) of this action can run, naming each reason."""
+        if all((s, b) in blocked for s in settings.scenarios for b in settings.benchmarks):
+            problems = [
+                f"no result for {benchmark} {scenario} ({', '.join(settings.test_modes)}): {why}"
+                for (scenario, benchmark), why in blocked.items()
+            ]
+            raise StepError(self.label, "; ".join(problems) + " (nothing set up or run)", host=ctx.host.name)
 
     @staticmethod
     def _run_id(ctx: StepContext, nvidia_dir: str, settings: Settings) -> str:
@@ -679,13 +686,12 @@ class MLPerfExecutor(Step):
         return output
 
     def _mark(self, ctx: StepContext, key: str) -> None:
-        done = dict(ctx.state.get(STATE_KEY) or {})
-        done[key] = time.strftime("%Y-%m-%dT%H:%M:%S")
-        ctx.state.set(STATE_KEY, done)
+        # merged on the host: stages another run marked meanwhile (another model) are kept
+        ctx.state.merge(STATE_KEY, {key: time.strftime("%Y-%m-%dT%H:%M:%S")})
 
     def _setup(self, ctx: StepContext, container: HarnessContainer, facts: MLPerfFacts, model: str) -> None:
         assert facts.scratch_path and facts.nvidia_dir
-        done = ctx.state.get(STATE_KEY) or {}
+        done = ctx.state.mapping(STATE_KEY)
         for stage in SETUP_STAGES:
             key = setup_key(facts.scratch_path, model, stage)
             if done.get(key):
@@ -719,43 +725,38 @@ class MLPerfExecutor(Step):
         except WorkloadError as exc:
             return f"GPU/CPU could not be read: {exc.message}"
 
-    def _harness_system_id(self, ctx: StepContext, container: HarnessContainer, facts: MLPerfFacts) -> str | None:
-        """The system id the harness's own script detects: "" when it knows none, None when there is no script.
+    def _harness_member(self, ctx: StepContext, container: HarnessContainer, facts: MLPerfFacts) -> str | None:
+        """The ``KnownSystem`` member the harness's own script detects: "" when it knows none, None without a script.
 
-        Only the harness's own "did not match any known systems" means an unknown system; any other
-        failure of the script (a crash, an import error) is a step failure that shows its output.
+        NVIDIA's ``scripts/get_system_id.py`` prints ``None`` for an unknown machine and
+        ``KnownSystem.<member>`` for a known one (our custom systems included), exit 0 either way;
+        anything else (a crash, an import error, other text) is a step failure that shows its output.
         """
         assert facts.nvidia_dir
         if not ctx.host.exists(posixpath.join(facts.nvidia_dir, "scripts", "get_system_id.py")):
             return None
         argv = ["python3", "-m", "scripts.get_system_id"]
         code, output = container.exec(argv, on_line=ctx.line_sink(echo=False))
-        if results.UNKNOWN_SYSTEM_TEXT in output:
-            ctx.log("harness system id: none (not a known system)")
+        # The answer is the last line that is one (the harness's logging may surround it).
+        answers = [
+            line.strip()
+            for line in output.splitlines()
+            if line.strip() == "None" or KNOWN_SYSTEM_LINE.match(line.strip())
+        ]
+        last = answers[-1] if answers else ""
+        if code == 0 and last == "None":
+            ctx.log("harness system: None (no KnownSystem matches this machine)")
             return ""
-        lines = [line.strip() for line in output.splitlines() if line.strip()]
-        if code != 0 or not lines or lines[-1] == "None":
+        match = KNOWN_SYSTEM_LINE.match(last)
+        if code != 0 or match is None:
             raise self.fail(
                 f"the harness's system detection failed: `{' '.join(argv)}` exited {code} "
-                f"without naming a system; its output:\n{_tail(output, 20) or '    (none)'}",
+                f"without printing None or KnownSystem.<name>; its output:\n{_tail(output, 20) or '    (none)'}",
                 ctx,
                 hint="fix the harness or the container (the output above says what broke), then run again",
             )
-        ctx.log(f"harness system id: {lines[-1]}")
-        return lines[-1]
-
-    def _known_member(self, ctx: StepContext, container: HarnessContainer, system_id: str) -> str | None:
-        """The ``KnownSystem`` member of the harness whose system id is ``system_id`` (None if none is)."""
-        code, output = container.exec(
-            ["python3", "-c", KNOWN_MEMBER_PROBE, system_id], on_line=ctx.line_sink(echo=False)
-        )
-        names = [line.removeprefix(MEMBER_MARK).strip() for line in output.splitlines() if line.startswith(MEMBER_MARK)]
-        if code != 0 or len(names) != 1:
-            ctx.log(
-                f"could not map the system id {system_id} to a KnownSystem member (exit {code}):\n{_tail(output, 8)}"
-            )
-            return None
-        return names[0]
+        ctx.log(f"harness system: {last}")
+        return match.group(1)
 
     def _registered(self, ctx: StepContext, nvidia_dir: str, model: str, scenario: str) -> set[Registration]:
         """What the harness registers for (model, scenario), from its config files (ours excluded)."""
@@ -789,7 +790,7 @@ class MLPerfExecutor(Step):
         gets the configs NVIDIA has none for (NVIDIA's files are never changed).
         """
         assert facts.nvidia_dir
-        detected = self._harness_system_id(ctx, container, facts)
+        detected = self._harness_member(ctx, container, facts)
         if not self.p.RequireCustomSystemSupport:
             if detected == "":
                 raise self.fail(
@@ -797,8 +798,8 @@ class MLPerfExecutor(Step):
                     ctx,
                     hint="set the parameter RequireCustomSystemSupport=true to register it as a custom system",
                 )
-            member = self._known_member(ctx, container, detected) if detected else None
-            if member is None:
+            member = detected
+            if not member:
                 return {}  # nothing to check against; the results check explains what is missing
 
             def unregistered(scenario: str, setting: str) -> str:
@@ -850,10 +851,8 @@ class MLPerfExecutor(Step):
         member: str | None = None
         if detected and not detected.startswith(custom_system.SYSTEM_ID_PREFIX):
             # NVIDIA's own entry matches (Azure ND96asr_v4 is A100_SXM4_40GBx8): add only what it lacks.
-            member = self._known_member(ctx, container, detected)
-            if member is None:
-                raise self.fail(f"the harness detected {detected} but names no KnownSystem for it", ctx)
-            ctx.log(f"the harness knows this system as {detected} (KnownSystem.{member})")
+            member = detected
+            ctx.log(f"the harness knows this system as KnownSystem.{member}")
             registered = {s: self._registered(ctx, facts.nvidia_dir, model, s) for s in settings.scenarios}
             lacking = self._missing_registrations(settings, member, registered, lambda scenario, setting: setting)
             if not lacking:
@@ -896,9 +895,12 @@ class MLPerfExecutor(Step):
                     if problem is not None:
                         problems.append(problem)
                         continue
-                    classes.append(
-                        (setting, table.resolve(system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high))
-                    )
+                    resolved = table.resolve(system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high)
+                    unrunnable = gpu_count_problem(resolved)
+                    if unrunnable is not None:
+                        problems.append(f"not generated: {unrunnable}")
+                        continue
+                    classes.append((setting, resolved))
                     available = True
                 if not available:
                     blocked[(scenario, benchmark)] = problems[0]

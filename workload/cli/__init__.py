@@ -22,8 +22,9 @@ COMMANDS: dict[str, str] = {
     "profiles": "workload.cli.profile_cmd:profiles_command",
     "show": "workload.cli.profile_cmd:show_command",
     "results": "workload.cli.results_cmd:results_command",
-    "compare": "workload.cli.results_cmd:compare_command",
+    "compare": "workload.cli.compare_cmd:compare_command",
     "doctor": "workload.cli.doctor_cmd:doctor_command",
+    "history": "workload.cli.history_cmd:history_command",
 }
 
 

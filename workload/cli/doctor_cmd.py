@@ -22,10 +22,12 @@ STATUS = {"pass": ("pass", "green"), "fail": ("FAIL", "red"), "skip": ("skip", "
     show_default=True,
     help="Free space the scratch path needs (MLPerf data and engines).",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON (a list per host) instead of a table.")
 def doctor_command(
     targets: Targets,
     scratch: str | None,
     min_free_gb: float,
+    as_json: bool,
 ) -> int:
     """Check that hosts are ready for MLPerf on their GPUs; change nothing.
 
@@ -57,6 +59,13 @@ def doctor_command(
     with ThreadPoolExecutor(max_workers=max(1, min(targets.parallel, len(specs)))) as pool:
         results = list(pool.map(examine, specs))
 
+    failed = sum(1 for _, checks in results for c in checks if not c.ok)
+    if as_json:
+        import json
+
+        hosts = [{"host": name, "checks": [c.__dict__ | {"ok": c.ok} for c in checks]} for name, checks in results]
+        click.echo(json.dumps({"hosts": hosts, "failed": failed}, indent=2))
+        return EXIT_STEP_FAILED if failed else EXIT_OK
     console = make_console()
     table = Table(title="workload doctor", show_lines=False)
     for column in ("host", "check", "result", "detail", "fix"):
@@ -66,6 +75,5 @@ def doctor_command(
             status = styled(STATUS[check.status])
             table.add_row(plain(name), plain(check.name), status, plain(check.detail), plain(check.fix))
     console.print(table)
-    failed = sum(1 for _, checks in results for c in checks if not c.ok)
     console.print(styled(f"{failed} check(s) failed" if failed else "all checks passed (or did not apply)"))
     return EXIT_STEP_FAILED if failed else EXIT_OK

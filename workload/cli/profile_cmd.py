@@ -8,18 +8,28 @@ from workload.cli.options import parameter_options, resolve_from_options
 
 
 @click.command("profiles")
-def profiles_command() -> int:
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {name, description, path}.")
+def profiles_command(as_json: bool) -> int:
     """List the profiles shipped with workload (use the name with --profile)."""
     import json
 
+    from workload.commands import mask_text
     from workload.resources import profile_dir, shipped_profiles
 
+    listing = []
     for name in shipped_profiles():
         try:
             description = json.loads((profile_dir() / f"{name}.json").read_text()).get("Description", "")
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             description = "(unreadable)"
-        click.echo(f"{name:<22} {description}")
+        listing.append(
+            {"name": name, "description": mask_text(str(description)), "path": str(profile_dir() / f"{name}.json")}
+        )
+    if as_json:
+        click.echo(json.dumps(listing, indent=2))
+        return 0
+    for entry in listing:
+        click.echo(f"{entry['name']:<22} {entry['description']}")
     return 0
 
 
@@ -42,7 +52,7 @@ def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | Non
     if as_json:
         click.echo(json.dumps(resolved.to_json(), indent=2))
         return 0
-    click.echo(f"{resolved.name}: {resolved.description}")
+    click.echo(f"{resolved.name}: {resolved.shown_description}")
     click.echo(f"  file: {resolved.path}")
     click.echo("Parameters:")
     for key, value in display_parameters(resolved.parameters).items():

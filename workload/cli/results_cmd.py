@@ -1,8 +1,8 @@
-"""``workload results`` and ``workload compare``: re-read, judge and compare MLPerf results.
+"""``workload results``: re-read and judge MLPerf results (``compare`` is in :mod:`workload.cli.compare_cmd`).
 
 Only click is imported at module level; the metrics layer and rich load when a command runs.
 Exit codes: 0 ok, 2 nothing parseable / bad path, 6 INVALID, accuracy failed or unknown, or a
-result file unreadable (unless ``--allow-invalid``), 7 a regression or a slow host (compare).
+result file unreadable (unless ``--allow-invalid``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from workload.cli.numbers import FiniteFloatRange
+from workload.cli.history_hook import record_options
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,14 +30,24 @@ def _fail(ctx: click.Context, code: int, message: str) -> None:
     ctx.exit(code)
 
 
-def _load(ctx: click.Context, path: Path, host: str | None = None, *, then_import: tuple[str, ...] = ()) -> Collection:
+def _load(
+    ctx: click.Context,
+    path: Path,
+    host: str | None = None,
+    *,
+    then_import: tuple[str, ...] = (),
+    round_name: str | None = None,
+) -> Collection:
     """Results under ``path`` (a run folder's metrics.jsonl, or raw result files); exit 2 if none.
 
     The modules named in ``then_import`` (the display's) are imported while worker processes parse.
+    ``round_name`` (``--round``) judges raw result files by that MLPerf round's rules instead of the
+    round detected from the files; an unknown round is exit 2.
     """
     from workload.errors import EXIT_USAGE
     from workload.metrics.collection import collect
     from workload.metrics.outputs import load_run
+    from workload.metrics.rules import RulesError, override_round
 
     if not path.exists():
         _fail(ctx, EXIT_USAGE, f"{path}: no such file or directory")
@@ -46,9 +56,16 @@ def _load(ctx: click.Context, path: Path, host: str | None = None, *, then_impor
         for name in then_import:
             importlib.import_module(name)
 
-    collection = (
-        collect(path, host=host, while_parsing=import_display) if host else load_run(path, while_parsing=import_display)
-    )
+    try:
+        with override_round(round_name):
+            collection = (
+                collect(path, host=host, while_parsing=import_display)
+                if host
+                else load_run(path, while_parsing=import_display)
+            )
+    except RulesError as exc:
+        _fail(ctx, EXIT_USAGE, str(exc))
+        raise  # not reached: _fail exits
     if not collection.results:
         for issue in collection.issues:
             click.echo(f"warning: {issue}", err=True)
@@ -115,22 +132,46 @@ def _print_lines(console: Console, lines: list[str]) -> None:
     help="Exit 0 even if a result is INVALID, failed accuracy or a result file could not be read.",
 )
 @click.option("--host", default=None, help="Host name to record on every metric (default: from the run folder).")
+@click.option("--record", is_flag=True, help="Record these results in the run history (see --history, --tag).")
+@record_options
+@click.option(
+    "--round",
+    "round_name",
+    default=None,
+    metavar="vX.Y",
+    help="Judge by this MLPerf Inference round's rules (v3.1 ... v6.1) instead of the round detected from the "
+    "files (LoadGen version, a vX.Y folder, the benchmark).",
+)
 @click.pass_context
 def results_command(
-    ctx: click.Context, path: Path, output: Path | None, as_json: bool, allow_invalid: bool, host: str | None
+    ctx: click.Context,
+    path: Path,
+    output: Path | None,
+    as_json: bool,
+    allow_invalid: bool,
+    host: str | None,
+    record: bool,
+    history: str | None,
+    tag: str | None,
+    junit: Path | None,
+    round_name: str | None,
 ) -> int:
     """Parse and judge MLPerf results under PATH.
 
     \b
-    PATH is a NVIDIA harness build/logs tree, a LoadGen output folder, a previous run folder
-    or a single result file. Every INVALID result is explained (which constraint failed) with
-    the setting to change. Exit 0 if every result is VALID and passed accuracy and every result
-    file was read, 6 if not (unreadable files are named), 2 if nothing could be parsed.
+    PATH is a NVIDIA harness build/logs tree, a LoadGen output folder, a published MLPerf
+    submission tree (any round v3.1-v6.1), a previous run folder or a single result file.
+    Headline, limits and accuracy targets follow the result's MLPerf round (see --round).
+    Every INVALID result is explained (which constraint failed) with the setting to change.
+    Exit 0 if every result is VALID and passed accuracy and every result file was read,
+    6 if not (unreadable files are named), 2 if nothing could be parsed.
     """
-    collection = _load(ctx, path, host, then_import=_DISPLAY_MODULES)
+    collection = _load(ctx, path, host, then_import=_DISPLAY_MODULES, round_name=round_name)
     from workload.cli.console import make_console, styled
-    from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK
-    from workload.metrics.outputs import OutputContext, write_outputs
+    from workload.cli.history_hook import record as record_results
+    from workload.cli.history_hook import write_junit
+    from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK, EXIT_USAGE, ResultsError
+    from workload.metrics.outputs import OutputContext, replaced_results, write_outputs
     from workload.metrics.table import render_table
     from workload.metrics.verdict import Verdict
 
@@ -138,8 +179,9 @@ def results_command(
     # with --json, stdout carries only JSON lines; everything for humans goes to stderr
     console = make_console(stderr=as_json)
     if as_json:
-        for metric in collection.metrics:
-            click.echo(_metric_json(metric))
+        for result in collection.results:  # a result's metrics at a time: they are made when read
+            for metric in result.metrics:
+                click.echo(_metric_json(metric))
     else:
         console.print(render_table(collection))
     _print_explanations(console, collection)
@@ -147,9 +189,35 @@ def results_command(
     console.print(styled(head))
     _print_lines(console, failures)
     if output is not None:
-        written = write_outputs(output, collection.results, OutputContext(), issues=collection.issues)
-        console.print(styled("wrote " + ", ".join(str(p) for p in written)))
+        # A folder written before keeps other hosts' results; this write replaces those of its own
+        # hosts (a second `results X --output DIR` without --host replaces the first): said, not silent.
+        try:
+            replaced = replaced_results(output, {r.host for r in collection.results})
+            written = write_outputs(output, collection.results, OutputContext(), issues=collection.issues)
+        except ResultsError as exc:
+            _fail(ctx, EXIT_USAGE, f"--output {output}: {exc}")
+            return EXIT_USAGE  # not reached: _fail exits
+        console.print("wrote " + ", ".join(str(p) for p in written), markup=False)
+        if replaced:
+            console.print(
+                f"note: {output} held {replaced} result(s) of the same host(s) from an earlier write; "
+                "they were replaced (results of other hosts were kept)",
+                markup=False,
+            )
     code = EXIT_OK if verdict.ok or allow_invalid else EXIT_INVALID_RESULTS
+    if junit is not None:
+        console.print(f"wrote {write_junit(junit, collection, suite=path.name)}", markup=False)
+    if record or tag is not None:  # a tag names a recorded run, so it records too
+        record_results(
+            path,
+            collection,
+            command="results",
+            exit_code=code,
+            ok=verdict.ok,
+            history=history,
+            tag=tag,
+            echo=console.out,
+        )
     if code:
         ctx.exit(code)
     return code
@@ -165,104 +233,3 @@ def _metric_json(metric: Any) -> str:
 
         text = json.dumps(metric.model_dump(mode="python"), separators=(",", ":"), default=str)
     return text
-
-
-def _fmt(value: float, unit: str) -> str:
-    return f"{value:.6g} {unit}".strip()
-
-
-@click.command("compare")
-@click.argument("run_a", type=click.Path(path_type=Path))
-@click.argument("run_b", type=click.Path(path_type=Path), required=False)
-@click.option(
-    "--threshold",
-    "threshold",
-    type=FiniteFloatRange(min=0),
-    default=5.0,
-    show_default=True,
-    help="Percent change that counts as a regression (or a slow host with --hosts).",
-)
-@click.option("--hosts", "by_host", is_flag=True, help="Compare the hosts of RUN_A against their median.")
-@click.option("--all", "show_all", is_flag=True, help="Also list metrics without a better direction (settings).")
-@click.pass_context
-def compare_command(
-    ctx: click.Context, run_a: Path, run_b: Path | None, threshold: float, by_host: bool, show_all: bool
-) -> int:
-    """Compare RUN_B against RUN_A metric by metric, or the hosts of one run (--hosts).
-
-    \b
-    A regression is a change past --threshold percent in the wrong direction (throughput
-    down, latency up, VALID/PASS lost). Exit 7 on a regression or a slow host, else 0.
-    """
-    from rich.table import Table
-
-    from workload.cli.console import make_console, plain, styled
-    from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
-    from workload.metrics.compare import compare, compare_hosts
-    from workload.metrics.model import Relativity
-
-    console = make_console()
-    if by_host:
-        if run_b is not None:
-            _fail(ctx, EXIT_USAGE, "--hosts compares the hosts of one run: give a single RUN")
-        fleet = compare_hosts(_load(ctx, run_a), threshold)
-        if not fleet.deviations:
-            _fail(ctx, EXIT_USAGE, f"{run_a}: no benchmark/scenario ran on two or more hosts; nothing to compare")
-        table = Table(title=plain(f"Hosts against the fleet median (threshold {threshold:g} %)"))
-        for column in ("Host", "Benchmark", "Scenario", "Metric", "Value", "Median", "Change", ""):
-            table.add_column(column)
-        for d in fleet.deviations:
-            flag = styled(("SLOW", "red")) if d.slow else plain("")
-            table.add_row(
-                *map(
-                    plain,
-                    (
-                        d.host,
-                        d.benchmark,
-                        d.scenario,
-                        d.metric,
-                        _fmt(d.value, d.unit),
-                        _fmt(d.median, d.unit),
-                        f"{d.deviation_pct:+.2f} %",
-                    ),
-                ),
-                flag,
-            )
-        console.print(table)
-        if fleet.slow_hosts:
-            console.print(styled(f"slow hosts: {', '.join(fleet.slow_hosts)}"))
-            ctx.exit(EXIT_REGRESSION)
-        return EXIT_OK
-
-    if run_b is None:
-        _fail(ctx, EXIT_USAGE, "give two runs to compare (RUN_A RUN_B), or one run with --hosts")
-        return EXIT_USAGE  # not reached: _fail exits
-    result = compare(_load(ctx, run_a), _load(ctx, run_b), threshold)
-    if not result.changes:
-        _fail(ctx, EXIT_USAGE, "the two runs have no metric in common (different benchmarks or scenarios?)")
-    table = Table(title=plain(f"{run_a} -> {run_b} (threshold {threshold:g} %)"))
-    for column in ("Metric", "A", "B", "Change", ""):
-        table.add_column(column)
-    for change in result.changes:
-        if change.relativity is Relativity.UNDEFINED and not show_all:
-            continue
-        pct = "n/a" if change.change_pct is None else f"{change.change_pct:+.2f} %"
-        flag = (
-            styled(("REGRESSION", "red"))
-            if change.regression
-            else styled(("better", "green"))
-            if change.improvement
-            else plain("")
-        )
-        cells = (change.label, _fmt(change.before, change.unit), _fmt(change.after, change.unit), pct)
-        table.add_row(*map(plain, cells), flag)
-    console.print(table)
-    for key in result.only_in_a:
-        console.print(styled(f"only in A: {' '.join(k for k in key if k)}"))
-    for key in result.only_in_b:
-        console.print(styled(f"only in B: {' '.join(k for k in key if k)}"))
-    if result.regressions:
-        console.print(styled(f"{len(result.regressions)} regression(s) past {threshold:g} %"))
-        ctx.exit(EXIT_REGRESSION)
-    console.print(styled("no regression"))
-    return EXIT_OK

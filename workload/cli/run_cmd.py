@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from workload.cli.history_hook import record_options
 from workload.cli.numbers import FiniteFloatRange
 from workload.cli.options import Targets, build_targets, host_options, parameter_options, resolve_from_options
 
@@ -61,6 +62,7 @@ def _output_option(func: Any) -> Any:
     help="Only the hosts that did not finish in that earlier run (same --host/--inventory).",
 )
 @_output_option
+@record_options
 @click.option("-v", "--verbose", count=True, help="Show command output on the console (always in the step logs).")
 def run_command(
     profile: str,
@@ -74,6 +76,9 @@ def run_command(
     allow_invalid: bool,
     only_failed: Path | None,
     output_dir: Path,
+    history: str | None,
+    tag: str | None,
+    junit: Path | None,
     verbose: int,
 ) -> int:
     """Run PROFILE's steps on the hosts, then parse the results into metrics.
@@ -156,14 +161,15 @@ def run_command(
     console.print(styled(f"run folder: {folder.root}"))
     for problem in write_errors:
         console.print(styled(("error: ", "red"), str(problem)), highlight=False)
-    if engine.interrupted:
-        from workload.errors import EXIT_INTERRUPTED
+    from workload.cli.history_hook import after_run
+    from workload.errors import EXIT_INTERRUPTED
 
-        console.print(styled(("interrupted", "yellow"), f": {_resume_note(resolved, outcomes)}"))
-        return EXIT_INTERRUPTED
-    code = _exit_code(outcomes, metrics_code)
+    code = EXIT_INTERRUPTED if engine.interrupted else _exit_code(outcomes, metrics_code)
     if write_errors and code in (0, 6):
-        return write_errors[0].exit_code
+        code = write_errors[0].exit_code
+    after_run(folder.root, exit_code=code, history=history, tag=tag, junit=junit, echo=console.out)
+    if engine.interrupted:
+        console.print(styled(("interrupted", "yellow"), f": {_resume_note(resolved, outcomes)}"))
     return code
 
 
@@ -305,6 +311,9 @@ def _write_run_json(
     help="Ignored: plan writes no run folder. Accepted so that a run command line works as a plan one.",
 )
 @click.option("-v", "--verbose", count=True, help="Show embedded shell scripts in full (they are shortened otherwise).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the plans as JSON on stdout (the progress goes to stderr)."
+)
 def plan_command(
     profile: str,
     parameters: tuple[str, ...],
@@ -314,6 +323,7 @@ def plan_command(
     strict: bool,
     output_dir: Path | None,
     verbose: int,
+    as_json: bool,
 ) -> int:
     """Show what `run` would do on each host, changing nothing (a dry run).
 
@@ -334,8 +344,8 @@ def plan_command(
     del output_dir  # accepted for run's command lines; plan writes nothing to keep
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
-    console = make_console()
-    console.print(styled((resolved.name, "bold"), f": {resolved.description}"))
+    console = make_console(stderr=as_json)
+    console.print(styled((resolved.name, "bold"), f": {resolved.shown_description}"))
     with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
         folder = RunFolder.create(Path(tmp), resolved.name)
         options = RunOptions(dependencies_only=dependencies_only, parallel=targets.parallel)
@@ -355,6 +365,9 @@ def plan_command(
             f"{len(problems)} would fail if run now."
         )
     )
-    if errors:
-        return _exit_code(outcomes, 0)
-    return EXIT_STEP_FAILED if strict and problems else 0
+    code = _exit_code(outcomes, 0) if errors else EXIT_STEP_FAILED if strict and problems else 0
+    if as_json:
+        from workload.cli.plan_json import plan_document
+
+        click.echo(plan_document(resolved.name, outcomes, code))
+    return code

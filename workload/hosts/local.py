@@ -15,7 +15,6 @@ import selectors
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ from typing import IO
 
 from workload.commands import Secret
 from workload.hosts.base import FileTransferError, Host, OutputCollector
+from workload.safefile import atomic_write_bytes
 
 #: After the command itself has exited, how long to keep reading output that a background child
 #: may still hold open (``daemon &`` keeps the pipes). Past this, the pipes are closed and the
@@ -191,8 +191,9 @@ class LocalHost(Host):
             self._atomic_write(remote_path, lambda dst: shutil.copyfileobj(src, dst, _CHUNK), mode)
 
     def get(self, remote_path: str, local_path: str) -> None:
-        with self._file_errors(remote_path):
-            shutil.copyfile(remote_path, local_path)
+        # into a temporary made with O_EXCL beside the target, then renamed: never through a link
+        with self._file_errors(remote_path), open(remote_path, "rb") as src:
+            atomic_write_bytes(local_path, lambda dst: shutil.copyfileobj(src, dst, _CHUNK))
 
     def read_bytes(self, path: str) -> bytes:
         with self._file_errors(path), open(path, "rb") as f:
@@ -207,22 +208,8 @@ class LocalHost(Host):
 
     @staticmethod
     def _atomic_write(path: str, fill: Callable[[IO[bytes]], object], mode: int | None) -> None:
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".workload-", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as dst:
-                fill(dst)
-            if mode is not None:
-                os.chmod(tmp, mode)
-            elif os.path.exists(path):
-                os.chmod(tmp, os.stat(path).st_mode & 0o7777)  # keep the mode of the file we replace
-            else:
-                os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        # keeps the mode of the file it replaces; a temporary made with O_EXCL, never through a link
+        atomic_write_bytes(os.path.abspath(path), fill, mode=mode)
 
     @contextlib.contextmanager
     def _file_errors(self, path: str) -> Iterator[None]:
@@ -269,15 +256,3 @@ def _write_some(sel: selectors.BaseSelector, pipe: IO[bytes], pending: memoryvie
         sel.unregister(pipe)
         pipe.close()
     return pending
-
-
-def _umask() -> int:
-    """The process umask, read without changing it (``os.umask`` would race with other threads)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
-    return 0o022

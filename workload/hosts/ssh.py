@@ -41,7 +41,6 @@ import contextlib
 import errno
 import getpass
 import logging
-import os
 import posixpath
 import select
 import shlex
@@ -67,6 +66,7 @@ from workload.errors import ConnectError
 from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
 from workload.hosts.options import ConnectOptions
 from workload.hosts.ssh_connect import SshTarget, TransientConnectError, open_client
+from workload.safefile import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -412,14 +412,9 @@ class SshHost(Host):
 
     def get(self, remote_path: str, local_path: str) -> None:
         sftp = self._sftp_client()
-        tmp = f"{local_path}.workload-{uuid.uuid4().hex[:8]}.tmp"
-        try:
-            with self._file_errors("download of", remote_path):
-                sftp.get(remote_path, tmp)
-            os.replace(tmp, local_path)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        with self._file_errors("download of", remote_path):
+            # into a temporary made with O_EXCL beside the target, then renamed: never through a link
+            atomic_write_bytes(local_path, lambda f: sftp.getfo(remote_path, f))
 
     def read_bytes(self, path: str) -> bytes:
         sftp = self._sftp_client()
@@ -452,7 +447,7 @@ class SshHost(Host):
         directory, base = posixpath.split(path)
         tmp = posixpath.join(directory, f".{base}.workload-{uuid.uuid4().hex[:8]}.tmp")
         try:
-            with sftp.open(tmp, "wb") as f:
+            with sftp.open(tmp, "wbx") as f:  # O_EXCL on the host: never a file or link someone prepared
                 f.set_pipelined(True)
                 fill(f)
             if mode is None:

@@ -13,9 +13,11 @@ import os
 import re
 from datetime import datetime
 
-from workload.metrics import names, thresholds, verdict, wire
-from workload.metrics.model import AccuracyCheck, BenchmarkResult, Categorization, Metadata, Relativity
+from workload.metrics import judge, names, verdict, wire
+from workload.metrics.model import BenchmarkResult, Categorization, Metadata, Relativity
+from workload.metrics.parsers import accuracy_txt
 from workload.metrics.raw import RawResult, Scalar
+from workload.metrics.rules import detect_round, rules_for
 
 SCENARIOS = {
     "offline": "Offline",
@@ -26,6 +28,7 @@ SCENARIOS = {
     "multistream": "MultiStream",
     "multi-stream": "MultiStream",
     "multi_stream": "MultiStream",
+    "interactive": "Interactive",
 }
 _SKIP_DIRS = re.compile(r"^(run_\d+|performance|accuracy|TEST0\d)$", re.IGNORECASE)
 _ACCURACY_LEVEL = re.compile(r"-99(\.9)?$")
@@ -90,38 +93,6 @@ def _parse_times(values: dict[str, Scalar]) -> tuple[datetime | None, datetime |
     return start, None
 
 
-def _headline_key(values: dict[str, Scalar], scenario: str | None, scheduled_headline: bool) -> str | None:
-    """The detail-log key of the official metric for this scenario (and LoadGen version)."""
-
-    def has(key: str) -> bool:
-        return isinstance(values.get(key), int | float) and not isinstance(values.get(key), bool)
-
-    if scenario == "Offline":
-        return next((k for k in ("result_tokens_per_second", "result_samples_per_second") if has(k)), None)
-    if scenario == "Server":
-        version = values.get("loadgen_version")
-        old = scheduled_headline or values.get("scenario_key") == "result_scheduled_samples_per_sec"
-        if isinstance(version, str) and re.match(r"^(?:[0-3]\.|4\.0\b)", version):
-            old = True
-        order = ["result_completed_tokens_per_second"]
-        order += (
-            ["result_scheduled_samples_per_sec", "result_completed_samples_per_sec"]
-            if old
-            else ["result_completed_samples_per_sec", "result_scheduled_samples_per_sec"]
-        )
-        return next((k for k in order if has(k)), None)
-    if scenario == "SingleStream":
-        pct = values.get("effective_target_latency_percentile")
-        pct_f = float(pct) if isinstance(pct, int | float) and not isinstance(pct, bool) and 0 < pct < 1 else 0.9
-        key = f"result_{pct_f * 100:.2f}_percentile_latency_ns"
-        return key if has(key) else None
-    if scenario == "MultiStream":
-        key = "result_99.00_percentile_per_query_latency_ns"
-        return key if has(key) else None
-    scenario_key = values.get("scenario_key")
-    return scenario_key if isinstance(scenario_key, str) and has(scenario_key) else None
-
-
 #: detail-log key -> its metric spec, or None for keys that are not metrics of their own (see :func:`_spec_of`)
 _SPECS: dict[str, names.Spec | None] = {}
 _UNKNOWN = names.Spec("", "", names.UNDEFINED, 0, "")
@@ -160,28 +131,6 @@ def _vc_scenario_key(values: dict[str, Scalar], scenario: str | None) -> str | N
     return next((k for k in _NVIDIA_SCENARIO_KEYS.get(scenario or "", ()) if number(k)), None)
 
 
-def _resolve_accuracy(raw: RawResult, benchmark_full: str | None) -> tuple[list[AccuracyCheck], bool | None]:
-    checks: list[AccuracyCheck] = []
-    for check in raw.accuracy:
-        if check.passed is None and check.threshold is None and check.value is not None:
-            known = thresholds.target(benchmark_full, check.name)
-            if known is not None:
-                low, high = known
-                ok = check.value >= low and (high is None or check.value <= high)
-                check = AccuracyCheck(name=check.name, value=check.value, threshold=low, upper_limit=high, passed=ok)
-        elif check.passed is None and check.threshold is not None and check.value is not None:
-            ok = check.value >= check.threshold and (check.upper_limit is None or check.value <= check.upper_limit)
-            check = check.model_copy(update={"passed": ok})
-        checks.append(check)
-    known_checks = [c.passed for c in checks if c.passed is not None]
-    overall = raw.accuracy_pass
-    if overall is None:
-        overall = all(known_checks) if known_checks else None
-    elif False in known_checks:
-        overall = False  # a failed entry fails the result even where the file's overall flag says pass
-    return checks, overall
-
-
 def build(raw: RawResult, *, host: str | None = None) -> BenchmarkResult | None:
     """The result of one directory, or None when nothing usable was parsed there."""
     parts = build_parts(raw, host=host)
@@ -193,21 +142,42 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
     if not raw.has_data:
         return None
     values = raw.values
-    ident = dict(layout_identity(raw.directory))
+    layout = layout_identity(raw.directory)
+    ident = dict(layout)
     ident.update(raw.ident)
     benchmark_full = ident.get("benchmark_full")
     model = ident.get("model") or (_ACCURACY_LEVEL.sub("", benchmark_full) if benchmark_full else None)
     scenario = _scenario_name(ident.get("scenario"))
+    if layout.get("scenario") == "Interactive" and scenario in (None, "Server"):
+        scenario = "Interactive"  # LoadGen logs Interactive as Server: the folder is the truth
+    version_value = values.get("loadgen_version")
+    loadgen_version = version_value if isinstance(version_value, str) else None
+    round_name, round_from = detect_round(
+        loadgen_version=loadgen_version,
+        path=raw.directory,
+        benchmark=benchmark_full or model,
+        scheduled_headline=raw.scheduled_headline,
+        qsl_rng_seed=values.get("effective_qsl_rng_seed"),
+    )
+    rules = rules_for(round_name)
+    bench = rules.benchmark(benchmark_full) or rules.benchmark(model)
+    accuracy_txt.read_figures(raw, rules, [t.metric for t in bench.targets] if bench is not None else ())
+    if not (values or raw.accuracy or raw.ident or raw.accuracy_pass is not None):
+        return None  # e.g. a compliance accuracy.txt holding only its hash
     has_perf = any(k in values for k in _PERF_KEYS)
     test_mode = ident.get("test_mode") or ("PerformanceOnly" if has_perf else "AccuracyOnly" if raw.accuracy else None)
     config_name = ident.get("config_name")
     system = ident.get("system")
-    loadgen_version = values.get("loadgen_version") if isinstance(values.get("loadgen_version"), str) else None
     validity_raw = values.get("result_validity")
     validity = validity_raw if validity_raw in ("VALID", "INVALID") else None
     if test_mode == "AccuracyOnly":
         validity = None  # LoadGen does not judge accuracy runs
-    checks, accuracy_pass = _resolve_accuracy(raw, benchmark_full)
+    checks, accuracy_pass = judge.resolve_accuracy(raw, bench)
+    violations: list[str] = []
+    if validity == "VALID" and test_mode != "AccuracyOnly":
+        violations = judge.rule_violations(values, scenario, rules, bench)
+        if violations:
+            validity = "INVALID"  # LoadGen's own checks passed; the round's submission checker would reject it
     sut = values.get("sut_name")
     scenario_name = (
         model
@@ -229,6 +199,11 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
         "host": host,
         "source": raw.directory,
         "loadgen_version": loadgen_version,
+        "mlperf_round": round_name,
+        "mlperf_round_from": round_from,
+        "mlperf_benchmark": bench.name if bench is not None else None,
+        "mlperf_checker_unit": rules.unit(bench, scenario) if bench and test_mode != "AccuracyOnly" else None,
+        "loadgen_validity": validity_raw if violations else None,
     }
     for extra in ("tensorrt_version", "sut_name"):
         if isinstance(values.get(extra), str):
@@ -245,8 +220,10 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
     perf_metrics: list[wire.MetricRow] = []
     headline: wire.MetricRow | None = None
     seen: set[str] = set()
+    headline_notes: list[str] = []
+    loadgen_scenario = "Server" if scenario == "Interactive" else scenario
     if test_mode != "AccuracyOnly":
-        headline_key = _headline_key(values, scenario, raw.scheduled_headline)
+        headline_key, headline_notes = judge.headline_key(raw, scenario, rules, bench, benchmark_full or model)
         if validity is not None:
             perf_metrics.append(
                 metric(
@@ -286,7 +263,7 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
                 )
                 perf_metrics.insert(0, headline)
                 seen.add(spec.name)
-        vc_key = _vc_scenario_key(values, scenario)
+        vc_key = _vc_scenario_key(values, loadgen_scenario)
         if vc_key is not None:
             # VirtualClient's name and value: result[scenario_key], named latency_ns if the key says latency,
             # else samples_per_second (so LLM Offline tokens/s are "samples_per_second_p99", as VC names them)
@@ -318,7 +295,12 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
             scenario or ""
         )
         es_value = values.get(es_key) if es_key else None
-        if isinstance(es_value, int | float) and not isinstance(es_value, bool) and es_value > 0:
+        if (
+            isinstance(es_value, int | float)
+            and not isinstance(es_value, bool)
+            and es_value > 0
+            and "early_stopping_latency_ns" not in seen
+        ):
             perf_metrics.append(
                 metric(
                     "early_stopping_latency_ns",
@@ -433,10 +415,13 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
 
     reasons: list[str] = []
     fixes: list[str] = []
-    notes: list[str] = []
-    if test_mode != "AccuracyOnly" and validity == "INVALID":
+    notes: list[str] = list(headline_notes)
+    if violations:
+        reasons = [f"LoadGen says VALID, but the {rules.round} submission checker rejects it: {v}" for v in violations]
+        fixes = [f"lower the {scenario} target QPS until the token latencies are within {rules.round}'s limits"]
+    elif test_mode != "AccuracyOnly" and validity == "INVALID":
         reasons, fixes = verdict.explain_invalid(
-            values, scenario=scenario, model=model, errors=raw.errors, runner=raw.runner
+            values, scenario=loadgen_scenario, model=model, errors=raw.errors, runner=raw.runner
         )
     elif test_mode != "AccuracyOnly" and validity is None:
         reasons = ["no validity found (no result_validity / 'Result is' line): the run may have been cut short"]
@@ -446,7 +431,7 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
     reasons += acc_reasons
     fixes += acc_fixes
     if test_mode == "AccuracyOnly" and accuracy_pass is None:
-        unknown_reason, unknown_fix = verdict.explain_unknown_accuracy(checks, benchmark_full)
+        unknown_reason, unknown_fix = verdict.explain_unknown_accuracy(checks, benchmark_full or model)
         reasons.append(unknown_reason)
         fixes.append(unknown_fix)
     min_dur = values.get("effective_min_duration_ms")
@@ -454,9 +439,11 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
         test_mode != "AccuracyOnly"
         and isinstance(min_dur, int | float)
         and not isinstance(min_dur, bool)
-        and (0 < min_dur < 600000)
+        and (0 < min_dur < rules.min_duration_ms)
     ):
-        notes.append(f"min_duration was {min_dur:g} ms (< 600000): a test run, not valid for submission")
+        notes.append(
+            f"min_duration was {min_dur:g} ms (< {rules.min_duration_ms}): a test run, not valid for submission"
+        )
     if validity == "VALID" and raw.errors:
         notes.append(f"LoadGen logged {len(raw.errors)} error(s); the submission checker rejects such logs")
     if values.get("satisfies_query_constraint") is False:

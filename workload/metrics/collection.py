@@ -2,7 +2,10 @@
 
 Standard names are found at any depth (``metadata.json``, ``mlperf_log_detail.txt``,
 ``mlperf_log_summary.txt``, ``accuracy.txt``, ``accuracy.json``, and our LoadGen runner's
-``effective_settings.json``); the files of one directory form one result. ``collect()`` never raises
+``effective_settings.json``); the files of one directory form one result. Published submission trees
+are understood too (see :func:`find_result_dirs`): compliance ``TEST0x`` folders give their verdict, v6.1
+endpoints scenario folders their computed result, and ``systems/<system>.json`` goes into each result's
+metadata (:mod:`.submission`). ``collect()`` never raises
 for what it finds: unreadable, corrupt or unknown files become :class:`ParseIssue` entries (which
 fail the :class:`~workload.metrics.verdict.Verdict`) and every other result is still returned.
 """
@@ -20,9 +23,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workload.metrics import submission
 from workload.metrics.build import build_parts
 from workload.metrics.model import BenchmarkResult, Metric, ParseIssue
-from workload.metrics.parsers import PARSERS
+from workload.metrics.parsers import PARSERS, compliance, endpoints
 from workload.metrics.raw import RawResult
 from workload.metrics.wire import Encoded, decode
 
@@ -73,28 +77,80 @@ class Collection:
 
 
 _ORDER = {name: i for i, name in enumerate(PARSERS)}
+#: endpoints files (v6.1): the file name -> the folder it sits in, below the scenario folder (a job of its own)
+_ENDPOINT_FILES = {"result_summary.json": "performance", "accuracy_results.json": "accuracy"}
+#: ``performance/ranging``: the power ranging run of a power submission, judged by the power checker, not a result
+_RANGING = "ranging"
 
 
-def find_result_dirs(root: Path) -> dict[str, list[str]]:
-    """Map each directory under ``root`` (itself included) that holds result files to their names."""
+def find_result_dirs(root: Path, issues: list[ParseIssue] | None = None) -> dict[str, list[str]]:
+    """Map each directory under ``root`` (itself included) that holds result files to their names.
+
+    A submission tree is understood as the MLPerf submission checker lays it out: a ``TEST0x`` compliance
+    folder is one job of its verify files (its LoadGen logs and hash-only accuracy.txt are what those were
+    computed from); the endpoints files of a v6.1 scenario folder (``performance/result_summary.json``,
+    ``accuracy/accuracy_results.json``) are one job of that folder, named relative to it, and its
+    ``audit/audit_<test>.json`` files one job of their folder; ``performance/ranging`` is skipped.
+    A folder that cannot be listed is an issue in ``issues``.
+    """
     found: dict[str, list[str]] = {}
     stack = [str(root)]
     while stack:
         current = stack.pop()
+        base = os.path.basename(current)
         try:
             with os.scandir(current) as entries:
                 names: list[str] = []
                 for entry in entries:
-                    if entry.name in PARSERS:
+                    name = entry.name
+                    if name in PARSERS and not entry.is_dir():
                         if entry.is_file():
-                            names.append(entry.name)
-                    elif entry.is_dir(follow_symlinks=False) and entry.name not in _SKIP_DIR_NAMES:
-                        stack.append(entry.path)
-        except OSError:
+                            names.append(name)
+                        elif issues is not None:  # a broken link, a FIFO (reading it would block) ...
+                            issues.append(ParseIssue(path=entry.path, problem="not a readable regular file"))
+                    elif name in _ENDPOINT_FILES and base == _ENDPOINT_FILES[name] and entry.is_file():
+                        found.setdefault(os.path.dirname(current), []).append(f"{base}/{name}")
+                    elif entry.is_dir(follow_symlinks=False) and name not in _SKIP_DIR_NAMES:
+                        if compliance.TEST_DIR.match(name):
+                            _compliance_dir(entry.path, found, issues)
+                        elif name == compliance.AUDIT_DIR:
+                            _audit_dir(entry.path, found, issues)
+                            stack.append(entry.path)  # a harness's own audit/compliance/TEST0x may be below
+                        elif not (name == _RANGING and base == "performance"):
+                            stack.append(entry.path)
+        except OSError as exc:
+            if issues is not None:
+                issues.append(ParseIssue(path=current, problem=f"folder cannot be listed: {exc.strerror or exc}"))
             continue
         if names:
-            found[current] = sorted(names, key=_ORDER.__getitem__)
+            found.setdefault(current, []).extend(sorted(names, key=_ORDER.__getitem__))
     return dict(sorted(found.items()))
+
+
+def _compliance_dir(path: str, found: dict[str, list[str]], issues: list[ParseIssue] | None) -> None:
+    """Record the verify files of the compliance folder ``path`` (nothing below it is a result)."""
+    try:
+        with os.scandir(path) as entries:
+            names = [e.name for e in entries if e.name in compliance.VERIFY_FILES and e.is_file()]
+    except OSError as exc:
+        if issues is not None:
+            issues.append(ParseIssue(path=path, problem=f"folder cannot be listed: {exc.strerror or exc}"))
+        return
+    if names:
+        found[path] = sorted(names, key=compliance.VERIFY_FILES.index)
+
+
+def _audit_dir(path: str, found: dict[str, list[str]], issues: list[ParseIssue] | None) -> None:
+    """Record the ``audit_<test>.json`` files of an endpoints result's ``audit`` folder."""
+    try:
+        with os.scandir(path) as entries:
+            names = [e.name for e in entries if compliance.AUDIT_FILE.match(e.name) and e.is_file()]
+    except OSError as exc:
+        if issues is not None:
+            issues.append(ParseIssue(path=path, problem=f"folder cannot be listed: {exc.strerror or exc}"))
+        return
+    if names:
+        found[path] = sorted(names)
 
 
 def _read(path: str) -> bytes:
@@ -154,12 +210,37 @@ _Done = tuple[list[tuple[str, str]], Encoded | None]
 
 
 def _parts_of(directory: str, file_names: list[str], host: str | None) -> tuple[list[ParseIssue], Encoded | None]:
-    """Parse and build one directory: (its issues, its result in wire form or None). Never raises."""
-    raw = parse_dir(directory, file_names)
+    """Parse and build one directory: (its issues, its result in wire form or None). Never raises.
+
+    The result's metadata gets the submission's system description (``systems/<system>.json``) and
+    measurement description (``measurements.json``) when the directory is part of a submission tree.
+    A directory whose result files gave neither a result nor an issue is itself an issue: a folder of
+    result files is never skipped in silence.
+    """
     try:
-        return raw.issues, build_parts(raw, host=host)
+        if file_names and file_names[0] in compliance.VERIFY_FILES:
+            issues, parts = compliance.build(directory, file_names, host)
+        elif file_names and compliance.AUDIT_FILE.match(file_names[0]):
+            issues, parts = compliance.build_audit(directory, file_names, host)
+        elif any(endpoints.is_endpoints_name(name) for name in file_names):
+            issues, parts = endpoints.build(directory, file_names, host)
+        else:
+            raw = parse_dir(directory, file_names)
+            issues, parts = raw.issues, build_parts(raw, host=host)
     except Exception as exc:  # same contract as parse_dir: report, keep going
-        return [*raw.issues, ParseIssue(path=directory, problem=f"could not build a result ({exc!r})")], None
+        return [ParseIssue(path=directory, problem=f"could not build a result ({exc!r})")], None
+    if parts is None:
+        if not issues:
+            listed = ", ".join(file_names)
+            issues = [ParseIssue(path=directory, problem=f"holds result files ({listed}) but none gave a result")]
+        return issues, None
+    for describe in (submission.system_description, submission.measurement_description):
+        described, problem = describe(directory)
+        if described:
+            submission.add_metadata(parts, described)
+        if problem is not None:
+            issues = [*issues, problem]
+    return issues, parts
 
 
 def _parse_chunk(jobs: list[Job]) -> list[_Done]:
@@ -212,7 +293,7 @@ def _parse_all(
                     for pairs, parts in chunk:
                         yield (
                             [ParseIssue(path=p, problem=q) for p, q in pairs],
-                            (decode(parts) if parts is not None else None),
+                            (decode(parts, lazy=True) if parts is not None else None),
                         )
                     done += size
         except (OSError, BrokenProcessPool):
@@ -221,7 +302,7 @@ def _parse_all(
         while_parsing()
     for directory, file_names, host in jobs[done:]:
         issues, parts = _parts_of(directory, file_names, host)
-        yield issues, decode(parts) if parts is not None else None
+        yield issues, decode(parts, lazy=True) if parts is not None else None
 
 
 @contextmanager
@@ -244,13 +325,16 @@ def find_jobs(targets: Sequence[tuple[Path, str | None]]) -> tuple[list[Job], li
     for path, host in targets:
         path = Path(path)
         if path.is_file():
-            if path.name not in PARSERS:
-                known = ", ".join(PARSERS)
+            name = path.name
+            if name in PARSERS or name in compliance.VERIFY_FILES:
+                jobs.append((str(path.parent), [name], host))
+            elif name in _ENDPOINT_FILES and path.parent.name == _ENDPOINT_FILES[name]:
+                jobs.append((str(path.parent.parent), [f"{path.parent.name}/{name}"], host))
+            else:
+                known = ", ".join([*PARSERS, *compliance.VERIFY_FILES, *_ENDPOINT_FILES])
                 issues.append(ParseIssue(path=str(path), problem=f"not a known result file ({known})"))
-                continue
-            jobs.append((str(path.parent), [path.name], host))
         elif path.is_dir():
-            jobs.extend((directory, names, host) for directory, names in find_result_dirs(path).items())
+            jobs.extend((directory, names, host) for directory, names in find_result_dirs(path, issues).items())
         else:
             issues.append(ParseIssue(path=str(path), problem="no such file or directory"))
     return jobs, issues

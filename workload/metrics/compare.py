@@ -14,11 +14,40 @@ from workload.metrics.collection import Collection
 from workload.metrics.model import BenchmarkResult, Metric, Relativity
 
 MetricKey = tuple[str, str, str, str, str]  # host, benchmark, scenario, test mode, metric name
+ResultKey = tuple[str, str, str, str]  # host, benchmark, scenario, test mode
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """The values one metric took in one run (one per iteration): median, best and how many."""
+
+    values: tuple[float, ...]
+    relativity: Relativity
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        return float(statistics.median(self.values))
+
+    @property
+    def best(self) -> float:
+        """The best value by the metric's direction (the median where it has none)."""
+        if self.relativity is Relativity.HIGHER_IS_BETTER:
+            return max(self.values)
+        if self.relativity is Relativity.LOWER_IS_BETTER:
+            return min(self.values)
+        return self.median
+
+    def as_dict(self) -> dict[str, object]:
+        return {"median": self.median, "best": self.best, "n": self.n, "values": list(self.values)}
 
 
 @dataclass(frozen=True)
 class MetricChange:
-    """One metric in both runs."""
+    """One metric in both runs; ``before``/``after`` are medians over the runs' iterations."""
 
     key: MetricKey
     unit: str
@@ -28,6 +57,8 @@ class MetricChange:
     change_pct: float | None
     regression: bool
     improvement: bool
+    a: Aggregate | None = None
+    b: Aggregate | None = None
 
     @property
     def label(self) -> str:
@@ -35,19 +66,57 @@ class MetricChange:
         prefix = f"[{host}] " if host else ""
         return f"{prefix}{bench} {scen} {mode}: {name}"
 
+    def as_dict(self) -> dict[str, object]:
+        host, bench, scen, mode, name = self.key
+        return {
+            "host": host or None,
+            "benchmark": bench,
+            "scenario": scen,
+            "mode": mode,
+            "metric": name,
+            "unit": self.unit,
+            "relativity": self.relativity.value,
+            "before": self.a.as_dict() if self.a else {"median": self.before, "best": self.before, "n": 1},
+            "after": self.b.as_dict() if self.b else {"median": self.after, "best": self.after, "n": 1},
+            "change_pct": self.change_pct,
+            "regression": self.regression,
+            "improvement": self.improvement,
+        }
+
 
 @dataclass(frozen=True)
 class Comparison:
-    """Per-metric changes from run A to run B."""
+    """Per-metric changes from run A (the baseline) to run B (the new run).
+
+    ``missing`` are metrics of A that B lacks (a result or a metric that did not come: a failure
+    for CI, see :attr:`failed`); ``only_in_b`` are new in B (information). ``incomplete`` are
+    metrics of B with fewer values than the ``iterations`` asked for.
+    """
 
     threshold_pct: float
     changes: list[MetricChange] = field(default_factory=list)
     only_in_a: list[MetricKey] = field(default_factory=list)
     only_in_b: list[MetricKey] = field(default_factory=list)
+    incomplete: list[tuple[MetricKey, int]] = field(default_factory=list)
+    iterations: int | None = None
 
     @property
     def regressions(self) -> list[MetricChange]:
         return [c for c in self.changes if c.regression]
+
+    @property
+    def missing(self) -> list[MetricKey]:
+        return self.only_in_a
+
+    @property
+    def missing_results(self) -> list[ResultKey]:
+        """The results (host, benchmark, scenario, mode) of A with no metric at all in B."""
+        present = {k[:4] for k in (*(c.key for c in self.changes), *self.only_in_b)}
+        return list(dict.fromkeys(k[:4] for k in self.only_in_a if k[:4] not in present))
+
+    def failed(self, *, allow_missing: bool = False) -> bool:
+        """A regression, or (unless ``allow_missing``) a missing or incomplete metric."""
+        return bool(self.regressions) or (not allow_missing and bool(self.only_in_a or self.incomplete))
 
 
 def _key(result: BenchmarkResult, metric: Metric, with_host: bool) -> MetricKey:
@@ -56,8 +125,20 @@ def _key(result: BenchmarkResult, metric: Metric, with_host: bool) -> MetricKey:
     return host, bench, result.scenario or "", result.test_mode or "", metric.name
 
 
-def _index(collection: Collection, with_host: bool) -> dict[MetricKey, Metric]:
-    return {_key(r, m, with_host): m for r in collection.results for m in r.metrics}
+def is_headline(result: BenchmarkResult, metric: Metric) -> bool:
+    """A metric CI judges by default: verbosity 1 (the scenario's figure, validity, accuracy) or the headline."""
+    return metric.verbosity <= 1 or (result.headline is not None and metric.name == result.headline.name)
+
+
+def _index(collection: Collection, with_host: bool, headline_only: bool) -> dict[MetricKey, list[Metric]]:
+    """Every metric by key; a key met more than once (iterations, hosts merged) keeps every value."""
+    found: dict[MetricKey, list[Metric]] = {}
+    for result in collection.results:
+        for metric in result.metrics:
+            if headline_only and not is_headline(result, metric):
+                continue
+            found.setdefault(_key(result, metric, with_host), []).append(metric)
+    return found
 
 
 def _change(before: float, after: float) -> float | None:
@@ -66,30 +147,53 @@ def _change(before: float, after: float) -> float | None:
     return (after - before) / abs(before) * 100.0
 
 
-def compare(a: Collection, b: Collection, threshold_pct: float = 5.0) -> Comparison:
-    """Changes of every metric present in both ``a`` and ``b``; regressions past ``threshold_pct``."""
-    with_host = bool(a.hosts) and set(a.hosts) == set(b.hosts)
-    left, right = _index(a, with_host), _index(b, with_host)
+def compare(
+    a: Collection,
+    b: Collection,
+    threshold_pct: float = 5.0,
+    *,
+    headline_only: bool = False,
+    iterations: int | None = None,
+) -> Comparison:
+    """Changes of every metric of ``a`` in ``b``; regressions past ``threshold_pct``.
+
+    A metric met several times in one run (``--iterations``) is compared by its median (the
+    best value and the count come along). Hosts are kept apart when the runs share a host name;
+    runs on different machines are compared benchmark by benchmark (values of all hosts pooled).
+    ``headline_only`` keeps the metrics of :func:`is_headline`; ``iterations`` asks every metric of
+    ``b`` to have that many values (fewer: listed in ``incomplete``).
+    """
+    with_host = bool(set(a.hosts) & set(b.hosts))
+    left, right = _index(a, with_host, headline_only), _index(b, with_host, headline_only)
     changes: list[MetricChange] = []
-    for key, before in left.items():
-        after = right.get(key)
-        if after is None:
+    incomplete: list[tuple[MetricKey, int]] = []
+    for key, before_list in left.items():
+        after_list = right.get(key)
+        if after_list is None:
             continue
-        pct = _change(before.value, after.value)
+        first = before_list[0]
+        agg_a = Aggregate(tuple(m.value for m in before_list), first.relativity)
+        agg_b = Aggregate(tuple(m.value for m in after_list), first.relativity)
+        before, after = agg_a.median, agg_b.median
+        pct = _change(before, after)
         worse = better = False
-        if before.relativity is not Relativity.UNDEFINED:
-            sign = 1.0 if before.relativity is Relativity.HIGHER_IS_BETTER else -1.0
+        if first.relativity is not Relativity.UNDEFINED:
+            sign = 1.0 if first.relativity is Relativity.HIGHER_IS_BETTER else -1.0
             if pct is None:  # from 0 to something: direction only
-                delta = sign * (after.value - before.value)
+                delta = sign * (after - before)
                 worse, better = delta < 0, delta > 0
             else:
                 worse, better = sign * pct < -threshold_pct, sign * pct > threshold_pct
-        changes.append(MetricChange(key, before.unit, before.relativity, before.value, after.value, pct, worse, better))
+        changes.append(MetricChange(key, first.unit, first.relativity, before, after, pct, worse, better, agg_a, agg_b))
+        if iterations is not None and agg_b.n < iterations:
+            incomplete.append((key, agg_b.n))
     return Comparison(
         threshold_pct=threshold_pct,
         changes=changes,
         only_in_a=[k for k in left if k not in right],
         only_in_b=[k for k in right if k not in left],
+        incomplete=incomplete,
+        iterations=iterations,
     )
 
 

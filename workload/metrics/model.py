@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
 
 MetadataValue = str | int | float | bool | None
 Metadata = dict[str, MetadataValue]
@@ -135,6 +135,11 @@ class BenchmarkResult(BaseModel):
     def trusted(cls, values: dict[str, Any]) -> BenchmarkResult:
         """Like :meth:`Metric.trusted`: every field in ``values``, already valid (models inside too)."""
         return _trusted(cls, values, _fields_of(cls))
+
+    @field_serializer("metrics", mode="wrap")
+    def _metrics_listed(self, value: list[Metric], handler: SerializerFunctionWrapHandler) -> Any:
+        # a wire.LazyMetrics holds rows, not list items, which pydantic's serializer would read: give it the items
+        return handler(value if type(value) is list else list(value))
 
     @property
     def label(self) -> str:

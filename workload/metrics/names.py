@@ -80,6 +80,13 @@ FIXED: dict[str, Spec] = {
     "num_errors": Spec("loadgen_errors", "count", LOWER, 3, "Errors LoadGen logged (any makes a run non-compliant)"),
     "num_warnings": Spec("loadgen_warnings", "count", LOWER, 5, "Warnings LoadGen logged"),
     "accuracy_samples": Spec("accuracy_samples", "samples", UNDEFINED, 5, "Samples scored for accuracy"),
+    # the official SingleStream / MultiStream figure since v2.0 (the submission checker's RESULT_FIELD_NEW)
+    "early_stopping_latency_ss": Spec(
+        "early_stopping_latency_ns", "ns", LOWER, 1, "Early-stopping 90th percentile latency estimate (official)"
+    ),
+    "early_stopping_latency_ms": Spec(
+        "early_stopping_latency_ns", "ns", LOWER, 1, "Early-stopping 99th percentile per-query latency (official)"
+    ),
 }
 
 PATTERNS: list[tuple[re.Pattern[str], str, str]] = [

@@ -10,7 +10,6 @@ scenario survives, in ``Metadata``.
 from __future__ import annotations
 
 import csv
-import fcntl
 import gc
 import io
 import json
@@ -20,16 +19,18 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from workload import __version__
+from workload.errors import ResultsError
 from workload.metrics.collection import Collection, collect, collect_many, gc_paused
 from workload.metrics.model import BenchmarkResult, Metric, ParseIssue
 from workload.metrics.records import RecordRenderer, format_value, quote, vc_timestamp
 from workload.metrics.verdict import Verdict
+from workload.safefile import atomic_write_text, current_umask, locked_folder, new_temporary
 
 CSV_COLUMNS = (
     "Timestamp", "ExperimentId", "ExecutionSystem", "ProfileName", "ClientId", "ToolName", "ToolVersion",
@@ -77,21 +78,50 @@ def result_summary(result: BenchmarkResult) -> dict[str, object]:
     return data
 
 
-@contextmanager
-def _locked(out_dir: Path) -> Iterator[None]:
-    with open(out_dir / ".metrics.lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    # surrogates (undecodable bytes in a metadata string) must not abort the write of 100,000 records
-    tmp.write_bytes(text.encode("utf-8", errors="replace"))
-    os.replace(tmp, path)
+    # surrogates (undecodable bytes in a metadata string) must not abort the write of 100,000 records;
+    # a temporary made with O_EXCL and renamed: a link planted in the folder is replaced, not followed
+    atomic_write_text(path, text)
+
+
+#: metrics rendered per batch when streaming a file (a few MB of text at a time)
+_BATCH_METRICS = 4096
+
+
+def _rendered(head: str, render: Callable[[list[Metric]], str], results: Sequence[BenchmarkResult]) -> Iterator[str]:
+    """``head``, then ``render`` of the metrics of ``results`` a batch at a time (in order)."""
+    yield head
+    batch: list[Metric] = []
+    for result in results:
+        batch.extend(result.metrics)
+        if len(batch) >= _BATCH_METRICS:
+            yield render(batch)
+            batch = []
+    if batch:
+        yield render(batch)
+
+
+def _write_chunks(handle: BinaryIO, chunks: Iterable[str]) -> None:
+    for chunk in chunks:
+        # surrogates (undecodable bytes in a metadata string) must not abort the write of 100,000 records
+        handle.write(chunk.encode("utf-8", errors="replace"))
+
+
+def _replace_chunks(path: Path, chunks: Iterable[str]) -> None:
+    """:func:`_replace` of the text ``chunks`` make, written as they come (never all in memory).
+
+    The temporary is made with ``O_EXCL`` under an unpredictable name (:func:`new_temporary`) and
+    renamed over ``path``: a link planted in the folder is replaced, never followed.
+    """
+    fd, tmp = new_temporary(path.parent, path.name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            _write_chunks(handle, chunks)
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp made it 0600
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 _raw_decode = json.JSONDecoder().raw_decode
@@ -172,6 +202,60 @@ def _kept_csv(text: str, hosts: set[str | None]) -> str:
     return "".join(kept)
 
 
+def _earlier_summary(path: Path) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """The ``results`` and ``issues`` entries of the summary.json a write merges into (none: empty).
+
+    Raises :class:`ResultsError` naming the file when it is not a summary this module wrote: merging
+    into it would throw its content away without a word.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [], []
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read the earlier summary: {exc.strerror or exc}") from None
+    hint = "move it away or write to another folder; merging into it would lose what it holds"
+    try:
+        old = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise ResultsError(f"{path}: not a summary.json this tool wrote (not JSON: {exc})", hint=hint) from None
+    if not isinstance(old, dict):
+        raise ResultsError(f"{path}: not a summary.json this tool wrote (not a JSON object)", hint=hint)
+    lists: list[list[dict[str, object]]] = []
+    for key in ("results", "issues"):
+        value = old.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+            raise ResultsError(f"{path}: {key}: not a list of objects; not a summary.json this tool wrote", hint=hint)
+        lists.append(value)
+    return lists[0], lists[1]
+
+
+def _earlier_result(path: Path, entry: dict[str, object]) -> BenchmarkResult:
+    try:
+        return BenchmarkResult.model_validate(entry)
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        raise ResultsError(
+            f"{path}: a result entry is malformed ({first}); not a summary.json this tool wrote",
+            hint="move it away or write to another folder; merging into it would lose what it holds",
+        ) from None
+
+
+def _metric_count(entry: Mapping[str, object]) -> int:
+    count = entry.get("metric_count", 0)
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0
+
+
+def replaced_results(out_dir: Path, hosts: Iterable[str | None]) -> int:
+    """How many results of ``hosts`` ``out_dir``'s summary.json holds now: what a write of them replaces.
+
+    Raises :class:`ResultsError` when that summary.json is malformed (as :func:`write_outputs` would).
+    """
+    wanted = set(hosts)
+    results, _ = _earlier_summary(Path(out_dir) / SUMMARY_NAME)
+    return sum(1 for e in results if e.get("host") in wanted)
+
+
 def write_outputs(
     out_dir: Path,
     results: Sequence[BenchmarkResult],
@@ -181,6 +265,8 @@ def write_outputs(
     """Write (or merge into) ``out_dir``'s metrics.jsonl, metrics.csv and summary.json; return their paths.
 
     Records of the hosts present in ``results`` are replaced; other hosts' records are kept.
+    Raises :class:`ResultsError` (nothing written) when ``out_dir`` holds a summary.json this module
+    did not write (see :func:`replaced_results`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -189,27 +275,27 @@ def write_outputs(
     parent_id = str(uuid.uuid4())
     jsonl_path, csv_path, summary_path = out_dir / JSONL_NAME, out_dir / CSV_NAME, out_dir / SUMMARY_NAME
     # no cyclic GC while ~1M short-lived pieces are made: each collection would rescan every result
-    with _locked(out_dir), gc_paused():
+    with locked_folder(out_dir), gc_paused():
+        old_results, old_issues = _earlier_summary(summary_path)  # first: a malformed one stops the write here
+        entries = [e for e in old_results if e.get("host") not in hosts]
+        old_issues = [i for i in old_issues if i.get("host") not in hosts]
+        # only other hosts' entries are re-validated; this write's results are already models
+        all_results = [_earlier_result(summary_path, e) for e in _strip(entries)] + list(results)
         kept_jsonl, kept_csv = _kept(jsonl_path, csv_path, hosts)
         renderer = RecordRenderer(context, timestamp, parent_id)
-        metrics = [m for r in results for m in r.metrics]
         csv_head = ",".join(quote(c) for c in CSV_COLUMNS) + "\n" + kept_csv
-        # the CSV is rendered in a forked child while this process does the JSONL and the summary
-        csv_writer = _ForkedCsv.start(csv_path, csv_head, renderer, metrics)
-        _replace(jsonl_path, kept_jsonl + renderer.jsonl_text(metrics))
+        # the CSV is rendered in a forked child while this process does the JSONL and the summary; both
+        # stream (a batch of metrics at a time): 400,000 Metric objects or their text at once are GBs
+        csv_writer = _ForkedCsv.start(csv_path, csv_head, renderer, results)
+        _replace_chunks(jsonl_path, _rendered(kept_jsonl, renderer.jsonl_text, results))
 
-        entries: list[dict[str, object]] = []
-        old_issues: list[dict[str, object]] = []
-        if summary_path.exists():
-            try:
-                old = json.loads(summary_path.read_text(encoding="utf-8"))
-                entries = [e for e in old.get("results", []) if isinstance(e, dict) and e.get("host") not in hosts]
-                old_issues = [i for i in old.get("issues", []) if isinstance(i, dict) and i.get("host") not in hosts]
-            except (ValueError, AttributeError):
-                entries, old_issues = [], []
-        # only other hosts' entries are re-validated; this write's results are already models
-        all_results = [BenchmarkResult.model_validate(e) for e in _strip(entries)] + list(results)
-        entries += [result_summary(r) for r in results]
+        metric_count = sum(_metric_count(e) for e in entries)
+        entry_hosts = {e.get("host") for e in entries} | hosts
+        # this write's entries as their JSON text at once: ~1.5 kB of text each instead of a ~5 kB dict
+        entry_lines = _Dumped(json.dumps(e) for e in entries)
+        for result in results:
+            entry_lines.append(json.dumps(result_summary(result)))
+            metric_count += len(result.metrics)
         host = next(iter(hosts)) if len(hosts) == 1 else None
         issue_entries = old_issues + [{"path": i.path, "problem": i.problem, "host": host} for i in issues]
         summary = {
@@ -218,17 +304,17 @@ def write_outputs(
             "app_version": context.app_version,
             "verdict": Verdict.from_results(all_results, _issues_of(issue_entries)).as_dict(),
             "counts": {
-                "results": len(entries),
-                "metrics": sum(int(str(e.get("metric_count", 0))) for e in entries),
+                "results": len(entry_lines),
+                "metrics": metric_count,
                 "issues": len(issue_entries),
-                "hosts": len({e.get("host") for e in entries}),
+                "hosts": len(entry_hosts) if entry_lines else 0,
             },
-            "results": entries,
+            "results": entry_lines,
             "issues": issue_entries,
         }
         if csv_writer is None or not csv_writer.finish():
-            _replace(csv_path, csv_head + renderer.csv_text(metrics))
-        _replace(summary_path, _summary_text(summary))
+            _replace_chunks(csv_path, _rendered(csv_head, renderer.csv_text, results))
+        _replace_chunks(summary_path, _summary_chunks(summary))
     return [jsonl_path, csv_path, summary_path]
 
 
@@ -245,49 +331,72 @@ class _ForkedCsv:
     path: Path
 
     @classmethod
-    def start(cls, path: Path, head: str, renderer: RecordRenderer, metrics: list[Metric]) -> _ForkedCsv | None:
+    def start(
+        cls, path: Path, head: str, renderer: RecordRenderer, results: Sequence[BenchmarkResult]
+    ) -> _ForkedCsv | None:
         """The running child, or None where forking is not worth it or not safe (then render here)."""
         # forking a threaded process can deadlock the child on a lock another thread held
-        if len(metrics) < FORK_MIN_METRICS or not hasattr(os, "fork") or threading.active_count() > 1:
+        if not hasattr(os, "fork") or threading.active_count() > 1:
             return None
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.child.tmp")
+        if sum(len(r.metrics) for r in results) < FORK_MIN_METRICS:
+            return None
+        fd, tmp = new_temporary(path.parent, path.name)  # made here (O_EXCL), filled by the child
         try:
             pid = os.fork()
         except OSError:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
             return None
         if pid == 0:  # pragma: no cover - the child; coverage cannot see it
             code = 1
             try:
                 gc.disable()  # a collection would touch (and so copy) every page of the parent's heap
-                tmp.write_bytes((head + renderer.csv_text(metrics)).encode("utf-8", errors="replace"))
+                with os.fdopen(fd, "wb") as handle:
+                    _write_chunks(handle, _rendered(head, renderer.csv_text, results))
                 code = 0
             finally:
                 os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
+        os.close(fd)
         return cls(pid, tmp, path)
 
     def finish(self) -> bool:
         """Wait for the child; move its file into place. False if it failed (the caller renders the CSV)."""
         _, status = os.waitpid(self.pid, 0)
         if os.waitstatus_to_exitcode(status) == 0 and self.tmp.is_file():
+            os.chmod(self.tmp, 0o666 & ~current_umask())  # mkstemp made it 0600
             os.replace(self.tmp, self.path)
             return True
         self.tmp.unlink(missing_ok=True)
         return False
 
 
-def _summary_text(summary: Mapping[str, object]) -> str:
-    """summary.json with one result / issue per line: readable, and written by json's C encoder."""
-    parts = ["{"]
+class _Dumped(list[str]):
+    """A summary.json list whose items are already JSON text."""
+
+
+def _summary_chunks(summary: Mapping[str, object]) -> Iterator[str]:
+    """summary.json with one result / issue per line: readable, and written by json's C encoder (a line at a time)."""
+    yield "{\n"
     items = list(summary.items())
     for i, (key, value) in enumerate(items):
         comma = "," if i < len(items) - 1 else ""
         if isinstance(value, list):
-            inner = ",\n".join("    " + json.dumps(v) for v in value)
-            parts.append(f"  {json.dumps(key)}: [\n{inner}\n  ]{comma}" if value else f"  {json.dumps(key)}: []{comma}")
+            if not value:
+                yield f"  {json.dumps(key)}: []{comma}\n"
+                continue
+            yield f"  {json.dumps(key)}: [\n"
+            dumped = isinstance(value, _Dumped)
+            for j, item in enumerate(value):
+                yield "    " + (item if dumped else json.dumps(item)) + (",\n" if j < len(value) - 1 else "\n")
+            yield f"  ]{comma}\n"
         else:
-            parts.append(f"  {json.dumps(key)}: {json.dumps(value)}{comma}")
-    parts.append("}")
-    return "\n".join(parts) + "\n"
+            yield f"  {json.dumps(key)}: {json.dumps(value)}{comma}\n"
+    yield "}\n"
+
+
+def _summary_text(summary: Mapping[str, object]) -> str:
+    """summary.json's text (see :func:`_summary_chunks`)."""
+    return "".join(_summary_chunks(summary))
 
 
 class _Once:
@@ -323,9 +432,14 @@ def _collect_run_hosts(path: Path, while_parsing: Callable[[], object] | None) -
         names = [h["name"] for h in run["hosts"] if isinstance(h.get("name"), str)]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    from workload.rundir import safe_name
+    from workload.rundir import host_folder_name, safe_name
 
-    targets = [(path / safe_name(name), name) for name in names if (path / safe_name(name)).is_dir()]
+    targets = []
+    for name in names:
+        # run folders made before host folder names were one-to-one used safe_name
+        folder = next((path / f for f in (host_folder_name(name), safe_name(name)) if (path / f).is_dir()), None)
+        if folder is not None:
+            targets.append((folder, name))
     collection = collect_many(targets, while_parsing=while_parsing)  # one process pool for all hosts
     return collection if collection.results or collection.issues else None
 

@@ -81,6 +81,8 @@ class RawResult:
     runner: str | None = None
     #: why an accuracy check failed besides its figure (accuracy.json ``problems``: unanswered samples ...)
     accuracy_problems: list[str] = field(default_factory=list)
+    #: (path, lines) of each accuracy.txt: read into figures once the round is known (``accuracy_txt.read_figures``)
+    accuracy_texts: list[tuple[str, list[str]]] = field(default_factory=list)
 
     def put(self, key: str, value: Scalar, prio: int, path: str) -> None:
         """Set ``key`` (read from ``path``) unless a higher-priority source already set it.
@@ -161,4 +163,4 @@ class RawResult:
     @property
     def has_data(self) -> bool:
         """Whether any parser produced something a result can be built from."""
-        return bool(self.values or self.accuracy or self.ident or self.accuracy_pass is not None)
+        return bool(self.values or self.accuracy or self.ident or self.accuracy_pass is not None or self.accuracy_texts)

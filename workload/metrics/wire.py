@@ -9,7 +9,9 @@ tuples of strings and floats here instead. Contract: ``decode(encode(r)) == r`` 
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import Iterator
+from typing import Any, SupportsIndex
 
 from pydantic import BaseModel
 
@@ -45,6 +47,8 @@ def encode(result: BenchmarkResult) -> Encoded:
     index: dict[int, int] = {}
     rows: list[MetricRow] = []
     headline = -1
+    # a LazyMetrics list makes new objects on each read: its headline is found by value
+    lazy = isinstance(result.metrics, LazyMetrics) and result.headline is not None
     for i, m in enumerate(result.metrics):
         d = m.__dict__
         meta = d["metadata"]
@@ -56,7 +60,7 @@ def encode(result: BenchmarkResult) -> Encoded:
             index[id(meta)] = at
         rows.append((d["name"], d["value"], d["unit"], d["relativity"].value, d["categorization"].value,
                      d["description"], d["verbosity"], at))  # fmt: skip
-        if m is result.headline:
+        if m is result.headline or (lazy and headline < 0 and m == result.headline):
             headline = i
     data = result.__dict__
     fields = tuple(data[f] for f in _FIELDS)
@@ -75,9 +79,8 @@ def check_rows(checks: list[AccuracyCheck]) -> list[tuple[Any, ...]]:
     return [tuple(c.__dict__[f] for f in _CHECK_FIELDS) for c in checks]
 
 
-def decode(encoded: Encoded) -> BenchmarkResult:
-    """The :class:`BenchmarkResult` that ``encode`` was given (equal, not identical)."""
-    fields, contexts, rows, headline_at, checks = encoded
+def _metrics_of(rows: list[MetricRow], contexts: list[Context]) -> list[Metric]:
+    """The Metric objects of ``rows`` (each row's context from ``contexts``)."""
     # Metric.trusted inlined (a third of the decode time was its two calls per metric)
     new, cls, set_dict, set_fields, set_extra, set_private = (
         _new,
@@ -102,11 +105,118 @@ def decode(encoded: Encoded) -> BenchmarkResult:
         set_extra(metric, None)
         set_private(metric, None)
         add(metric)
+    return metrics
+
+
+class LazyMetrics(list[Metric]):
+    """A result's metric list kept as wire rows: Metric objects are made when it is read, and not kept.
+
+    A Metric object costs ~1 kB; its row ~150 bytes. With 50,000 result files (~400,000 metrics) held
+    as rows, ``workload results`` stays within its memory budget; each pass over a result's metrics
+    (the JSONL, the CSV, ``--json``) makes and drops them. The metadata dicts are the rows' contexts'
+    own, so updating a metric's metadata in place (``run_cmd``) updates every later read. Any change to
+    the list (append, sort ...) first makes it an ordinary list of the objects.
+    """
+
+    __slots__ = ("_contexts", "_rows")
+
+    def __init__(self, rows: list[MetricRow], contexts: list[Context]) -> None:
+        super().__init__()
+        self._rows: list[MetricRow] | None = rows
+        self._contexts = contexts
+
+    def _real(self) -> list[Metric]:
+        """Turn into an ordinary list (for changes); returns ``self``."""
+        if self._rows is not None:
+            rows, self._rows = self._rows, None
+            super().extend(_metrics_of(rows, self._contexts))
+        return self
+
+    def __iter__(self) -> Iterator[Metric]:
+        if self._rows is None:
+            return super().__iter__()
+        return iter(_metrics_of(self._rows, self._contexts))
+
+    def __reversed__(self) -> Iterator[Metric]:
+        return reversed(list(self.__iter__()))
+
+    def __len__(self) -> int:
+        return len(self._rows) if self._rows is not None else super().__len__()
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._rows is None:
+            return super().__getitem__(index)
+        if isinstance(index, slice):
+            return _metrics_of(self._rows[index], self._contexts)
+        return _metrics_of([self._rows[index]], self._contexts)[0]
+
+    def __contains__(self, item: object) -> bool:
+        return any(m == item for m in self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return list(self.__iter__()) == list(other.__iter__() if isinstance(other, LazyMetrics) else other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(list(self.__iter__()))
+
+    def copy(self) -> list[Metric]:
+        return list(self.__iter__())
+
+    def index(self, value: Metric, start: SupportsIndex = 0, stop: SupportsIndex = sys.maxsize) -> int:
+        return list(self.__iter__()).index(value, start, stop)
+
+    def count(self, value: Metric) -> int:
+        return list(self.__iter__()).count(value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self.__iter__()),))
+
+
+def _changing(name: str) -> Any:
+    method = getattr(list, name)
+
+    def change(self: LazyMetrics, *args: Any, **kwargs: Any) -> Any:
+        return method(self._real(), *args, **kwargs)
+
+    change.__name__ = name
+    return change
+
+
+for _name in ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__",
+              "__delitem__", "__iadd__", "__imul__", "__add__", "__mul__", "__rmul__"):  # fmt: skip
+    setattr(LazyMetrics, _name, _changing(_name))
+
+
+def decode(encoded: Encoded, *, lazy: bool = False) -> BenchmarkResult:
+    """The :class:`BenchmarkResult` that ``encode`` was given (equal, not identical).
+
+    ``lazy``: the metric list is a :class:`LazyMetrics` (rows, made into Metric objects when read); the
+    headline is made at once.
+    """
+    fields, contexts, rows, headline_at, checks = encoded
+    metrics: list[Metric]
     headline: Metric | None = None
-    if headline_at >= 0:
-        headline = metrics[headline_at]
-    elif headline_at <= -2:
-        headline = metrics.pop(-2 - headline_at)
+    if lazy and headline_at > -2:
+        metrics = LazyMetrics(rows, contexts)
+        if headline_at >= 0:
+            headline = _metrics_of([rows[headline_at]], contexts)[0]
+    else:
+        metrics = _metrics_of(rows, contexts)
+        if headline_at >= 0:
+            headline = metrics[headline_at]
+        elif headline_at <= -2:
+            headline = metrics.pop(-2 - headline_at)
     values: dict[str, Any] = dict(zip(_FIELDS, fields, strict=True))
     values["accuracy_checks"] = [AccuracyCheck.trusted(dict(zip(_CHECK_FIELDS, c, strict=True))) for c in checks]
     values["headline"] = headline

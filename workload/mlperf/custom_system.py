@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from workload.commands import cmd
 from workload.hosts.base import Host
+from workload.mlperf import nvidia_fields
 from workload.mlperf.catalog import WorkloadSetting, model_info
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
@@ -147,17 +148,26 @@ def custom_config(
 
     ``class_base`` names the classes (``<class_base>_HighAccuracy`` for 99.9%...). Every class
     derives from the scenario's base class and carries all of its values, so no class inherits
-    another accuracy target's precision or batch size.
+    another accuracy target's precision or batch size. A comment above each class names NVIDIA's
+    file and class the values come from (and the scaling, where the GPU count has no class of its
+    own). Fields NVIDIA's registry allows only for a list of its own systems (``start_from_device``
+    ...) are left out when ``member`` is not on that list, with a comment saying so.
     """
     info = model_info(model)
     skus = sorted({config.sku for _, config in classes})
-    lines = [HEADER, f"# Values: gpuconfigs/{', '.join(f'{s}.json' for s in skus)} (per-GPU throughput x GPU count)."]
+    lines = [HEADER, f"# Values: gpuconfigs/{', '.join(f'{s}.json' for s in skus)} (NVIDIA's published configs)."]
     lines += ["", "from . import *"]
     for setting, config in classes:
-        fields = dict(config.fields)
+        fields, dropped = nvidia_fields.allowed(config.fields, member)
         fields["gpu_batch_size"] = _batch_size(model, fields["gpu_batch_size"], version)
         suffix = _suffix(setting, info.harness)
         lines += ["", ""]
+        lines.append(f"# From {config.source()}")
+        if dropped:
+            lines.append(
+                f"# Not set: {', '.join(dropped)} (NVIDIA's fields.py allows {'them' if len(dropped) > 1 else 'it'} "
+                f"only for its own systems, not KnownSystem.{member})"
+            )
         lines.append(
             f"@ConfigRegistry.register(HarnessType.{setting.harness}, AccuracyTarget.{setting.accuracy}, "
             f"PowerSetting.{setting.power})"

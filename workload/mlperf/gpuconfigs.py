@@ -1,19 +1,25 @@
-"""The gpuconfigs table: per GPU SKU x model x scenario, the harness config values for a custom system.
+"""The gpuconfigs table: NVIDIA's published config values per GPU SKU, model, scenario, accuracy target and GPU count.
 
 One JSON file per SKU in the shipped ``gpuconfigs/`` folder (:func:`workload.resources.gpuconfig_dir`)::
 
     {"sku": "H100_SXM_80GB", "known_gpu": "H100_SXM_80GB", "gpu_names": ["NVIDIA H100 80GB HBM3"],
-     "source": "...", "configs": {"bert": {"Server": {
-         "gpu_batch_size": 128, "server_target_qps": 7000, "gpu_copy_streams": 2,
-         "by_gpu_count": {"8": {"gpu_copy_streams": 4}},
-         "high_accuracy": {"precision": "fp16", "gpu_batch_size": 512, "server_target_qps": 6200}}}}}
+     "source": "...",
+     "configs": {"bert": {"Server": {"k_99": {
+         "1": {"file": "closed/NVIDIA/configs/bert/Server/__init__.py", "class": "H100_SXM_80GBx1",
+               "fields": {"gpu_batch_size": 128, "server_target_qps": 7000, ...}},
+         "8": {"file": "...", "class": "H100_SXM_80GBx8", "fields": {...}}}}}},
+     "unpublished": {"gptj": {"SingleStream": "why NVIDIA has no such config"}}}
 
-Throughput values (``offline_expected_qps``, ``server_target_qps``) are PER GPU and are multiplied by
-the GPU count; latencies and every other field are used as they are. ``by_gpu_count`` holds what
-NVIDIA sets differently for exactly that many GPUs; ``high_accuracy`` what its 99.9% configs
-(``--config_ver=high_accuracy``) change, e.g. fp16 for bert. A (model, scenario) without an entry, or
-without ``high_accuracy`` for a 99.9% run, has no values: the executor reports it and runs the rest.
-Every file is validated at load: an unknown model, scenario or field is an error naming the file
+Every entry is one of NVIDIA's registered config classes of that round: ``fields`` are the values the
+class sets itself or inherits from the classes between it and the scenario's ``<Scenario>GPUBaseConfig``
+(which the generated class derives from, so it inherits the base values the same way). Throughput
+(``offline_expected_qps``, ``server_target_qps``) is the class's own, for its GPU count.
+
+A GPU count NVIDIA has no class for is derived from the nearest published count of the same accuracy
+target (the largest below it, else the smallest above it): throughput scaled by the count ratio, every
+other field as it is, and the result marked ``scaled_from``. A (model, scenario, accuracy) with no
+published class at all has no values: the executor reports it and runs the rest. Every file is
+validated at load: an unknown model, scenario, accuracy target or field is an error naming the file
 and the key.
 """
 
@@ -38,10 +44,12 @@ REQUIRED_BY_SCENARIO = {
     "SingleStream": "single_stream_expected_latency_ns",
     "MultiStream": "multi_stream_expected_latency_ns",
 }
+#: NVIDIA's ``AccuracyTarget`` members: 99 % and 99.9 % of the reference accuracy.
+ACCURACY_TARGETS = ("k_99", "k_99_9")
 
 
 class ConfigFields(BaseModel):
-    """Config fields (the harness's names); every one optional, None = not set here."""
+    """Config fields (the harness's names); every one optional, None = not set by the class."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -69,9 +77,9 @@ class ConfigFields(BaseModel):
     use_fp8: bool | None = None
     vboost_slider: int | None = Field(default=None, ge=0)
     tensor_parallelism: int | None = Field(default=None, ge=1)
+    pipeline_parallelism: int | None = Field(default=None, ge=1)
     kvcache_free_gpu_mem_frac: float | None = Field(default=None, gt=0, le=1)
     enable_sort: bool | None = None
-    note: str | None = Field(default=None, description="where the value comes from; not written to the harness")
 
     @model_validator(mode="after")
     def _positive_batch(self) -> ConfigFields:
@@ -83,44 +91,24 @@ class ConfigFields(BaseModel):
         return self
 
     def set_fields(self) -> dict[str, Any]:
-        """The fields set here (no note)."""
-        return {
-            k: v
-            for k, v in self.model_dump(exclude_none=True, exclude={"note"}).items()
-            if k in ConfigFields.model_fields
-        }
+        """The fields set here, in declaration order."""
+        return self.model_dump(exclude_none=True)
 
 
-class CountedFields(ConfigFields):
-    """Fields plus what changes for exactly N GPUs (``by_gpu_count``: {"8": {...}})."""
+class PublishedConfig(BaseModel):
+    """One of NVIDIA's registered config classes: where it is and what it sets (flattened below the base)."""
 
-    by_gpu_count: dict[int, ConfigFields] = Field(default_factory=dict)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    @model_validator(mode="after")
-    def _counts(self) -> CountedFields:
-        if any(n < 1 for n in self.by_gpu_count):
-            raise ValueError("by_gpu_count keys are GPU counts (1 or more)")
-        return self
-
-    def for_count(self, gpu_count: int) -> dict[str, Any]:
-        values = self.set_fields()
-        extra = self.by_gpu_count.get(gpu_count)
-        if extra is not None:
-            values.update(extra.set_fields())
-        return values
-
-
-class ScenarioConfig(CountedFields):
-    """Config fields of one (SKU, model, scenario); ``high_accuracy``: what the 99.9% config changes."""
-
-    gpu_batch_size: int | dict[str, int] = Field(description="per engine; a plain int is keyed by the model")
-    #: None: no published 99.9% values (a high_accuracy run of it is reported, not guessed).
-    #: {} : the 99.9% config is the same as the 99% one (NVIDIA's 3d-unet configs).
-    high_accuracy: CountedFields | None = None
+    file: str = Field(pattern=r"^closed/NVIDIA/configs/[^/]+/[A-Za-z]+/__init__\.py$")
+    class_name: str = Field(alias="class", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    #: Set when NVIDIA's file was read from a copy another submitter of the round carries.
+    read_from: str | None = None
+    fields: ConfigFields
 
 
 class SkuTable(BaseModel):
-    """One file of the table: a GPU SKU and its configs."""
+    """One file of the table: a GPU SKU and NVIDIA's configs for it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -130,30 +118,83 @@ class SkuTable(BaseModel):
     #: ``nvidia-smi`` names of this SKU (matched case-insensitively).
     gpu_names: list[str] = Field(min_length=1)
     source: str
-    configs: dict[str, dict[str, ScenarioConfig]]
+    #: model -> scenario -> accuracy target -> GPU count -> NVIDIA's class for it.
+    configs: dict[str, dict[str, dict[str, dict[int, PublishedConfig]]]]
+    #: model -> scenario -> why NVIDIA's round has no config for it (reported, never guessed).
+    unpublished: dict[str, dict[str, str]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _known_keys(self) -> SkuTable:
+        for section in (self.configs, self.unpublished):
+            for model, scenarios in section.items():
+                if model not in MODELS:
+                    raise ValueError(f"configs.{model}: unknown model (known: {', '.join(MODELS)})")
+                for scenario in scenarios:
+                    if scenario not in SCENARIOS:
+                        raise ValueError(
+                            f"configs.{model}.{scenario}: unknown scenario (known: {', '.join(SCENARIOS)})"
+                        )
         for model, scenarios in self.configs.items():
-            if model not in MODELS:
-                raise ValueError(f"configs.{model}: unknown model (known: {', '.join(MODELS)})")
-            for scenario, config in scenarios.items():
-                if scenario not in SCENARIOS:
-                    raise ValueError(f"configs.{model}.{scenario}: unknown scenario (known: {', '.join(SCENARIOS)})")
-                needed = REQUIRED_BY_SCENARIO[scenario]
-                if getattr(config, needed) is None:
-                    raise ValueError(f"configs.{model}.{scenario}: {scenario} needs {needed}")
+            for scenario, targets in scenarios.items():
+                for accuracy, counts in targets.items():
+                    where = f"configs.{model}.{scenario}.{accuracy}"
+                    if accuracy not in ACCURACY_TARGETS:
+                        raise ValueError(f"{where}: unknown accuracy target (known: {', '.join(ACCURACY_TARGETS)})")
+                    if not counts:
+                        raise ValueError(f"{where}: no GPU count")
+                    for count, entry in counts.items():
+                        if count < 1:
+                            raise ValueError(f"{where}.{count}: a GPU count is 1 or more")
+                        needed = REQUIRED_BY_SCENARIO[scenario]
+                        if getattr(entry.fields, needed) is None:
+                            raise ValueError(f"{where}.{count}.fields: {scenario} needs {needed}")
+                        if entry.fields.gpu_batch_size is None:
+                            raise ValueError(f"{where}.{count}.fields: needs gpu_batch_size")
         return self
 
 
 @dataclass(frozen=True)
 class ResolvedConfig:
-    """The config fields for one system: per-GPU throughput already multiplied by the GPU count."""
+    """The config fields for one system, and which of NVIDIA's classes they come from."""
 
     sku: str
     model: str
     scenario: str
+    accuracy: str
+    gpu_count: int
     fields: dict[str, Any]
+    source_file: str
+    source_class: str
+    #: The GPU count of NVIDIA's class when this count has none of its own (throughput scaled).
+    scaled_from: int | None = None
+
+    def source(self) -> str:
+        """``closed/NVIDIA/configs/bert/Offline/__init__.py H100_SXM_80GBx8`` (+ ``scaled from x8``)."""
+        text = f"{self.source_file} {self.source_class}"
+        if self.scaled_from is not None:
+            text += f" (scaled from x{self.scaled_from} to x{self.gpu_count}: throughput x{self.gpu_count}/"
+            text += f"{self.scaled_from})"
+        return text
+
+
+def parallel_gpus(fields: dict[str, Any]) -> int:
+    """GPUs one instance of the engine spans: tensor x pipeline parallelism (1 without either)."""
+    return int(fields.get("tensor_parallelism") or 1) * int(fields.get("pipeline_parallelism") or 1)
+
+
+def gpu_count_problem(config: ResolvedConfig) -> str | None:
+    """Why ``config`` cannot run on its GPU count (an engine wider than the machine, or GPUs left over), or None."""
+    width = parallel_gpus(config.fields)
+    if width <= 1:
+        return None
+    tp = config.fields.get("tensor_parallelism") or 1
+    pp = config.fields.get("pipeline_parallelism") or 1
+    if config.gpu_count < width or config.gpu_count % width:
+        return (
+            f"{config.source()} needs a multiple of {width} GPUs (tensor_parallelism {tp} x pipeline_parallelism "
+            f"{pp}); this machine has {config.gpu_count}"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -174,24 +215,25 @@ class GpuConfigTable:
             f"no entry for the GPU {gpu_name!r} (SKUs in the table: {', '.join(sorted(self.skus)) or 'none'})",
             hint=(
                 f"add a file {self.folder}/<SKU>.json with sku, known_gpu (the harness's KnownGPU name), "
-                f"gpu_names ([{gpu_name!r}]), source and per-GPU configs per model and scenario "
-                "(see an existing file)"
+                f"gpu_names ([{gpu_name!r}]), source and NVIDIA's configs per model, scenario, accuracy target "
+                "and GPU count, each naming its file and class (see an existing file)"
             ),
         )
 
     def entry_problem(self, gpu_name: str, model: str, scenario: str, *, high_accuracy: bool = False) -> str | None:
-        """Why the table has no values for this (GPU, model, scenario[, 99.9%]), or None when it has.
+        """Why the table has no values for this (GPU, model, scenario, accuracy target), or None when it has.
 
         The GPU itself must be in the table (:meth:`sku_for_gpu`).
         """
         table = self.sku_for_gpu(gpu_name)
-        config = table.configs.get(model, {}).get(scenario)
-        if config is None:
-            return f"no gpuconfigs entry for {table.sku} {model} {scenario}; add one to gpuconfigs/{table.sku}.json"
-        if high_accuracy and config.high_accuracy is None:
+        accuracy = "k_99_9" if high_accuracy else "k_99"
+        target = "99.9%" if high_accuracy else "99%"
+        targets = table.configs.get(model, {}).get(scenario)
+        if targets is None or accuracy not in targets:
+            why = table.unpublished.get(model, {}).get(scenario)
             return (
-                f"no gpuconfigs high_accuracy entry for {table.sku} {model} {scenario} (NVIDIA's 99.9% config "
-                f"differs, e.g. fp16); add configs.{model}.{scenario}.high_accuracy to gpuconfigs/{table.sku}.json"
+                f"NVIDIA's v4.1 configs have no {table.sku} {model} {scenario} class for the {target} target "
+                f"({why or 'not published'}); gpuconfigs/{table.sku}.json holds only NVIDIA's published values"
             )
         return None
 
@@ -203,14 +245,34 @@ class GpuConfigTable:
         problem = self.entry_problem(gpu_name, model, scenario, high_accuracy=high_accuracy)
         if problem is not None:
             raise ProfileError(f"gpuconfigs/{table.sku}.json", problem)
-        config = table.configs[model][scenario]
-        fields = config.for_count(gpu_count)
-        if high_accuracy and config.high_accuracy is not None:
-            fields.update(config.high_accuracy.for_count(gpu_count))
-        for name in THROUGHPUT_FIELDS:
-            if name in fields:
-                fields[name] = round(fields[name] * gpu_count, 6)
-        return ResolvedConfig(table.sku, model, scenario, fields)
+        accuracy = "k_99_9" if high_accuracy else "k_99"
+        counts = table.configs[model][scenario][accuracy]
+        base = _nearest_count(sorted(counts), gpu_count)
+        entry = counts[base]
+        fields = entry.fields.set_fields()
+        if base != gpu_count:
+            for name in THROUGHPUT_FIELDS:
+                if name in fields:
+                    fields[name] = round(fields[name] * gpu_count / base, 6)
+        return ResolvedConfig(
+            sku=table.sku,
+            model=model,
+            scenario=scenario,
+            accuracy=accuracy,
+            gpu_count=gpu_count,
+            fields=fields,
+            source_file=entry.file,
+            source_class=entry.class_name,
+            scaled_from=None if base == gpu_count else base,
+        )
+
+
+def _nearest_count(published: list[int], wanted: int) -> int:
+    """The published count to derive ``wanted`` from: itself, else the largest below, else the smallest above."""
+    if wanted in published:
+        return wanted
+    below = [c for c in published if c < wanted]
+    return below[-1] if below else published[0]
 
 
 def load_table(folder: Path | None = None) -> GpuConfigTable:

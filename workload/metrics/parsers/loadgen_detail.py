@@ -23,7 +23,7 @@ _LITERALS: dict[str, bool] = {"true": True, "false": False}
 _WANTED_RE = (
     r"(?:result_|early_stopping|requested_server_t|error_|warning_|(?:loadgen_version|test_datetime|sut_name"
     r"|power_begin|power_end|num_errors|effective_(?:scenario|test_mode|samples_per_query|target_qps"
-    r"|target_latency_ns|target_latency_percentile|min_duration_ms|min_query_count))(?=\"))"
+    r"|target_latency_ns|target_latency_percentile|min_duration_ms|min_query_count|qsl_rng_seed))(?=\"))"
 )
 # One wanted, well-formed record per match; the regex engine skips the rest (loaded_qsl_set ...) in C.
 # No ^/re.M: a pattern that starts with a literal lets the engine jump between record prefixes.

@@ -43,6 +43,10 @@ _LABELS: dict[str, str] = {
     "min time to output token (ns)": "result_time_to_output_token_min",
     "max time to output token (ns)": "result_time_to_output_token_max",
     "mean time to output token (ns)": "result_time_to_output_token_mean",
+    # LoadGen 6.0 renamed "Time to Output Token" to "Time per Output Token" in the summary
+    "min time per output token (ns)": "result_time_to_output_token_min",
+    "max time per output token (ns)": "result_time_to_output_token_max",
+    "mean time per output token (ns)": "result_time_to_output_token_mean",
     "samples_per_query": "effective_samples_per_query",
     "target_qps": "effective_target_qps",
     "target_latency (ns)": "effective_target_latency_ns",
@@ -54,8 +58,12 @@ _LABELS: dict[str, str] = {
     "min_query_count": "effective_min_query_count",
     "max_query_count": "effective_max_query_count",
     "performance_sample_count": "effective_performance_sample_count",
+    # the round's seeds (the submission checker's MODEL_CONFIG "seeds"): they tell the round of a summary
+    "qsl_rng_seed": "effective_qsl_rng_seed",
 }
-_PERCENTILE = re.compile(r"^(\d+(?:\.\d+)?) percentile (latency|first token latency|time to output token) \(ns\)$")
+_PERCENTILE = re.compile(
+    r"^(\d+(?:\.\d+)?) percentile (latency|first token latency|time (?:to|per) output token) \(ns\)$"
+)
 _HEADLINE_PCT = re.compile(r"^(\d+(?:\.\d+)?)(?:th)? percentile latency \(ns\)$")
 _ESTIMATE = re.compile(r"^\* early stopping (\d+(?:\.\d+)?)(?:th)? percentile estimate$")
 _COUNT_LINE = re.compile(r"^(no|\d+) (warnings|errors) encountered", re.IGNORECASE)

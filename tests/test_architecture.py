@@ -1,0 +1,116 @@
+"""The import rules of ARCHITECTURE.md, checked on the source tree (no imports executed)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FOUNDATIONS = {
+    "workload",
+    "workload.commands",
+    "workload.errors",
+    "workload.params",
+    "workload.resources",
+    "workload.rundir",
+    "workload.safefile",
+    "workload.jsonkeys",
+}
+
+#: package prefix -> prefixes it must not import (ARCHITECTURE.md, "Import rules")
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "workload.commands": ("workload.hosts", "workload.steps", "workload.engine", "installers", "workload.metrics"),
+    "workload.errors": ("workload.hosts", "workload.steps", "workload.engine", "installers", "workload.metrics"),
+    "workload.hosts": (
+        "workload.steps",
+        "workload.registry",
+        "workload.engine",
+        "workload.profile",
+        "workload.actions",
+        "installers",
+        "workload.metrics",
+        "workload.history",
+        "workload.report",
+    ),
+    "workload.steps": ("workload.engine", "workload.profile", "workload.actions", "installers", "workload.metrics"),
+    "workload.registry": ("workload.engine", "workload.profile", "workload.metrics"),
+    "installers": (
+        "workload.engine",
+        "workload.profile",
+        "workload.actions",
+        "workload.mlperf",
+        "workload.loadgen",
+        "workload.metrics",
+        "workload.history",
+        "workload.report",
+    ),
+    "workload.metrics": (
+        "workload.hosts",
+        "workload.steps",
+        "workload.engine",
+        "workload.profile",
+        "workload.actions",
+        "installers",
+        "workload.mlperf",
+    ),
+    "workload.history": ("workload.hosts", "workload.steps", "workload.engine", "workload.actions", "installers"),
+    "workload.report": ("workload.hosts", "workload.steps", "workload.engine", "workload.actions", "installers"),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module of ours that ``path`` imports, at any depth of the file (lazy imports count)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.split(".")[0] in ("workload", "installers")}
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+SOURCES = sorted([*ROOT.joinpath("workload").rglob("*.py"), *ROOT.joinpath("installers").rglob("*.py")])
+
+
+def test_the_rules_name_packages_that_exist() -> None:
+    modules = {_module_name(p) for p in SOURCES}
+    for prefix in [*FORBIDDEN, *(p for targets in FORBIDDEN.values() for p in targets)]:
+        assert any(_under(m, prefix) for m in modules), f"ARCHITECTURE.md rule names a missing package {prefix}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_follow_the_layers(path: Path) -> None:
+    module = _module_name(path)
+    imported = _imports(path)
+    broken = [
+        f"{module} imports {name} ({prefix} may not import {target})"
+        for prefix, targets in FORBIDDEN.items()
+        if _under(module, prefix)
+        for name in imported
+        for target in targets
+        if _under(name, target)
+    ]
+    if module not in ("workload.__main__",) and not _under(module, "workload.cli"):
+        broken += [f"{module} imports the CLI ({name})" for name in imported if _under(name, "workload.cli")]
+    loadgen_allowed = FOUNDATIONS | {"workload.loadgen"}
+    if _under(module, "workload.loadgen"):
+        broken += [
+            f"{module} imports {name} (loadgen runs standalone: foundations only)"
+            for name in imported
+            if not any(_under(name, allowed) for allowed in loadgen_allowed if allowed != "workload")
+        ]
+    assert not broken, "\n".join(broken)

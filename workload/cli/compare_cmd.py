@@ -1,0 +1,343 @@
+"""``workload compare``: two runs, a run against its history (``--baseline``), or one run's hosts.
+
+Only click is imported at module level. Exit codes: 0 no regression and nothing missing, 7 a
+regression past ``--threshold``, a result or metric missing from the new run (unless
+``--allow-missing``) or a slow host (``--hosts``), 2 bad input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from workload.cli.history_hook import history_option
+from workload.cli.numbers import FiniteFloatRange
+
+if TYPE_CHECKING:
+    from workload.metrics.compare import Comparison, MetricChange, MetricKey
+
+
+def _key_text(key: tuple[str, ...]) -> str:
+    host, *rest = key
+    text = " ".join(k for k in rest if k)
+    return f"[{host}] {text}" if host else text
+
+
+def _side(change: MetricChange, which: str, *, best: bool = False) -> str:
+    """One side's value (its median over iterations, or with ``best`` its best), scaled like the other side."""
+    from workload.metrics.units import readable
+
+    agg = change.a if which == "a" else change.b
+    like = [*(change.a.values if change.a else ()), *(change.b.values if change.b else ())]
+    value = change.before if which == "a" else change.after
+    if best and agg is not None:
+        value = agg.best
+    return readable(value, change.unit, like=like)
+
+
+def _counts(change: MetricChange) -> str:
+    return f"{change.a.n if change.a else 1}/{change.b.n if change.b else 1}"
+
+
+def _junit_cases(result: Comparison) -> list[Any]:
+    from workload.metrics.junit import Case
+
+    cases: dict[tuple[str, ...], Any] = {}
+
+    def case(key: MetricKey) -> Any:
+        host, bench, scen, mode, _ = key
+        name = (f"{host}.{bench}" if host else bench, f"{scen or '?'} {mode or '?'}")
+        return cases.setdefault(name, Case(*name))
+
+    for change in result.changes:
+        entry = case(change.key)
+        pct = "n/a" if change.change_pct is None else f"{change.change_pct:+.2f} %"
+        line = f"{change.key[4]}: {_side(change, 'a')} -> {_side(change, 'b')} ({pct})"
+        if change.regression:
+            entry.failures.append(f"why: regression past {result.threshold_pct:g} %: {line}")
+        else:
+            entry.output.append(line)
+    for key in result.only_in_a:
+        case(key).failures.append(f"why: missing from the new run: {key[4]}")
+    for key, n in result.incomplete:
+        case(key).failures.append(f"why: {key[4]} has {n} of {result.iterations} iterations")
+    return list(cases.values())
+
+
+@click.command("compare")
+@click.argument("runs", nargs=-1, type=click.Path(path_type=Path), metavar="[RUN_A] [RUN_B]")
+@click.option(
+    "--threshold",
+    "threshold",
+    type=FiniteFloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Percent change that counts as a regression (or a slow host with --hosts).",
+)
+@click.option("--hosts", "by_host", is_flag=True, help="Compare the hosts of RUN_A against their median.")
+@click.option(
+    "--all", "show_all", is_flag=True, help="Every metric (default: the headline ones: figure, validity, accuracy)."
+)
+@click.option("--allow-missing", is_flag=True, help="A result or metric missing from the new run is not a failure.")
+@click.option(
+    "--iterations",
+    type=click.IntRange(1),
+    default=None,
+    help="The new run had N iterations: every metric must have N values. Iterations are compared by their median.",
+)
+@click.option(
+    "--baseline",
+    metavar="last-good|RUN_ID|TAG",
+    default=None,
+    help="Compare RUN (default: the newest recorded run) against a run from the history: the newest "
+    "run that exited 0 (of the same profile), a run id or a --tag.",
+)
+@click.option("--profile", default=None, help="With --baseline last-good: whose last good run (default: RUN's).")
+@history_option
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON document.")
+@click.option(
+    "--junit",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Also write JUnit XML: a test case per host, benchmark, scenario and mode.",
+)
+@click.pass_context
+def compare_command(
+    ctx: click.Context,
+    runs: tuple[Path, ...],
+    threshold: float,
+    by_host: bool,
+    show_all: bool,
+    allow_missing: bool,
+    iterations: int | None,
+    baseline: str | None,
+    profile: str | None,
+    history: str | None,
+    as_json: bool,
+    junit: Path | None,
+) -> int:
+    """Compare RUN_B against RUN_A (or RUN against --baseline from the history) metric by metric.
+
+    \b
+    A regression is a change past --threshold percent in the wrong direction (throughput
+    down, latency up, VALID/PASS lost). A result or metric of the baseline that the new run
+    lacks is a failure too (--allow-missing: only listed). Headline metrics by default, --all
+    for every metric; iterations of a run are compared by their median (best and count shown).
+    Exit 7 on a regression, a missing result or a slow host (--hosts), else 0.
+
+    \b
+    Examples:
+      workload compare runs/20261101-PERF-CPU-MLPERF runs/20261102-PERF-CPU-MLPERF
+      workload compare --baseline last-good runs/20261102-PERF-CPU-MLPERF --junit compare.xml
+      workload compare --baseline nightly-2026-11-01 --json
+    """
+    from workload.cli.results_cmd import _fail, _load
+    from workload.errors import EXIT_USAGE
+
+    if by_host:
+        if len(runs) != 1 or baseline:
+            _fail(ctx, EXIT_USAGE, "--hosts compares the hosts of one run: give a single RUN (and no --baseline)")
+        return _compare_hosts(ctx, runs[0], threshold, as_json)
+    if baseline is not None:
+        if len(runs) > 1:
+            _fail(ctx, EXIT_USAGE, "--baseline compares one run with the history: give at most one RUN")
+        a, b, name_a, name_b = _from_history(ctx, runs[0] if runs else None, baseline, profile, history)
+    else:
+        if len(runs) != 2:
+            _fail(ctx, EXIT_USAGE, "give two runs to compare (RUN_A RUN_B), one run with --baseline, or --hosts")
+        a, b = _load(ctx, runs[0]), _load(ctx, runs[1])
+        name_a, name_b = str(runs[0]), str(runs[1])
+    return _report(ctx, a, b, name_a, name_b, threshold, show_all, allow_missing, iterations, as_json, junit)
+
+
+def _from_history(
+    ctx: click.Context, run: Path | None, ref: str, profile: str | None, url: str | None
+) -> tuple[Any, Any, str, str]:
+    import json
+
+    from workload.cli.results_cmd import _fail, _load
+    from workload.errors import EXIT_USAGE
+    from workload.history import open_history
+
+    with open_history(url) as store:
+        exclude = None
+        if run is not None:
+            b = _load(ctx, run)
+            name_b = str(run)
+            try:
+                info = json.loads((run / "run.json").read_text(encoding="utf-8"))
+                exclude = info.get("run_id") if isinstance(info, dict) else None
+                profile = profile or (info.get("profile") if isinstance(info, dict) else None)
+            except (OSError, ValueError):
+                pass
+        else:
+            newest = store.runs(limit=1, profile=profile)
+            if not newest:
+                _fail(ctx, EXIT_USAGE, f"the history {store.url} has no run to compare; give a RUN folder")
+            exclude, name_b = newest[0].run_id, f"{newest[0].run_id} (history)"
+            profile = profile or newest[0].profile
+            b = store.collection(newest[0].run_id)
+        base = store.baseline(ref, profile=profile if ref == "last-good" else None, exclude=exclude)
+        a = store.collection(base.run_id)
+    return a, b, f"{base.run_id} (history, {ref})", name_b
+
+
+def _report(
+    ctx: click.Context,
+    a: Any,
+    b: Any,
+    name_a: str,
+    name_b: str,
+    threshold: float,
+    show_all: bool,
+    allow_missing: bool,
+    iterations: int | None,
+    as_json: bool,
+    junit: Path | None,
+) -> int:
+    import json
+
+    from rich.table import Table
+
+    from workload.cli.console import make_console, plain, styled
+    from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
+    from workload.metrics.compare import compare
+
+    result = compare(a, b, threshold, headline_only=not show_all, iterations=iterations)
+    if not result.changes and (allow_missing or not result.only_in_a):
+        from workload.cli.results_cmd import _fail
+
+        _fail(ctx, EXIT_USAGE, f"{name_a} and {name_b} have no metric in common (different benchmarks or scenarios?)")
+    failed = result.failed(allow_missing=allow_missing)
+    code = EXIT_REGRESSION if failed else EXIT_OK
+    console = make_console(stderr=as_json)
+    if junit is not None:
+        from workload.cli.history_hook import junit_write
+
+        console.print(f"wrote {junit_write(junit, _junit_cases(result), suite=f'compare {name_b}')}", markup=False)
+    if as_json:
+        document = {
+            "baseline": name_a,
+            "new": name_b,
+            "threshold_pct": threshold,
+            "scope": "all" if show_all else "headline",
+            "iterations": iterations,
+            "changes": [c.as_dict() for c in result.changes],
+            "missing": [_key_dict(k) for k in result.only_in_a],
+            "missing_results": [_key_dict((*k, "")) for k in result.missing_results],
+            "new_metrics": [_key_dict(k) for k in result.only_in_b],
+            "incomplete": [{**_key_dict(k), "n": n} for k, n in result.incomplete],
+            "regressions": len(result.regressions),
+            "allow_missing": allow_missing,
+            "exit_code": code,
+        }
+        click.echo(json.dumps(document, indent=2))
+        if code:
+            ctx.exit(code)
+        return code
+    scope = "every metric" if show_all else "headline metrics"
+    repeated = any((c.a and c.a.n > 1) or (c.b and c.b.n > 1) for c in result.changes)
+    title = f"{name_a} -> {name_b} ({scope}, threshold {threshold:g} %)"
+    if repeated:
+        title += "\niterations: A and B are medians; best and N (A/B) beside them"
+    table = Table(title=plain(title))
+    columns = (
+        ("Metric", "A", "A best", "B", "B best", "N", "Change", "") if repeated else ("Metric", "A", "B", "Change", "")
+    )
+    for column in columns:
+        table.add_column(column)
+    for change in result.changes:
+        pct = "n/a" if change.change_pct is None else f"{change.change_pct:+.2f} %"
+        flag = (
+            styled(("REGRESSION", "red"))
+            if change.regression
+            else styled(("better", "green"))
+            if change.improvement
+            else plain("")
+        )
+        if repeated:
+            cells = (
+                _side(change, "a"),
+                _side(change, "a", best=True),
+                _side(change, "b"),
+                _side(change, "b", best=True),
+            )
+            table.add_row(plain(change.label), *map(plain, cells), plain(_counts(change)), plain(pct), flag)
+        else:
+            sides = (change.label, _side(change, "a"), _side(change, "b"), pct)
+            table.add_row(*map(plain, sides), flag)
+    console.print(table)
+    whole = set(result.missing_results)
+    for result_key in result.missing_results:  # a whole result once, not each of its metrics
+        count = sum(1 for k in result.only_in_a if k[:4] == result_key)
+        console.print(styled(("missing", "red"), f" from the new run: {_key_text(result_key)} ({count} metric(s))"))
+    for key in result.only_in_a:
+        if key[:4] not in whole:
+            console.print(styled(("missing", "red"), f" from the new run: {_key_text(key)}"))
+    for key, n in result.incomplete:
+        console.print(styled(("incomplete", "red"), f": {_key_text(key)} has {n} of {iterations} iterations"))
+    for key in result.only_in_b:
+        console.print(f"new in the new run: {_key_text(key)}", markup=False)
+    if result.regressions:
+        console.print(f"{len(result.regressions)} regression(s) past {threshold:g} %", markup=False)
+    if result.only_in_a:
+        whole_count = len(result.missing_results)
+        what = f"{len(result.only_in_a)} metric(s) missing from the new run ({whole_count} whole result(s))"
+        console.print(what + ("; allowed by --allow-missing" if allow_missing else ""), markup=False)
+    if result.incomplete:
+        console.print(f"{len(result.incomplete)} metric(s) with fewer than {iterations} iterations", markup=False)
+    if not failed:
+        console.print("no regression", markup=False)
+    if code:
+        ctx.exit(code)
+    return code
+
+
+def _key_dict(key: tuple[str, ...]) -> dict[str, str | None]:
+    host, bench, scen, mode, name = key
+    return {"host": host or None, "benchmark": bench, "scenario": scen, "mode": mode, "metric": name or None}
+
+
+def _compare_hosts(ctx: click.Context, run: Path, threshold: float, as_json: bool) -> int:
+    import json
+
+    from rich.table import Table
+
+    from workload.cli.console import make_console, plain, styled
+    from workload.cli.results_cmd import _fail, _load
+    from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
+    from workload.metrics.compare import compare_hosts
+    from workload.metrics.units import readable
+
+    fleet = compare_hosts(_load(ctx, run), threshold)
+    if not fleet.deviations:
+        _fail(ctx, EXIT_USAGE, f"{run}: no benchmark/scenario ran on two or more hosts; nothing to compare")
+    code = EXIT_REGRESSION if fleet.slow_hosts else EXIT_OK
+    if as_json:
+        deviations = [d.__dict__ for d in fleet.deviations]
+        click.echo(json.dumps({"threshold_pct": threshold, "deviations": deviations, "slow_hosts": fleet.slow_hosts}))
+    else:
+        console = make_console()
+        table = Table(title=f"Hosts against the fleet median (threshold {threshold:g} %)")
+        for column in ("Host", "Benchmark", "Scenario", "Metric", "Value", "Median", "Change", ""):
+            table.add_column(column)
+        for d in fleet.deviations:
+            table.add_row(
+                plain(d.host),
+                plain(d.benchmark),
+                plain(d.scenario),
+                d.metric,
+                readable(d.value, d.unit, like=[d.median]),
+                readable(d.median, d.unit, like=[d.value]),
+                f"{d.deviation_pct:+.2f} %",
+                styled(("SLOW", "red")) if d.slow else plain(""),
+            )
+        console.print(table)
+        if fleet.slow_hosts:
+            console.print(f"slow hosts: {', '.join(fleet.slow_hosts)}", markup=False)
+    if code:
+        ctx.exit(code)
+    return code

@@ -1,0 +1,45 @@
+"""``workload plan --json``: the plans of every host as one JSON document (commands masked)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from workload.commands import mask_text
+
+if TYPE_CHECKING:
+    from workload.engine import HostOutcome
+
+
+def _step(step: Any) -> dict[str, Any]:
+    plan = step.plan
+    entry: dict[str, Any] = {"step": step.label, "status": step.status, "message": mask_text(step.message or "")}
+    if plan is not None:
+        entry["changes"] = [
+            {"summary": mask_text(change.summary), "commands": [c.display() for c in change.commands]}
+            for change in plan.changes
+        ]
+        entry["no_change_reason"] = mask_text(plan.noop_reason) if plan.noop_reason else None
+        entry["reboot_required"] = plan.reboot_required
+        entry["notes"] = [mask_text(n) for n in plan.notes]
+    return entry
+
+
+def plan_document(profile: str, outcomes: Sequence[HostOutcome], exit_code: int) -> str:
+    """``{"profile", "exit_code", "hosts": [{"host", "status", "error", "steps": [...]}]}``.
+
+    Each step: label, status (``planned``, ``unchanged``, ``failed``...), message, and its plan:
+    ``changes`` (summary and the exact commands, secrets as ``***``), ``no_change_reason``,
+    ``reboot_required`` and ``notes``.
+    """
+    hosts = [
+        {
+            "host": o.name,
+            "status": o.status,
+            "error": str(o.error) if o.error is not None else None,
+            "steps": [_step(s) for s in o.steps],
+        }
+        for o in outcomes
+    ]
+    return json.dumps({"profile": profile, "exit_code": exit_code, "hosts": hosts}, indent=2)

@@ -1,0 +1,158 @@
+"""Open a history database by URL: SQLite (embedded default) or PostgreSQL, migrated to the newest schema.
+
+URLs: ``sqlite:///ABS/PATH.sqlite`` or a plain file path (SQLite), ``postgresql://user@host:5432/db``
+(PostgreSQL through psycopg 3; ``postgresql+psycopg://`` works too; ``?host=/run/dir`` for a Unix
+socket). The default is ``$WORKLOAD_HISTORY``, else ``$XDG_DATA_HOME/workload/history.sqlite``
+(``~/.local/share/...`` without XDG_DATA_HOME): nothing to set up.
+
+Concurrency: several processes may open and write one history at once. Migrations run under a
+lock held in the migrating transaction (PostgreSQL: a transaction-scoped advisory lock; SQLite:
+``BEGIN IMMEDIATE``, the database's write lock), so the second process waits and then finds the
+schema current. SQLite writers wait for each other (a 60 s busy timeout) instead of failing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from workload.commands import mask_url_passwords
+from workload.errors import HistoryError, UsageError
+from workload.history.migrations import HEAD
+
+#: environment variable naming the history URL (the ``--history`` option wins over it)
+ENV_VAR = "WORKLOAD_HISTORY"
+#: key of PostgreSQL's advisory lock serialising migrations ("wkld" in ASCII)
+_PG_LOCK_KEY = 0x776B6C64
+#: seconds a SQLite writer waits for another one before giving up
+SQLITE_BUSY_TIMEOUT_S = 60.0
+
+
+def default_url() -> str:
+    """``$WORKLOAD_HISTORY``, else the SQLite file in the user's data directory (XDG base directories)."""
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return env
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
+    return f"sqlite:///{Path(base) / 'workload' / 'history.sqlite'}"
+
+
+def display_url(url: str | URL) -> str:
+    """The URL as it may be shown: its password masked."""
+    if isinstance(url, URL):
+        return url.render_as_string(hide_password=True)
+    return mask_url_passwords(url)
+
+
+def parse_url(text: str) -> URL:
+    """A SQLAlchemy URL for ``text`` (a URL or a file path); UsageError for anything but SQLite/PostgreSQL."""
+    text = text.strip()
+    if not text:
+        raise UsageError("--history: empty URL", hint="give sqlite:///PATH, a file path or postgresql://USER@HOST/DB")
+    if "://" not in text:
+        return URL.create("sqlite", database=str(Path(text).expanduser().absolute()))
+    try:
+        url = make_url(text)
+    except (ArgumentError, ValueError) as exc:
+        raise UsageError(f"--history {display_url(text)}: not a database URL ({exc})") from None
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        if url.drivername not in ("sqlite", "sqlite+pysqlite"):
+            raise UsageError(f"--history {display_url(url)}: use sqlite:///PATH (the built-in driver)")
+        if not url.database or url.database == ":memory:":
+            raise UsageError(
+                f"--history {display_url(url)}: an in-memory database keeps nothing", hint="give sqlite:///PATH"
+            )
+        return url
+    if backend == "postgresql":
+        if url.drivername not in ("postgresql", "postgresql+psycopg"):
+            raise UsageError(f"--history {display_url(url)}: use postgresql:// (psycopg 3 is the driver)")
+        return url.set(drivername="postgresql+psycopg")
+    raise UsageError(
+        f"--history {display_url(url)}: unsupported database {backend!r}",
+        hint="the history lives in SQLite (sqlite:///PATH) or PostgreSQL (postgresql://USER@HOST/DB)",
+    )
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    path = Path(str(url.database))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HistoryError(f"history {path}: cannot create its folder ({exc.strerror or exc})") from None
+    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+
+    # pysqlite starts transactions lazily and never for DDL; SQLAlchemy's documented recipe hands
+    # transaction control to SQLAlchemy, and IMMEDIATE takes the write lock at BEGIN so that two
+    # writers queue on the busy timeout instead of one failing when it upgrades a read lock.
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys=ON")
+            with contextlib.suppress(sqlite3.OperationalError):  # WAL: readers read while one writes
+                cursor.execute("PRAGMA journal_mode=WAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def open_engine(text: str) -> Engine:
+    """An engine on the history at ``text``, its schema migrated to ``HEAD``; HistoryError if unreachable."""
+    url = parse_url(text)
+    if url.get_backend_name() == "sqlite":
+        engine = _sqlite_engine(url)
+    else:
+        engine = create_engine(url, connect_args={"connect_timeout": 10})
+    try:
+        migrate(engine)
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        raise HistoryError(f"history {display_url(url)}: {_first_line(exc)}") from None
+    return engine
+
+
+def _first_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The database's Alembic revision, or None where it has none yet."""
+    row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
+    return None if row is None else str(row[0])
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to ``HEAD`` (Alembic, in one transaction, under the migration lock)."""
+    try:
+        with engine.connect() as probe:  # the common case: already current, no Alembic import
+            if current_revision(probe) == HEAD:
+                return
+    except SQLAlchemyError:
+        pass  # no alembic_version table yet
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
+        # (SQLite: BEGIN IMMEDIATE already holds the write lock)
+        from alembic import command
+        from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location", "workload.history:migrations")
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")

@@ -1,0 +1,1 @@
+"""Alembic revision files (one module per revision, applied in ``down_revision`` order)."""
