@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from workload.errors import FactError, Interrupted, RebootRequired, StepError, WorkloadError
+from workload.errors import FactError, HostBug, Interrupted, OutputError, RebootRequired, StepError, WorkloadError
 from workload.hosts.base import Host, HostSpec
 from workload.profile import ResolvedProfile
 from workload.rundir import RunFolder
 from workload.safefile import append_text
-from workload.steps import HostState, Step, StepContext, StepPlan
+from workload.steps import CancelToken, HostState, Step, StepContext, StepPlan
 
 StepStatus = Literal["changed", "unchanged", "failed", "skipped", "planned", "reboot", "interrupted"]
 HostStatus = Literal["ok", "failed", "reboot-required", "interrupted"]
@@ -179,9 +179,11 @@ class Engine:
         self.open_host = open_host
         self.options = options or RunOptions()
         self.reporter: Reporter = reporter or NullReporter()
-        self.cancel = threading.Event()
+        self.cancel = CancelToken()
         self.cancel_reason = ""
         self.interrupted = False
+        #: Files of the run folder that could not be written (disk full...); reported by the CLI.
+        self.write_errors: list[OutputError] = []
         self._open: dict[str, Host] = {}
         #: Per host: the step whose pending reboot the host has done since the last run.
         self._rebooted_for: dict[str, str] = {}
@@ -221,7 +223,7 @@ class Engine:
         with self._lock:
             if not self.cancel.is_set():
                 self.cancel_reason = reason
-            self.cancel.set()
+            self.cancel.set(reason)
             hosts = list(self._open.values())
         interrupt_hosts(hosts, timeout_s=INTERRUPT_TIMEOUT_S)
 
@@ -272,6 +274,12 @@ class Engine:
                 outcome.status, outcome.error = "failed", exc
                 if self.options.fail_fast and not plan_only:
                     self.stop(f"stopped by --fail-fast: {spec.name} failed")
+        except Exception as exc:  # a bug: this host fails, the others and the run folder are kept
+            outcome.status = "failed"
+            outcome.error = HostBug(
+                f"[{spec.name}] internal error: {type(exc).__name__}: {exc}",
+                hint=f"a bug in workload; the traceback is in {self._save_traceback(spec.name)}",
+            )
         finally:
             with self._lock:
                 self._open.pop(spec.name, None)
@@ -282,6 +290,20 @@ class Engine:
             self._finish_host_log(spec.name, outcome)
             self.reporter.host_finished(spec.name, outcome)
         return outcome
+
+    def _save_traceback(self, name: str) -> str:
+        import tempfile
+        import traceback
+
+        text = traceback.format_exc()
+        try:
+            path = self.folder.host_dir(name) / "traceback.txt"
+            path.write_text(text, encoding="utf-8")
+        except OSError:
+            with tempfile.NamedTemporaryFile("w", prefix="workload-debug-", suffix=".log", delete=False) as fh:
+                fh.write(text)
+                return fh.name
+        return str(path)
 
     def _finish_host_log(self, name: str, outcome: HostOutcome) -> None:
         """The last lines of ``host.log``: the host's outcome and its whole error message."""
@@ -303,6 +325,8 @@ class Engine:
             exports=exports,
             console=lambda text: self._host_line(name, text),
             options=self.options.step_options,
+            cancel=self.cancel,
+            write_errors=self.write_errors,
         )
 
     def _host_line(self, host: str, text: str) -> None:
@@ -319,7 +343,14 @@ class Engine:
         """
         stamp = time.strftime("%H:%M:%S")
         lines = "".join(f"{stamp} [{host}] {line}\n" for line in text.rstrip("\n").splitlines() or [""])
-        append_text(self.folder.host_dir(host) / "host.log", lines)  # never through a planted link
+        try:
+            append_text(self.folder.host_dir(host) / "host.log", lines)  # never through a planted link
+        except (OSError, ValueError) as exc:
+            # Logging must not stop a running benchmark; the CLI names the file and exits 8.
+            error = exc if isinstance(exc, OSError) else OSError(str(exc))
+            with self._lock:
+                if not self.write_errors:
+                    self.write_errors.append(OutputError.from_os_error("the host log", self.folder.root, error))
 
     def _plan_host(self, host: Host, outcome: HostOutcome) -> None:
         """Plan every step without changing anything; a step that cannot be planned is reported.
@@ -462,7 +493,7 @@ class Engine:
         if wait_s <= 0:
             return
         self._host_line(host.name, f"== waiting {wait_s:.0f}s for the next round (MinimumExecutionInterval)")
-        if self.cancel.wait(wait_s):
+        if self.cancel.wait(min(wait_s, threading.TIMEOUT_MAX)):  # a wait past TIMEOUT_MAX overflows
             raise Interrupted(f"[{host.name}] stopped between rounds: {self.cancel_reason}")
 
     def _run_step(

@@ -20,6 +20,7 @@ EXIT_STEP_FAILED = 4
 EXIT_REBOOT_REQUIRED = 5
 EXIT_INVALID_RESULTS = 6
 EXIT_REGRESSION = 7
+EXIT_OUTPUT = 8
 EXIT_INTERRUPTED = 130
 
 
@@ -154,6 +155,28 @@ class InvalidResults(WorkloadError):
     """Results were collected but at least one is INVALID or failed its accuracy check."""
 
     exit_code = EXIT_INVALID_RESULTS
+
+
+class OutputError(WorkloadError):
+    """The run folder or an output file could not be written (disk full, read-only, permissions).
+
+    Names the path. What could be collected is kept: the benchmark's verdict is still printed.
+    """
+
+    exit_code = EXIT_OUTPUT
+
+    @classmethod
+    def from_os_error(cls, what: str, path: object, exc: OSError) -> OutputError:
+        return cls(
+            f"cannot write {what} {exc.filename or path}: {exc.strerror or exc}",
+            hint="free space or pick a writable folder (--output-dir / --output)",
+        )
+
+
+class HostBug(WorkloadError):
+    """An unexpected exception (a bug) on one host; the other hosts and the run folder are kept."""
+
+    exit_code = EXIT_INTERNAL
 
 
 class Interrupted(WorkloadError):

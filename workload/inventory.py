@@ -105,10 +105,11 @@ def _text(value: Any, where: str, key: str) -> str:
 
 
 def _port(value: Any, where: str) -> int:
-    try:
-        port = int(value) if not isinstance(value, (bool, float)) else None
-    except (TypeError, ValueError):
-        port = None
+    # ASCII digits only: int() would also read "２２" (fullwidth) and " 22 " as 22.
+    if isinstance(value, str):
+        port = int(value) if value.isascii() and value.isdigit() and len(value) <= 5 else None
+    else:
+        port = value if isinstance(value, int) and not isinstance(value, bool) else None
     if port is None or not 1 <= port <= 65535:
         raise UsageError(f"{where}: port {value!r} is not a number between 1 and 65535")
     return port
@@ -169,10 +170,14 @@ def _from_text(path: Path, text: str) -> list[HostSpec]:
 
 
 def _from_json(path: Path, text: str) -> list[HostSpec]:
+    from workload.jsonkeys import DuplicateKeyError, refuse_duplicate_keys
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}:{exc.lineno}: column {exc.colno}: invalid JSON: {exc.msg}") from None
+    except DuplicateKeyError as exc:
+        raise UsageError(f"{path}: {exc}") from None
     except RecursionError:
         raise UsageError(f"{path}: invalid JSON: nested too deeply") from None
     hosts = data.get("hosts") if isinstance(data, dict) else None

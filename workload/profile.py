@@ -159,10 +159,14 @@ def load_profile(ref: str) -> LoadedProfile:
         raise ProfileError(label, "is not UTF-8 text") from None
     if not text.strip():
         raise ProfileError(label, "the file is empty", hint="a profile is a JSON object with Description and steps")
+    from workload.jsonkeys import DuplicateKeyError, refuse_duplicate_keys
+
     try:
-        raw = json.loads(text)
+        raw = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise ProfileError(f"{label}: line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except DuplicateKeyError as exc:
+        raise ProfileError(label, str(exc)) from None
     except RecursionError:
         raise ProfileError(label, "invalid JSON: nested too deeply") from None
     if not isinstance(raw, dict):
@@ -291,7 +295,9 @@ def resolve_profile(
     )
 
 
-_TIMESPAN = re.compile(r"^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$")
+_TIMESPAN = re.compile(r"^(?:(\d{1,8})\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d{1,7})?)$", re.ASCII)
+#: .NET's TimeSpan.MaxValue is 10675199.02:48:05: no VirtualClient profile can say more.
+MAX_TIMESPAN_DAYS = 10_675_199
 
 
 def parse_timespan(text: str) -> float:
@@ -303,6 +309,10 @@ def parse_timespan(text: str) -> float:
     days, hours, minutes, seconds = match.groups()
     if int(minutes) >= 60 or float(seconds) >= 60:
         raise ValueError(f"{text!r} is not a timespan: minutes and seconds go up to 59")
+    if int(hours) >= 24 and days:
+        raise ValueError(f"{text!r} is not a timespan: with days, hours go up to 23")
+    if int(days or 0) > MAX_TIMESPAN_DAYS:
+        raise ValueError(f"{text!r} is out of range: a timespan goes up to {MAX_TIMESPAN_DAYS} days")
     return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 

@@ -60,13 +60,17 @@ class RunFolder:
     def create(cls, output_dir: Path, profile_name: str, *, now: datetime | None = None) -> RunFolder:
         stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
         base = output_dir / f"{stamp}-{safe_name(profile_name)}"
-        root = base
-        n = 1
-        while root.exists():
-            n += 1
-            root = base.with_name(f"{base.name}-{n}")
-        root.mkdir(parents=True)
-        return cls(root)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        # mkdir without exist_ok claims the name atomically: two runs started in the same second
+        # get -2, -3... instead of one of them crashing (a check-then-create race).
+        root, n = base, 1
+        while True:
+            try:
+                root.mkdir()
+                return cls(root)
+            except FileExistsError:
+                n += 1
+                root = base.with_name(f"{base.name}-{n}")
 
     @property
     def run_id(self) -> str:

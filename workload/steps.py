@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import difflib
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticUseDefault
 
 from workload.commands import Command, mask_text
-from workload.errors import StepError
+from workload.errors import Interrupted, OutputError, StepError
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
 from workload.hoststate import HostState as HostState  # re-exported: steps and tests import it from here
 from workload.safefile import append_text
@@ -78,7 +79,10 @@ class StepParameters(BaseModel):
     """
 
     # Numbers given for text parameters ("LinuxDriverVersion": 550) are accepted as text, like VC.
-    model_config = ConfigDict(extra="allow", validate_default=True, frozen=True, coerce_numbers_to_str=True)
+    # allow_inf_nan=False: "inf", "nan", 1e999 are refused for every number (no tool can use them).
+    model_config = ConfigDict(
+        extra="allow", validate_default=True, frozen=True, coerce_numbers_to_str=True, allow_inf_nan=False
+    )
 
     Scenario: str | None = None
     MetricScenario: str | None = None
@@ -93,6 +97,15 @@ class StepParameters(BaseModel):
         # a blank text takes the parameter's default instead of failing its type.
         if isinstance(value, str) and not value.strip():
             raise PydanticUseDefault()
+        return value
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _integers_in_range(cls, value: object) -> object:
+        # Integers go to tools as 64-bit numbers (LoadGen's settings, timeouts); a bigger one
+        # would overflow there, after the run started, instead of being refused here.
+        if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+            raise ValueError("the number is out of range (more than 64 bits)")
         return value
 
     @classmethod
@@ -155,6 +168,33 @@ class StepPlan:
         return tuple(c for change in self.changes for c in change.commands)
 
 
+class CancelToken:
+    """The run-wide stop signal: set once (Ctrl-C, SIGTERM, ``--fail-fast``), never cleared.
+
+    The engine owns one per run and hands it to every step (:attr:`StepContext.cancel`). Killing
+    the running command is not enough to stop an action that runs several benchmarks one after
+    the other (each LoadGen scenario, each ``make run_harness``): the next one would start. So
+    everything that starts new work checks the token first (:meth:`StepContext.stop_if_cancelled`,
+    and :meth:`StepContext.run` for every command it starts). Event-compatible (``is_set``,
+    ``wait``), plus :attr:`reason`.
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+
+    def set(self, reason: str = "the run was stopped") -> None:
+        if not self._event.is_set():
+            self.reason = reason
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+
 @dataclass
 class StepContext:
     """Everything a step may use on one host during one run."""
@@ -179,6 +219,15 @@ class StepContext:
     iteration: int = 1
     #: Extra values for steps from the CLI (e.g. ``allow_no_gpu`` in tests).
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: The run's stop signal (the engine's); a step checks it before it starts anything new.
+    cancel: CancelToken = field(default_factory=CancelToken)
+    #: Log files that could not be written (shared by the run; the CLI reports them).
+    write_errors: list[OutputError] = field(default_factory=list)
+
+    def stop_if_cancelled(self, what: str) -> None:
+        """Raise :class:`~workload.errors.Interrupted` when the run was stopped, before ``what`` starts."""
+        if self.cancel.is_set():
+            raise Interrupted(f"[{self.host.name}] stopped before {what}: {self.cancel.reason}")
 
     def log(self, message: str) -> None:
         """A line for the step log and the console (URL passwords and known secrets masked)."""
@@ -188,8 +237,15 @@ class StepContext:
             self.console(message)
 
     def _write_log(self, line: str) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        append_text(self.log_path, mask_text(line).rstrip("\n") + "\n")  # never through a planted link
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            append_text(self.log_path, mask_text(line).rstrip("\n") + "\n")  # never through a planted link
+        except (OSError, ValueError) as exc:
+            # A full disk must not stop the benchmark that is running (or hide its result):
+            # the failure is recorded once and reported by the CLI (exit 8), naming the file.
+            if not self.write_errors:
+                error = exc if isinstance(exc, OSError) else OSError(str(exc))
+                self.write_errors.append(OutputError.from_os_error("the step log", self.log_path, error))
 
     def line_sink(self, *, echo: bool = True) -> LineSink:
         """A sink for command output: every line to the step log, and to the console if ``echo``."""
@@ -202,7 +258,12 @@ class StepContext:
         return sink
 
     def run(self, command: Command, *, echo: bool = False) -> CommandResult:
-        """Run a command on the host, logging it and its output to the step log."""
+        """Run a command on the host, logging it and its output to the step log.
+
+        Raises :class:`~workload.errors.Interrupted` instead when the run was stopped: nothing new
+        starts after Ctrl-C.
+        """
+        self.stop_if_cancelled(command.display())
         self._write_log(f"$ {command.display()}")
         result = self.host.run(command, on_line=self.line_sink(echo=echo))
         self._write_log(f"# exit {result.returncode} after {result.duration_s:.1f}s")

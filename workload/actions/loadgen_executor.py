@@ -328,6 +328,8 @@ class LoadGenExecutor(Step):
         failures: list[str] = []
         rates: dict[str, float] = {}
         for (scenario, mode), change in zip(self.runs(), plan.changes, strict=True):
+            # After Ctrl-C/SIGTERM the killed run ends here and no further scenario starts.
+            ctx.stop_if_cancelled(f"LoadGen {scenario} {mode}")
             expected = expected_seconds(scenario, mode, settings, rates)
             ctx.log(f"-> {change.summary} {expected_marker(expected)}")
             result = self._attempt(ctx, scenario, mode, change.commands[0], settings)

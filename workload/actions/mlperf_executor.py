@@ -675,6 +675,7 @@ class MLPerfExecutor(Step):
         return run_id
 
     def _exec(self, ctx: StepContext, container: HarnessContainer, target: str, argv: list[str]) -> str:
+        ctx.stop_if_cancelled(f"make {target}")
         ctx.log(f"$ docker exec {container.spec.name} {shlex.join(argv)}")
         code, output = container.exec(argv, on_line=ctx.line_sink())
         ctx.log(f"# exit {code}")
@@ -1003,6 +1004,7 @@ class MLPerfExecutor(Step):
     def _make(
         self, ctx: StepContext, container: HarnessContainer, target: str, variables: dict[str, str]
     ) -> tuple[int, str]:
+        ctx.stop_if_cancelled(f"make {target}")  # after Ctrl-C no further harness run starts
         argv = make_argv(target, {**variables, "EXTERNAL_USER": "1"})
         ctx.log(f"$ docker exec {container.spec.name} {shlex.join(argv)}")
         code, output = container.exec(argv, on_line=ctx.line_sink())

@@ -6,6 +6,7 @@ starts fast (no docker, paramiko, pydantic or rich at start-up).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from typing import Any
@@ -60,7 +61,8 @@ Start here:
   workload results RUN_FOLDER                  re-read and judge results from anywhere
 
 Exit codes: 0 ok, 2 bad input, 3 cannot connect, 4 a step failed, 5 reboot needed (re-run to
-resume), 6 results INVALID or accuracy failed, 7 regression (compare), 130 interrupted.
+resume), 6 results INVALID or accuracy failed, 7 regression (compare), 8 an output file could
+not be written (disk full), 130 interrupted (Ctrl-C or SIGTERM).
 """
 
 
@@ -85,6 +87,8 @@ def invoke(argv: list[str] | None = None) -> int:
 
     COMMAND_LINE[:] = ["workload", *(sys.argv[1:] if argv is None else argv)]
 
+    restore = _sigterm_as_interrupt()
+    _print_any_text()
     try:
         result: Any = cli.main(args=argv, prog_name="workload", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -105,7 +109,42 @@ def invoke(argv: list[str] | None = None) -> int:
         path = _write_debug_log()
         click.echo(f"internal error: {type(exc).__name__}: {exc}\n  details: {path}", err=True)
         return EXIT_INTERNAL
+    finally:
+        restore()
     return int(result or 0)
+
+
+def _print_any_text() -> None:
+    """Let stdout/stderr print any text: names from undecodable bytes (a non-UTF-8 argument, file
+    or folder name arrives as lone surrogates) are written as backslash escapes instead of
+    raising UnicodeEncodeError in the middle of a message, for every print of every command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a stream that cannot change stays as it is
+                reconfigure(errors="backslashreplace")
+
+
+def _sigterm_as_interrupt() -> Any:
+    """Handle SIGTERM (CI cancellation, ``timeout``, ``docker stop``) exactly like Ctrl-C.
+
+    The default action would end this process at once: the benchmark it started would run on
+    (local commands run in their own session, so the signal does not reach them) and no run.json
+    would be written. Raising KeyboardInterrupt in the main thread takes Ctrl-C's path instead:
+    the engine kills every host's commands, nothing new starts, the run folder is written, exit
+    130. Returns a function that puts the previous handler back (tests call :func:`invoke` in-process).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def _write_debug_log() -> str:

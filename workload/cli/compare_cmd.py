@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from workload.cli.history_hook import history_option
+from workload.cli.numbers import FiniteFloatRange
 
 if TYPE_CHECKING:
     from workload.metrics.compare import Comparison, MetricChange, MetricKey
@@ -70,7 +71,7 @@ def _junit_cases(result: Comparison) -> list[Any]:
 @click.option(
     "--threshold",
     "threshold",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=5.0,
     show_default=True,
     help="Percent change that counts as a regression (or a slow host with --hosts).",
@@ -199,10 +200,9 @@ def _report(
 ) -> int:
     import json
 
-    from rich.markup import escape
     from rich.table import Table
 
-    from workload.cli.console import make_console
+    from workload.cli.console import make_console, plain, styled
     from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
     from workload.metrics.compare import compare
 
@@ -240,10 +240,10 @@ def _report(
         return code
     scope = "every metric" if show_all else "headline metrics"
     repeated = any((c.a and c.a.n > 1) or (c.b and c.b.n > 1) for c in result.changes)
-    title = f"{escape(name_a)} -> {escape(name_b)} ({scope}, threshold {threshold:g} %)"
+    title = f"{name_a} -> {name_b} ({scope}, threshold {threshold:g} %)"
     if repeated:
         title += "\niterations: A and B are medians; best and N (A/B) beside them"
-    table = Table(title=title)
+    table = Table(title=plain(title))
     columns = (
         ("Metric", "A", "A best", "B", "B best", "N", "Change", "") if repeated else ("Metric", "A", "B", "Change", "")
     )
@@ -251,7 +251,13 @@ def _report(
         table.add_column(column)
     for change in result.changes:
         pct = "n/a" if change.change_pct is None else f"{change.change_pct:+.2f} %"
-        flag = "[red]REGRESSION[/]" if change.regression else "[green]better[/]" if change.improvement else ""
+        flag = (
+            styled(("REGRESSION", "red"))
+            if change.regression
+            else styled(("better", "green"))
+            if change.improvement
+            else plain("")
+        )
         if repeated:
             cells = (
                 _side(change, "a"),
@@ -259,19 +265,20 @@ def _report(
                 _side(change, "b"),
                 _side(change, "b", best=True),
             )
-            table.add_row(escape(change.label), *map(escape, cells), _counts(change), pct, flag)
+            table.add_row(plain(change.label), *map(plain, cells), plain(_counts(change)), plain(pct), flag)
         else:
-            table.add_row(escape(change.label), escape(_side(change, "a")), escape(_side(change, "b")), pct, flag)
+            sides = (change.label, _side(change, "a"), _side(change, "b"), pct)
+            table.add_row(*map(plain, sides), flag)
     console.print(table)
     whole = set(result.missing_results)
     for result_key in result.missing_results:  # a whole result once, not each of its metrics
         count = sum(1 for k in result.only_in_a if k[:4] == result_key)
-        console.print(f"[red]missing[/] from the new run: {escape(_key_text(result_key))} ({count} metric(s))")
+        console.print(styled(("missing", "red"), f" from the new run: {_key_text(result_key)} ({count} metric(s))"))
     for key in result.only_in_a:
         if key[:4] not in whole:
-            console.print(f"[red]missing[/] from the new run: {escape(_key_text(key))}")
+            console.print(styled(("missing", "red"), f" from the new run: {_key_text(key)}"))
     for key, n in result.incomplete:
-        console.print(f"[red]incomplete[/]: {escape(_key_text(key))} has {n} of {iterations} iterations")
+        console.print(styled(("incomplete", "red"), f": {_key_text(key)} has {n} of {iterations} iterations"))
     for key in result.only_in_b:
         console.print(f"new in the new run: {_key_text(key)}", markup=False)
     if result.regressions:
@@ -297,10 +304,9 @@ def _key_dict(key: tuple[str, ...]) -> dict[str, str | None]:
 def _compare_hosts(ctx: click.Context, run: Path, threshold: float, as_json: bool) -> int:
     import json
 
-    from rich.markup import escape
     from rich.table import Table
 
-    from workload.cli.console import make_console
+    from workload.cli.console import make_console, plain, styled
     from workload.cli.results_cmd import _fail, _load
     from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
     from workload.metrics.compare import compare_hosts
@@ -320,14 +326,14 @@ def _compare_hosts(ctx: click.Context, run: Path, threshold: float, as_json: boo
             table.add_column(column)
         for d in fleet.deviations:
             table.add_row(
-                escape(d.host),
-                escape(d.benchmark),
-                escape(d.scenario),
+                plain(d.host),
+                plain(d.benchmark),
+                plain(d.scenario),
                 d.metric,
                 readable(d.value, d.unit, like=[d.median]),
                 readable(d.median, d.unit, like=[d.value]),
                 f"{d.deviation_pct:+.2f} %",
-                "[red]SLOW[/]" if d.slow else "",
+                styled(("SLOW", "red")) if d.slow else plain(""),
             )
         console.print(table)
         if fleet.slow_hosts:

@@ -1,5 +1,12 @@
 """Console rendering of a run: progress per host, plans, summaries (rich).
 
+Everything printed here is **plain text**: host names, paths, step labels, messages, result
+values come from outside (profiles, inventories, result files, remote output) and may contain
+``[`` ... ``]``, which rich would read as markup (``[/]`` even raises). The consoles made by
+:func:`make_console` have markup off, and every styled piece is a :class:`rich.text.Text` built by
+:func:`styled` from ``(text, style)`` parts, so no string is ever parsed as markup, whatever
+console it is printed on.
+
 One host: a line per step as it starts and finishes. Several hosts on a terminal: one live
 progress line per host (current step, step count, elapsed time), failures printed above the
 lines as they happen. Several hosts without a terminal (CI logs): one ``[host]``-prefixed line
@@ -13,9 +20,9 @@ import threading
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, ProgressColumn, SpinnerColumn, Task, TaskID, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from workload.commands import mask_text
 from workload.steps import StepParameters
@@ -26,17 +33,50 @@ if TYPE_CHECKING:
     from workload.engine import HostOutcome, StepOutcome
     from workload.steps import Step, StepPlan
 
-STATUS_STYLE = {
-    "changed": "[green]changed[/]",
-    "unchanged": "[cyan]no change[/]",
-    "failed": "[red]FAILED[/]",
-    "skipped": "[yellow]skipped[/]",
-    "planned": "[blue]planned[/]",
-    "reboot": "[yellow]reboot needed[/]",
-    "interrupted": "[yellow]interrupted[/]",
+STATUS_STYLE: dict[str, tuple[str, str]] = {
+    "changed": ("changed", "green"),
+    "unchanged": ("no change", "cyan"),
+    "failed": ("FAILED", "red"),
+    "skipped": ("skipped", "yellow"),
+    "planned": ("planned", "blue"),
+    "reboot": ("reboot needed", "yellow"),
+    "interrupted": ("interrupted", "yellow"),
 }
 
 HOST_STYLE = {"ok": "green", "failed": "red", "interrupted": "yellow", "reboot-required": "yellow"}
+
+#: A piece of console output: plain text, or (text, rich style name).
+Part = str | tuple[str, str] | Text
+
+
+def styled(*parts: Part) -> Text:
+    """One line of console output from plain pieces and ``(text, style)`` pieces.
+
+    No piece is ever parsed as markup: ``styled(("error: ", "red"), message)`` prints the
+    message exactly, brackets and all. This is the only way styled text is made for the console.
+    """
+    return Text.assemble(*parts)
+
+
+def plain(text: object) -> Text:
+    """``text`` as literal console text (for table cells and titles: never markup)."""
+    return Text(str(text))
+
+
+class _TextFieldColumn(ProgressColumn):
+    """A progress column showing a task field that holds a :class:`Text` (never parsed as markup)."""
+
+    def __init__(self, field: str, width: int | None = None) -> None:
+        super().__init__()
+        self.field = field
+        self.width = width
+
+    def render(self, task: Task) -> Text:
+        text = task.fields.get(self.field)
+        shown = text.copy() if isinstance(text, Text) else Text(str(text or ""))
+        if self.width is not None:
+            shown.truncate(self.width, pad=True)
+        return shown
 
 
 class ConsoleReporter:
@@ -70,15 +110,18 @@ class ConsoleReporter:
         if self.multi and console.is_terminal:
             width = min(max(len(h) for h in hosts), 40)
             self.progress = Progress(
-                SpinnerColumn(finished_text="[bold]·[/]"),
-                TextColumn(f"[bold]{{task.fields[host]:<{width}}}[/]"),
-                TextColumn("{task.description}"),
+                SpinnerColumn(finished_text=Text("·", style="bold")),
+                _TextFieldColumn("host_text", width),
+                _TextFieldColumn("line"),
                 TimeElapsedColumn(),
                 console=console,
                 transient=False,
             )
             for name in hosts:
-                self._tasks[name] = self.progress.add_task("[dim]waiting[/]", host=escape(name), total=None)
+                # host/description: the plain texts (for callers); host_text/line: what is shown.
+                self._tasks[name] = self.progress.add_task(
+                    "waiting", host=name, host_text=styled((name, "bold")), line=styled(("waiting", "dim")), total=None
+                )
         # One host (or no terminal): a live line / periodic line per running activity (workload.cli.progress).
         self.ticker: ActivityTicker | None = None
         if not planning and self.progress is None:
@@ -105,23 +148,24 @@ class ConsoleReporter:
         with self._lock:
             self._step_number[host] = self._step_number.get(host, 0) + 1
             if self.progress is not None:
-                self.progress.update(self._tasks[host], description=f"{self._count(host)} {escape(step.label)}")
+                line = f"{self._count(host)} {step.label}"
+                self.progress.update(self._tasks[host], description=line, line=styled(line))
             else:
-                self.console.print(f"[bold]\\[{escape(host)}][/] -> {escape(step.label)}", highlight=False)
+                self.console.print(styled((f"[{host}]", "bold"), f" -> {step.label}"), highlight=False)
                 if self.ticker is not None:
                     self.ticker.start(host, step.label)
                 if self.show_parameters and not self.multi:
                     for key, value in shown_parameters(step).items():
-                        self.console.print(f"      [dim]{escape(key)} = {escape(repr(value))}[/]")
+                        self.console.print(styled((f"      {key} = {value!r}", "dim")))
 
     def step_finished(self, host: str, step: Step, outcome: StepOutcome) -> None:
         with self._lock:
             if self.ticker is not None:
                 self.ticker.stop(host)
-            status = STATUS_STYLE.get(outcome.status, outcome.status)
+            status = STATUS_STYLE.get(outcome.status, (outcome.status, ""))
             detail = ""
             if outcome.status == "unchanged" and outcome.message:
-                detail = f": {escape(mask_text(outcome.message))}"
+                detail = f": {mask_text(outcome.message)}"
             if self.multi:
                 self._multi_step_finished(host, step, outcome, status, detail)
                 return
@@ -130,26 +174,28 @@ class ConsoleReporter:
                 return
             if outcome.status in ("failed", "interrupted"):
                 if self.planning and outcome.status == "failed":
-                    self.console.print("    [red]would fail if run now:[/]")
+                    self.console.print(styled("    ", ("would fail if run now:", "red")))
                 else:
-                    self.console.print(f"    {status} after {outcome.duration_s:.1f}s")
+                    self.console.print(styled("    ", status, f" after {outcome.duration_s:.1f}s"))
                 for line in outcome.message.splitlines():
-                    self.console.print(f"    [red]{escape(line)}[/]", highlight=False)
+                    self.console.print(styled("    ", (line, "red")), highlight=False)
                 return
-            self.console.print(f"    {status}{detail} ({outcome.duration_s:.1f}s)")
+            self.console.print(styled("    ", status, f"{detail} ({outcome.duration_s:.1f}s)"))
 
-    def _multi_step_finished(self, host: str, step: Step, outcome: StepOutcome, status: str, detail: str) -> None:
-        prefix = f"[bold]\\[{escape(host)}][/]"
+    def _multi_step_finished(
+        self, host: str, step: Step, outcome: StepOutcome, status: tuple[str, str], detail: str
+    ) -> None:
+        prefix = (f"[{host}]", "bold")
         if self.progress is not None:
             # Only what needs attention goes above the live lines; the rest is in host.log.
             if outcome.status in ("failed", "interrupted"):
                 first = outcome.message.splitlines()[0] if outcome.message else ""
-                self.progress.console.print(f"{prefix} {escape(step.label)} {status}: {escape(first)}", highlight=False)
+                self.progress.console.print(styled(prefix, f" {step.label} ", status, f": {first}"), highlight=False)
             return
-        self.console.print(f"{prefix} {escape(step.label)}: {status}{detail} ({outcome.duration_s:.1f}s)")
+        self.console.print(styled(prefix, f" {step.label}: ", status, f"{detail} ({outcome.duration_s:.1f}s)"))
         if outcome.status in ("failed", "interrupted"):
             for line in outcome.message.splitlines():
-                self.console.print(f"{prefix}   [red]{escape(line)}[/]", highlight=False)
+                self.console.print(styled(prefix, "   ", (line, "red")), highlight=False)
 
     def line(self, host: str, text: str) -> None:
         if self.ticker is not None and text.startswith("-> "):
@@ -158,19 +204,21 @@ class ConsoleReporter:
             return
         with self._lock:
             target = self.progress.console if self.progress is not None else self.console
-            target.print(f"[dim]\\[{escape(host)}][/] {escape(mask_text(text))}", highlight=False)
+            target.print(styled((f"[{host}]", "dim"), f" {mask_text(text)}"), highlight=False)
 
     def host_finished(self, host: str, outcome: HostOutcome) -> None:
         with self._lock:
             style = HOST_STYLE.get(outcome.status, "yellow")
-            text = f"[{style}]{outcome.status}[/] ({outcome.steps_done} step(s) done)"
+            text = styled((outcome.status, style), f" ({outcome.steps_done} step(s) done)")
             if outcome.reason and outcome.status != "ok":
-                text += f": {escape(_shorten(outcome.reason, 80))}"
+                text.append(f": {_shorten(outcome.reason, 80)}")
             if self.progress is not None:
                 # A total makes the task "finished": its elapsed time stops at the host's end.
-                self.progress.update(self._tasks[host], description=text, total=1, completed=1)
+                self.progress.update(self._tasks[host], description=text.plain, line=text, total=1, completed=1)
             elif self.multi:
-                self.console.print(f"[bold]\\[{escape(host)}][/] {text} in {outcome.duration_s:.1f}s", highlight=False)
+                self.console.print(
+                    styled((f"[{host}]", "bold"), " ", text, f" in {outcome.duration_s:.1f}s"), highlight=False
+                )
 
 
 def _shorten(text: str, width: int) -> str:
@@ -189,10 +237,11 @@ def shown_parameters(step: Step) -> dict[str, object]:
 
 def make_console(*, stderr: bool = False) -> Console:
     """The console of a command: terminal width on a terminal; in logs (CI, pipes) unwrapped lines."""
-    console = Console(highlight=False, stderr=stderr)
+    # markup=False: a str printed on it is shown as it is (see the module docstring).
+    console = Console(highlight=False, stderr=stderr, markup=False)
     if not console.is_terminal:
         # Logs are grepped: long lines stay whole (soft wrap); tables get 140 columns.
-        console = Console(highlight=False, stderr=stderr, width=140, soft_wrap=True)
+        console = Console(highlight=False, stderr=stderr, width=140, soft_wrap=True, markup=False)
     return console
 
 
@@ -229,18 +278,22 @@ def render_plan(console: Console, plan: StepPlan, *, indent: str = "", full: boo
     such as a repository URL with a token, into summaries and notes.
     """
     if not plan.changed:
-        console.print(f"{indent}[cyan]no change[/]: {escape(mask_text(plan.noop_reason or 'nothing to do'))}")
+        console.print(styled(indent, ("no change", "cyan"), f": {mask_text(plan.noop_reason or 'nothing to do')}"))
     for change in plan.changes:
-        console.print(f"{indent}[green]+[/] {escape(mask_text(change.summary))}")
+        console.print(styled(indent, ("+", "green"), f" {mask_text(change.summary)}"))
         for command in change.commands:
             shown = command.display() if full else compact_command(command)
-            console.print(f"{indent}    $ {escape(shown)}", highlight=False, soft_wrap=True)
+            console.print(styled(f"{indent}    $ {shown}"), highlight=False, soft_wrap=True)
     if plan.reboot_required:
         console.print(
-            f"{indent}[yellow]then reboot[/] (remote hosts are rebooted and resumed; local runs stop, exit 5)"
+            styled(
+                indent,
+                ("then reboot", "yellow"),
+                " (remote hosts are rebooted and resumed; local runs stop, exit 5)",
+            )
         )
     for note in plan.notes:
-        console.print(f"{indent}[dim]note: {escape(mask_text(note))}[/]")
+        console.print(styled((f"{indent}note: {mask_text(note)}", "dim")))
 
 
 def hosts_table(outcomes: list[HostOutcome], main_metric: dict[str, str], *, total_steps: int | None = None) -> Table:
@@ -250,17 +303,17 @@ def hosts_table(outcomes: list[HostOutcome], main_metric: dict[str, str], *, tot
         table.add_column(column, overflow="fold")
     for outcome in outcomes:
         style = HOST_STYLE.get(outcome.status, "yellow")
-        result = f"[{style}]{outcome.status}[/]"
+        result = styled((outcome.status, style))
         if outcome.status != "ok" and outcome.reason:
-            result += f": {escape(_shorten(outcome.reason, 100))}"
+            result.append(f": {_shorten(outcome.reason, 100)}")
         total = total_steps if total_steps is not None else len(outcome.steps)
         table.add_row(
-            escape(outcome.name),
-            f"{outcome.steps_done}/{total}",
+            plain(outcome.name),
+            plain(f"{outcome.steps_done}/{total}"),
             result,
-            f"{outcome.duration_s:.1f}s",
-            escape(main_metric.get(outcome.name, "-")),
+            plain(f"{outcome.duration_s:.1f}s"),
+            plain(main_metric.get(outcome.name, "-")),
         )
     ok = sum(1 for o in outcomes if o.status == "ok")
-    table.caption = f"{ok} of {len(outcomes)} host(s) ok"
+    table.caption = plain(f"{ok} of {len(outcomes)} host(s) ok")
     return table

@@ -6,9 +6,10 @@ from typing import Any
 
 import click
 
+from workload.cli.numbers import FiniteFloatRange
 from workload.cli.options import Targets, build_targets, host_options
 
-STATUS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skip": "[yellow]skip[/]"}
+STATUS = {"pass": ("pass", "green"), "fail": ("FAIL", "red"), "skip": ("skip", "yellow")}
 
 
 @click.command("doctor")
@@ -16,7 +17,7 @@ STATUS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skip": "[yellow]ski
 @click.option("--scratch", metavar="PATH", help="Check the free space of the file system holding PATH.")
 @click.option(
     "--min-free-gb",
-    type=click.FloatRange(0),
+    type=FiniteFloatRange(0),
     default=500.0,
     show_default=True,
     help="Free space the scratch path needs (MLPerf data and engines).",
@@ -40,7 +41,7 @@ def doctor_command(
     from rich.table import Table
 
     from installers.doctor import Check, read_doctor_facts, run_checks
-    from workload.cli.console import make_console
+    from workload.cli.console import make_console, plain, styled
     from workload.errors import EXIT_OK, EXIT_STEP_FAILED, WorkloadError
 
     specs, factory = build_targets(targets)
@@ -69,11 +70,10 @@ def doctor_command(
     table = Table(title="workload doctor", show_lines=False)
     for column in ("host", "check", "result", "detail", "fix"):
         table.add_column(column, overflow="fold")
-    from rich.markup import escape
-
     for name, checks in results:
         for check in checks:
-            table.add_row(escape(name), check.name, STATUS[check.status], escape(check.detail), escape(check.fix))
+            status = styled(STATUS[check.status])
+            table.add_row(plain(name), plain(check.name), status, plain(check.detail), plain(check.fix))
     console.print(table)
-    console.print(f"{failed} check(s) failed" if failed else "all checks passed (or did not apply)")
+    console.print(styled(f"{failed} check(s) failed" if failed else "all checks passed (or did not apply)"))
     return EXIT_STEP_FAILED if failed else EXIT_OK

@@ -79,13 +79,12 @@ def _print_runs(rows: list[RunRow], as_json: bool, url: str) -> None:
     if as_json:
         click.echo(json.dumps({"history": url, "runs": [r.as_dict() for r in rows]}, indent=2))
         return
-    from rich.markup import escape
     from rich.table import Table
 
-    from workload.cli.console import make_console
+    from workload.cli.console import make_console, plain, styled
 
     console = make_console()
-    table = Table(title=f"{len(rows)} run(s) in {escape(url)}")
+    table = Table(title=f"{len(rows)} run(s) in {url}")
     for column in ("Run", "Started (UTC)", "Profile", "Tag", "Hosts", "Exit", "Metrics"):
         table.add_column(column, overflow="fold")
     for r in rows:
@@ -96,12 +95,12 @@ def _print_runs(rows: list[RunRow], as_json: bool, url: str) -> None:
         exit_text = "?" if r.exit_code is None else str(r.exit_code)
         style = "green" if r.exit_code == 0 else "red"
         table.add_row(
-            escape(r.run_id),
+            plain(r.run_id),
             _when(r.started_at),
-            escape(r.profile or ""),
-            escape(r.tag or ""),
-            escape(hosts),
-            f"[{style}]{exit_text}[/]",
+            plain(r.profile or ""),
+            plain(r.tag or ""),
+            plain(hosts),
+            styled((exit_text, style)),
             str(r.metric_count),
         )
     console.print(table)
@@ -111,10 +110,9 @@ def _print_trend(metric: str, points: list[TrendPoint], as_json: bool, url: str)
     if as_json:
         click.echo(json.dumps({"history": url, "metric": metric, "points": [p.as_dict() for p in points]}, indent=2))
         return
-    from rich.markup import escape
     from rich.table import Table
 
-    from workload.cli.console import make_console
+    from workload.cli.console import make_console, plain
     from workload.metrics.units import readable
 
     console = make_console()
@@ -126,7 +124,7 @@ def _print_trend(metric: str, points: list[TrendPoint], as_json: bool, url: str)
         groups.setdefault((p.sku or "(no SKU)", p.benchmark or "?", p.scenario or "?", p.mode or "?"), []).append(p)
     for (sku, bench, scen, mode), members in groups.items():
         values = [p.value for p in members]
-        table = Table(title=escape(f"{metric}: {sku} - {bench} {scen} {mode}"))
+        table = Table(title=plain(f"{metric}: {sku} - {bench} {scen} {mode}"))
         for column in ("Started (UTC)", "Run", "Tag", "Host", "Value", "vs first"):
             table.add_column(column)
         first = members[0].value
@@ -134,9 +132,9 @@ def _print_trend(metric: str, points: list[TrendPoint], as_json: bool, url: str)
             change = f"{(p.value - first) / abs(first) * 100:+.2f} %" if first else ""
             table.add_row(
                 _when(p.started_at),
-                escape(p.run_id),
-                escape(p.tag or ""),
-                escape(p.host or ""),
+                plain(p.run_id),
+                plain(p.tag or ""),
+                plain(p.host or ""),
                 readable(p.value, p.unit, like=values),
                 change,
             )

@@ -194,6 +194,33 @@ def check_key_file(path: str, where: str) -> None:
         raise UsageError(f"{where}{path}: is not a file", hint="give the path of an SSH private key")
     if not os.access(path, os.R_OK):
         raise UsageError(f"{where}{path}: cannot be read by this user")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError as exc:
+        raise UsageError(f"{where}{path}: cannot be read: {exc.strerror or exc}") from None
+    problem = key_file_problem(head)
+    if problem:
+        raise UsageError(
+            f"{where}{path}: {problem}", hint="give the path of an SSH private key (e.g. ~/.ssh/id_ed25519)"
+        )
+
+
+def key_file_problem(head: bytes) -> str | None:
+    """Why these first bytes of a file are not an SSH private key paramiko can use, or None.
+
+    Private keys are PEM blocks (OpenSSH's ``-----BEGIN OPENSSH PRIVATE KEY-----``, and the
+    ``RSA``/``EC``/``DSA``/PKCS#8 ones). A public key (``ssh-ed25519 AAAA...``, the ``.pub``
+    file) and a PuTTY ``.ppk`` are named as such, since they are the usual mix-ups.
+    """
+    text = head.lstrip()
+    if text.startswith(b"-----BEGIN ") and b"PRIVATE KEY-----" in text.split(b"\n", 1)[0]:
+        return None
+    if text.startswith((b"ssh-", b"ecdsa-", b"sk-")) or b"PUBLIC KEY-----" in text[:80]:
+        return "is a public key, not a private key (leave out the .pub)"
+    if text.startswith(b"PuTTY-User-Key-File-"):
+        return "is a PuTTY key; convert it with: puttygen KEY.ppk -O private-openssh -o KEY"
+    return "is not an SSH private key (no -----BEGIN ... PRIVATE KEY----- line)"
 
 
 def _prompt_sudo_password() -> Secret:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from workload.metrics.collection import Collection
 
 #: what ``results`` needs after parsing (rich: ~0.25 s), imported while the workers parse
-_DISPLAY_MODULES = ("workload.cli.console", "workload.metrics.table", "workload.metrics.verdict", "rich.markup")
+_DISPLAY_MODULES = ("workload.cli.console", "workload.metrics.table", "workload.metrics.verdict", "rich.text")
 _RESULT_FILES = "metadata.json, mlperf_log_detail.txt, mlperf_log_summary.txt, accuracy.txt, accuracy.json"
 
 
@@ -74,8 +74,7 @@ def _load(
 
 
 def _print_explanations(console: Console, collection: Collection) -> None:
-    from rich.markup import escape
-
+    from workload.cli.console import styled
     from workload.metrics.table import MAX_ROWS
 
     if len(collection.results) > MAX_ROWS:
@@ -84,30 +83,30 @@ def _print_explanations(console: Console, collection: Collection) -> None:
     for result in collection.results:
         if not (result.invalid_reasons or result.notes):
             continue
-        console.print(f"\n[bold]{escape(result.label)}[/] ({escape(result.source)})")
+        console.print(styled("\n", (result.label, "bold"), f" ({result.source})"))
         for reason in result.invalid_reasons:
-            console.print(f"  [red]why:[/] {escape(reason)}")
+            console.print(styled("  ", ("why:", "red"), f" {reason}"))
         for fix in result.fixes:
-            console.print(f"  [green]fix:[/] {escape(fix)}")
+            console.print(styled("  ", ("fix:", "green"), f" {fix}"))
         for note in result.notes:
-            console.print(f"  [dim]note: {escape(note)}[/]")
+            console.print(styled((f"  note: {note}", "dim")))
 
 
 def _print_grouped_explanations(console: Console, collection: Collection) -> None:
     """Each distinct reason, fix and note once, with how many results it applies to and one of them."""
-    from rich.markup import escape
+    from workload.cli.console import styled
 
     seen: dict[tuple[str, str], list[str]] = {}
     for result in collection.results:
         for kind, texts in (("why", result.invalid_reasons), ("fix", result.fixes), ("note", result.notes)):
             for text in texts:
                 seen.setdefault((kind, text), []).append(result.label)
-    style = {"why": "[red]why:[/]", "fix": "[green]fix:[/]", "note": "[dim]note:[/]"}
+    style = {"why": ("why:", "red"), "fix": ("fix:", "green"), "note": ("note:", "dim")}
     if seen:
-        console.print(f"\n[bold]Explanations[/] (grouped: {len(collection.results)} results)")
+        console.print(styled("\n", ("Explanations", "bold"), f" (grouped: {len(collection.results)} results)"))
     for (kind, text), labels in seen.items():
         where = f"{len(labels)} result(s), e.g. {labels[0]}" if len(labels) > 1 else labels[0]
-        console.print(f"  {style[kind]} {escape(text)} [dim]({escape(where)})[/]")
+        console.print(styled("  ", style[kind], f" {text} ", (f"({where})", "dim")))
 
 
 def _print_lines(console: Console, lines: list[str]) -> None:
@@ -168,7 +167,7 @@ def results_command(
     6 if not (unreadable files are named), 2 if nothing could be parsed.
     """
     collection = _load(ctx, path, host, then_import=_DISPLAY_MODULES, round_name=round_name)
-    from workload.cli.console import make_console
+    from workload.cli.console import make_console, styled
     from workload.cli.history_hook import record as record_results
     from workload.cli.history_hook import write_junit
     from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK, EXIT_USAGE, ResultsError
@@ -182,12 +181,12 @@ def results_command(
     if as_json:
         for result in collection.results:  # a result's metrics at a time: they are made when read
             for metric in result.metrics:
-                click.echo(metric.model_dump_json())
+                click.echo(_metric_json(metric))
     else:
         console.print(render_table(collection))
     _print_explanations(console, collection)
     head, *failures = verdict.lines()
-    console.print(head, markup=False)
+    console.print(styled(head))
     _print_lines(console, failures)
     if output is not None:
         # A folder written before keeps other hosts' results; this write replaces those of its own
@@ -222,3 +221,15 @@ def results_command(
     if code:
         ctx.exit(code)
     return code
+
+
+def _metric_json(metric: Any) -> str:
+    """One metric as a JSON line. Names from undecodable bytes (a folder named in another
+    encoding reads as lone surrogates) are written as ``\\udcXX`` escapes instead of failing."""
+    try:
+        text: str = metric.model_dump_json()
+    except ValueError:
+        import json
+
+        text = json.dumps(metric.model_dump(mode="python"), separators=(",", ":"), default=str)
+    return text

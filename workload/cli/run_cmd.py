@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from workload.cli.history_hook import record_options
+from workload.cli.numbers import FiniteFloatRange
 from workload.cli.options import Targets, build_targets, host_options, parameter_options, resolve_from_options
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def _output_option(func: Any) -> Any:
 @click.option(
     "--timeout",
     "timeout_min",
-    type=click.FloatRange(0, min_open=True),
+    type=FiniteFloatRange(0, min_open=True, max=10_000_000),
     default=None,
     help="Repeat action rounds until this many minutes have passed (the running action finishes).",
 )
@@ -95,11 +96,9 @@ def run_command(
       workload run --profile PERF-GPU-MLPERF --inventory fleet.txt --parallel 16 \\
           --parameters "LinuxDriverVersion=550,,,DiskFilter=SizeGreaterThan:500gb"
     """
-    from rich.text import Text
-
-    from workload.cli.console import ConsoleReporter, hosts_table, make_console
+    from workload.cli.console import ConsoleReporter, hosts_table, make_console, styled
     from workload.engine import Engine, RunOptions, unfinished_hosts
-    from workload.errors import UsageError
+    from workload.errors import OutputError, UsageError
     from workload.rundir import RunFolder
 
     if iterations is not None and timeout_min is not None:
@@ -118,8 +117,15 @@ def run_command(
 
     started_at = now_iso()
     console = make_console()
-    folder = RunFolder.create(output_dir, resolved.name)
-    folder.write_json("profile.json", resolved.to_json())
+    try:
+        folder = RunFolder.create(output_dir, resolved.name)
+        folder.write_json("profile.json", resolved.to_json())
+    except OSError as exc:  # nothing ran yet: a bad --output-dir is bad input
+        raise UsageError(
+            f"--output-dir {output_dir}: cannot create the run folder: {exc.strerror or exc}"
+            + (f" ({exc.filename})" if exc.filename else ""),
+            hint="pick a writable folder with free space",
+        ) from None
     options = RunOptions(
         dependencies_only=dependencies_only,
         iterations=iterations or 1,
@@ -127,7 +133,7 @@ def run_command(
         fail_fast=fail_fast,
         parallel=targets.parallel,
     )
-    console.print(f"[bold]{resolved.name}[/] on {len(specs)} host(s); run folder [cyan]{folder.root}[/]")
+    console.print(styled((resolved.name, "bold"), f" on {len(specs)} host(s); run folder ", (str(folder.root), "cyan")))
     total_steps = len(resolved.dependencies if dependencies_only else resolved.steps)
     engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose, total_steps=total_steps)
     engine = Engine(resolved, folder, factory, options, engine_reporter)
@@ -138,23 +144,41 @@ def run_command(
             outcomes = engine.run(specs)
     finally:
         telemetry = _stop_monitor(monitor)
-    _write_run_json(folder, resolved.name, specs, options, outcomes, started_at)
-    metrics_code, main_metric = _report_results(console, folder, resolved.name, outcomes, allow_invalid)
+    # From here on the benchmark has run: a file that cannot be written (disk full) is named and
+    # the run goes on to print what was collected, then exits 8 (OutputError), not 1.
+    write_errors: list[OutputError] = list(engine.write_errors)
+    stopped = engine.interrupted or any(o.status == "interrupted" for o in outcomes)
+    try:
+        _write_run_json(folder, resolved.name, specs, options, outcomes, started_at)
+    except OSError as exc:
+        write_errors.append(OutputError.from_os_error("run.json", folder.root / "run.json", exc))
+    metrics_code, main_metric = _report_results(
+        console, folder, resolved.name, outcomes, allow_invalid, write_errors=write_errors
+    )
+    if stopped:
+        try:
+            _mark_interrupted(folder, resolved.name, engine.cancel_reason or "interrupted")
+        except OSError as exc:
+            write_errors.append(OutputError.from_os_error("summary.json", folder.root / "summary.json", exc))
     for line in _retry_lines(outcomes) + telemetry:
         console.print(line, highlight=False, markup=False)
     if len(specs) > 1:
         console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
     for outcome in outcomes:
         if outcome.error is not None:
-            console.print(Text.assemble(("error: ", "red"), str(outcome.error)), highlight=False)
-    console.print(f"run folder: {folder.root}")
+            console.print(styled(("error: ", "red"), str(outcome.error)), highlight=False)
+    console.print(styled(f"run folder: {folder.root}"))
+    for problem in write_errors:
+        console.print(styled(("error: ", "red"), str(problem)), highlight=False)
     from workload.cli.history_hook import after_run
     from workload.errors import EXIT_INTERRUPTED
 
     code = EXIT_INTERRUPTED if engine.interrupted else _exit_code(outcomes, metrics_code)
+    if write_errors and code in (0, 6):
+        code = write_errors[0].exit_code
     after_run(folder.root, exit_code=code, history=history, tag=tag, junit=junit, echo=console.out)
     if engine.interrupted:
-        console.print("interrupted: finished steps and results are kept; run again to resume")
+        console.print(styled(("interrupted", "yellow"), f": {_resume_note(resolved, outcomes)}"))
     return _finish(console, folder, code, history)
 
 
@@ -209,10 +233,52 @@ def _finish(console: Console, folder: Any, code: int, history: str | None) -> in
     return code
 
 
+def _resume_note(resolved: Any, outcomes: list[HostOutcome]) -> str:
+    """What a re-run would do after an interrupt, said only as far as it is true.
+
+    Dependencies re-plan from the host's facts, so a re-run skips the finished ones; an action
+    runs again from its start (LoadGen reruns every scenario; the MLPerf harness skips only its
+    recorded setup stages and build). So "run again to resume" only when the stop hit dependencies.
+    """
+    kept = "finished steps and results are kept in the run folder; nothing new was started"
+    actions = {step.label for step in resolved.actions}
+    reached_actions = any(s.label in actions for o in outcomes for s in o.steps)
+    if reached_actions:
+        return f"{kept}; a new run starts the actions over (finished dependencies are not redone)"
+    return f"{kept}; run again to resume (finished dependency steps are not redone)"
+
+
+def _mark_interrupted(folder: Any, profile_name: str, reason: str) -> None:
+    """summary.json says the run was interrupted, and its verdict is never ok.
+
+    Whatever results came before the stop are judged as usual, but they are not the run that was
+    asked for: CI reading only summary.json must not take a cut-short run for a passing one.
+    """
+    import json
+
+    path = folder.root / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = {"experiment_id": folder.run_id, "profile_name": profile_name}
+    if not isinstance(summary, dict):
+        summary = {"experiment_id": folder.run_id, "profile_name": profile_name}
+    found = summary.get("verdict")
+    verdict: dict[str, Any] = found if isinstance(found, dict) else {}
+    failures = list(verdict.get("failures") or [])
+    failures.insert(0, f"the run was interrupted ({reason}): not every planned step ran")
+    summary["verdict"] = {**verdict, "ok": False, "failures": failures}
+    summary["interrupted"] = True
+    summary["interrupt_reason"] = reason
+    folder.write_json("summary.json", summary)
+
+
 def _exit_code(outcomes: list[HostOutcome], metrics_code: int) -> int:
     from workload import errors
 
     failed = [o for o in outcomes if o.status == "failed"]
+    if any(isinstance(o.error, errors.HostBug) for o in failed):
+        return errors.EXIT_INTERNAL  # after every host finished and the run folder was written
     if failed:
         if all(isinstance(o.error, errors.ConnectError) for o in failed):
             return errors.EXIT_CONNECT
@@ -225,7 +291,13 @@ def _exit_code(outcomes: list[HostOutcome], metrics_code: int) -> int:
 
 
 def _report_results(
-    console: Console, folder: Any, profile_name: str, outcomes: list[HostOutcome], allow_invalid: bool
+    console: Console,
+    folder: Any,
+    profile_name: str,
+    outcomes: list[HostOutcome],
+    allow_invalid: bool,
+    *,
+    write_errors: list[Any],
 ) -> tuple[int, dict[str, str]]:
     """Parse every host's result folders, write the merged metrics files, print the table.
 
@@ -254,7 +326,12 @@ def _report_results(
     if not merged.results and not merged.issues:
         return EXIT_OK, main_metric
     context = OutputContext(experiment_id=folder.run_id, profile_name=profile_name)
-    write_outputs(folder.root, merged.results, context, issues=merged.issues)
+    try:
+        write_outputs(folder.root, merged.results, context, issues=merged.issues)
+    except OSError as exc:  # the verdict below is still printed
+        from workload.errors import OutputError
+
+        write_errors.append(OutputError.from_os_error("the metrics files", folder.root, exc))
     console.print(render_table(merged))
     verdict = Verdict.from_results(merged.results, merged.issues)  # unreadable files fail it, each named
     for line in verdict.lines():
@@ -323,10 +400,7 @@ def plan_command(
     """
     import tempfile
 
-    from rich.markup import escape
-    from rich.text import Text
-
-    from workload.cli.console import ConsoleReporter, make_console
+    from workload.cli.console import ConsoleReporter, make_console, styled
     from workload.engine import Engine, RunOptions
     from workload.errors import EXIT_STEP_FAILED
     from workload.rundir import RunFolder
@@ -335,23 +409,25 @@ def plan_command(
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
     console = make_console(stderr=as_json)
-    console.print(f"[bold]{escape(resolved.name)}[/]: {escape(resolved.shown_description)}")
+    console.print(styled((resolved.name, "bold"), f": {resolved.shown_description}"))
     with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
         folder = RunFolder.create(Path(tmp), resolved.name)
         options = RunOptions(dependencies_only=dependencies_only, parallel=targets.parallel)
         outcomes: list[HostOutcome] = []
         for spec in specs:  # one host at a time so the plans print in order
-            console.print(f"\n[bold]== host {spec.name} ==[/]")
+            console.print(styled(("\n== host " + spec.name + " ==", "bold")))
             reporter = ConsoleReporter(console, hosts=[spec.name], show_parameters=True, verbose=verbose, planning=True)
             engine = Engine(resolved, folder, factory, options, reporter)
             outcomes += engine.run([spec], plan_only=True)
     problems = [s for o in outcomes for s in o.steps if s.status == "failed"]
     errors = [o for o in outcomes if o.error is not None]
     for outcome in errors:
-        console.print(Text.assemble(("error: ", "red"), str(outcome.error)), highlight=False)
+        console.print(styled(("error: ", "red"), str(outcome.error)), highlight=False)
     console.print(
-        f"\n{sum(len(o.steps) for o in outcomes)} step plan(s) on {len(specs)} host(s); "
-        f"{len(problems)} would fail if run now."
+        styled(
+            f"\n{sum(len(o.steps) for o in outcomes)} step plan(s) on {len(specs)} host(s); "
+            f"{len(problems)} would fail if run now."
+        )
     )
     code = _exit_code(outcomes, 0) if errors else EXIT_STEP_FAILED if strict and problems else 0
     if as_json:

@@ -26,6 +26,12 @@ Commands
     The wrapper does not ``exec`` the inner shell: when the command dies of a signal, the wrapper
     reports ``128+N`` as a normal exit status (paramiko ignores ``exit-signal`` messages), the same
     number :class:`~workload.hosts.local.LocalHost` reports.
+    Remote work dies with its session: without a pty, sshd leaves a command running when the
+    connection drops (or this process is killed), and a re-run would start a second benchmark
+    beside it. So the wrapper starts a watchdog in the command's process group that kills the
+    group once the wrapper's parent, sshd's session process, has exited (within about a second of
+    sshd noticing the lost connection). A pty would do it through SIGHUP, but mangles output and
+    merges stderr into stdout.
     The login shell must be POSIX-like (sh, bash, dash, zsh, ksh), as with Fabric.
 """
 
@@ -456,8 +462,25 @@ class SshHost(Host):
             raise
 
 
+#: The wrapper's watchdog (see the module docstring): while sshd's session process (the wrapper's
+#: parent) lives, sleep; once it is gone (the connection dropped, or this client died), TERM then
+#: KILL the command's process group. It ignores TERM itself, so interrupt()'s group TERM leaves it
+#: to finish the job; the wrapper KILLs it when the command ends. Without /proc it does not run.
+_WATCHDOG = (
+    'p=$PPID; w=; if [ -d "/proc/$p" ]; then '
+    "( trap '' TERM; while [ -d \"/proc/$p\" ]; do sleep 1; done; "
+    "kill -TERM -$$ 2>/dev/null; sleep 5; kill -KILL -$$ 2>/dev/null ) </dev/null >/dev/null 2>&1 & w=$!; fi; "
+)
+
+
 def _remote_line(shell_line: str) -> str:
-    inner = "printf 'workload-pgid:%s\\n' \"$$\" >&2; /bin/sh -c " + shlex.quote(shell_line)
+    inner = (
+        "printf 'workload-pgid:%s\\n' \"$$\" >&2; "
+        + _WATCHDOG
+        + "/bin/sh -c "
+        + shlex.quote(shell_line)
+        + '; s=$?; [ -n "$w" ] && kill -KILL "$w" 2>/dev/null; exit $s'
+    )
     return "exec /bin/sh -c " + shlex.quote(inner)
 
 

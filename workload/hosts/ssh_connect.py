@@ -24,6 +24,10 @@ from workload.errors import ConnectError
 from workload.hosts.options import ConnectOptions
 
 log = logging.getLogger(__name__)
+# paramiko logs the exceptions of its transport thread (with tracebacks) before re-raising them
+# here; with no handler configured, Python's last-resort handler printed them on the console. Every
+# one of them comes back as one ConnectError with a readable message instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,8 @@ def open_client(
     opts = options
     client = client_factory()
     try:
-        load_host_keys(client, target, options)
-        client.set_missing_host_key_policy(HostKeyPolicy(target, options))
+        revoked = load_host_keys(client, target, options)
+        client.set_missing_host_key_policy(HostKeyPolicy(target, options, revoked))
         client.connect(
             target.hostname,
             port=target.port,
@@ -83,24 +87,62 @@ def open_client(
         raise
 
 
-def load_host_keys(client: paramiko.SSHClient, target: SshTarget, options: ConnectOptions) -> None:
-    """Load ~/.ssh/known_hosts (unless disabled) and the ``known_hosts`` option's file into ``client``."""
+def load_host_keys(client: paramiko.SSHClient, target: SshTarget, options: ConnectOptions) -> dict[str, str]:
+    """Load ~/.ssh/known_hosts (unless disabled) and the ``known_hosts`` option's file into ``client``.
+
+    Read line by line as OpenSSH does (sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT"): ``@revoked``
+    keys are returned (``"type base64" -> "file:line"``) so that a server offering one is refused;
+    ``@cert-authority`` lines (host certificates, which paramiko cannot check) are skipped, so
+    such hosts need a plain key line too. A line that is not a known_hosts entry is named
+    (file:line) instead of paramiko's "Incorrect padding".
+    """
     files = []
     if options.use_system_known_hosts:
         files.append(os.path.expanduser("~/.ssh/known_hosts"))
     if options.known_hosts:
         files.append(options.known_hosts)
+    revoked: dict[str, str] = {}
+    hint = "fix or remove the broken line (ssh-keygen -F HOST -f FILE shows the entries for a host)"
     for path in files:
         if not os.path.exists(path):
             continue
         try:
-            client.get_host_keys().load(path)
-        except (OSError, paramiko.SSHException, ValueError, paramiko.hostkeys.InvalidHostKey) as e:
-            raise ConnectError(
-                target.name,
-                f"cannot read the known_hosts file {path}: {_first_line(e)}",
-                hint="fix or remove the broken line (ssh-keygen -F HOST -f FILE shows the entries for a host)",
-            ) from e
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError as e:
+            raise ConnectError(target.name, f"cannot read the known_hosts file {path}: {e.strerror or e}") from e
+        keys = client.get_host_keys()
+        for lineno, raw in enumerate(lines, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            marker = ""
+            if line.startswith("@"):
+                marker, _, line = line.partition(" ")
+                if marker not in ("@revoked", "@cert-authority"):
+                    raise ConnectError(
+                        target.name,
+                        f"cannot read the known_hosts file {path}:{lineno}: unknown marker {marker!r}",
+                        hint=hint,
+                    )
+            if marker == "@cert-authority":
+                continue  # host certificates are not checked by paramiko: this line cannot vouch for a host
+            try:
+                entry = paramiko.hostkeys.HostKeyEntry.from_line(line.strip(), lineno)
+            except (paramiko.SSHException, ValueError, paramiko.hostkeys.InvalidHostKey) as e:
+                raise ConnectError(
+                    target.name,
+                    f"cannot read the known_hosts file {path}:{lineno}: not a known_hosts entry ({_first_line(e)})",
+                    hint=hint,
+                ) from e
+            if entry is None or entry.key is None:
+                continue  # too few fields or a key type paramiko does not know: skipped, as paramiko does
+            if marker == "@revoked":
+                revoked[f"{entry.key.get_name()} {entry.key.get_base64()}"] = f"{path}:{lineno}"
+                continue
+            for name in entry.hostnames:
+                keys.add(name, entry.key.get_name(), entry.key)
+    return revoked
 
 
 def connect_error(exc: Exception, target: SshTarget, options: ConnectOptions) -> ConnectError:
@@ -155,6 +197,13 @@ def connect_error(exc: Exception, target: SshTarget, options: ConnectOptions) ->
         )
     if isinstance(exc, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
         return TransientConnectError(target.name, f"the connection to {target.hostname}:{target.port} was reset")
+    not_ssh = _not_ssh(exc, target, options)
+    if not_ssh is not None:
+        return ConnectError(
+            target.name,
+            f"{target.hostname}:{target.port} does not speak SSH ({not_ssh})",
+            hint="check the port: sshd listens on 22 unless its config says otherwise (ssh://user@host:PORT)",
+        )
     if isinstance(exc, EOFError) or (
         isinstance(exc, paramiko.SSHException)
         and any(s in str(exc) for s in ("Error reading SSH protocol banner", "Negotiation failed"))
@@ -170,9 +219,50 @@ def connect_error(exc: Exception, target: SshTarget, options: ConnectOptions) ->
         return TransientConnectError(target.name, f"{target.hostname} is unreachable: {exc.strerror}", hint=hint_net)
     if isinstance(exc, OSError):
         return ConnectError(target.name, f"cannot connect to {target.hostname}:{target.port}: {exc.strerror or exc}")
+    if isinstance(exc, paramiko.SSHException) and str(exc) == "No existing session":
+        return TransientConnectError(
+            target.name,
+            f"{target.hostname}:{target.port} did not complete the SSH handshake within {options.connect_timeout_s:g}s",
+            hint="the host may be overloaded or still booting",
+        )
     if isinstance(exc, paramiko.SSHException):
         return ConnectError(target.name, f"SSH error talking to {where}: {exc}")
     return ConnectError(target.name, f"unexpected error connecting to {where}: {type(exc).__name__}: {exc}")
+
+
+def _not_ssh(exc: Exception, target: SshTarget, options: ConnectOptions) -> str | None:
+    """Why the peer is evidently not an SSH server, or None (then the error may be transient).
+
+    An SSH server sends its ``SSH-2.0-...`` banner at once, before it reads anything. paramiko
+    says only "Error reading SSH protocol banner" both for a peer of another protocol (an HTTP
+    server answers paramiko's own banner with a 400 page and closes) and for an sshd dropping
+    connections at MaxStartups, so on that error the port is probed once, sending nothing: text
+    that is not an SSH banner, or silence until the timeout, is another protocol; a closed
+    connection stays transient.
+    """
+    if not isinstance(exc, paramiko.SSHException):
+        return None
+    text = str(exc)
+    if text.startswith("Indecipherable protocol version"):
+        said = text.partition('"')[2].rstrip('"').strip()
+        return f"it said {said[:60]!r}" if said else "it sent no SSH banner"
+    # "No existing session": the banner wait ran out while connect() went on to authenticate.
+    if not text.startswith(("Error reading SSH protocol banner", "No existing session")):
+        return None
+    timeout = min(options.connect_timeout_s, 5.0)
+    try:
+        with socket.create_connection((target.hostname, target.port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            try:
+                first = sock.recv(256)
+            except TimeoutError:
+                return f"it sent no SSH banner within {timeout:g}s"
+    except OSError:
+        return None
+    if not first or first.startswith(b"SSH-"):
+        return None
+    said = first.decode("ascii", errors="replace").splitlines()[0].strip()
+    return f"it said {said[:60]!r} instead of an SSH banner"
 
 
 def _auth_methods(options: ConnectOptions) -> str:
@@ -195,12 +285,20 @@ def _known_hosts_flag(options: ConnectOptions) -> str:
 class HostKeyPolicy(paramiko.MissingHostKeyPolicy):
     """Refuse unknown host keys, or accept and record them when the options say so."""
 
-    def __init__(self, target: SshTarget, options: ConnectOptions) -> None:
+    def __init__(self, target: SshTarget, options: ConnectOptions, revoked: dict[str, str] | None = None) -> None:
         self.target = target
         self.options = options
+        self.revoked = revoked or {}
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         opts = self.options
+        where = self.revoked.get(f"{key.get_name()} {key.get_base64()}")
+        if where is not None:
+            raise ConnectError(
+                self.target.name,
+                f"the host key of {hostname} ({key.get_name()} {key.fingerprint}) is marked @revoked in {where}; "
+                "refusing to connect",
+            )
         path = opts.known_hosts or os.path.expanduser("~/.ssh/known_hosts")
         if not opts.accept_new_host_keys:
             raise ConnectError(

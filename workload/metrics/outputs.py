@@ -127,6 +127,15 @@ def _replace_chunks(path: Path, chunks: Iterable[str]) -> None:
 _raw_decode = json.JSONDecoder().raw_decode
 
 
+def _is_utf8(line: str) -> bool:
+    """Whether a line decoded with surrogateescape came from valid UTF-8 (no escaped byte in it)."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _host_of_line(line: str) -> str | bool | None:
     """The ``host`` of one metrics.jsonl line; False for a line that is not a JSON object (a torn write).
 
@@ -451,12 +460,21 @@ def load_run(path: Path, *, while_parsing: Callable[[], object] | None = None) -
     collection = Collection()
     by_key: dict[tuple[str | None, str], list[Metric]] = {}
     try:
-        lines = jsonl_path.read_text(encoding="utf-8").splitlines()
+        data = jsonl_path.read_bytes()
     except OSError as exc:
         collection.issues.append(ParseIssue(path=str(jsonl_path), problem=f"cannot read: {exc}"))
         return collection
+    try:
+        lines = data.decode("utf-8").splitlines()
+        clean = True
+    except UnicodeDecodeError:  # a damaged line is named below; the others are still read
+        lines = data.decode("utf-8", errors="surrogateescape").splitlines()
+        clean = False
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
+            continue
+        if not clean and not _is_utf8(line):
+            collection.issues.append(ParseIssue(path=f"{jsonl_path}:{lineno}", problem="not UTF-8 text"))
             continue
         try:
             metric = Metric.model_validate_json(line)

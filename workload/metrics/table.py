@@ -16,6 +16,7 @@ from workload.metrics.model import BenchmarkResult
 
 if TYPE_CHECKING:
     from rich.table import Table
+    from rich.text import Text
 
 
 _MODES = {"PerformanceOnly": "perf", "AccuracyOnly": "accuracy", "SubmissionRun": "submission"}
@@ -32,12 +33,13 @@ def _value(value: float, unit: str) -> str:
 def render_table(collection: Collection) -> Table:
     """One row per result: benchmark, scenario, mode, headline, validity, accuracy (grouped past MAX_ROWS)."""
     from rich.table import Table
+    from rich.text import Text
 
     if len(collection.results) > MAX_ROWS:
         return _grouped_table(collection)
 
     show_host = bool(collection.hosts)
-    table = Table(title="MLPerf results", show_lines=False)
+    table = Table(title=Text("MLPerf results"), show_lines=False)
     if show_host:
         table.add_column("Host")
     for name in ("Benchmark", "Scenario", "Mode", "Headline", "Validity", "Accuracy"):
@@ -45,18 +47,20 @@ def render_table(collection: Collection) -> Table:
     for result in collection.results:
         metric = headline_of(result)
         headline = _value(metric.value, metric.unit) if metric else "-"
-        validity = result.validity or "-"
-        validity = f"[green]{validity}[/]" if validity == "VALID" else f"[red]{validity}[/]" if validity != "-" else "-"
+        # Cells are Text, never markup: names and values come from result files (see workload.cli.console).
+        validity_text = result.validity or "-"
+        colour = "green" if validity_text == "VALID" else "red" if validity_text != "-" else ""
+        validity = Text(validity_text, style=colour)
         if result.accuracy_pass is None:
-            accuracy = "-"
+            accuracy = Text("-")
         else:
             judged = [c for c in result.accuracy_checks if c.value is not None and c.passed is not None]
             shown = [c for c in judged if not c.passed] or judged[:1]  # the failures, else the primary figure
             figures = ", ".join(f"{c.name} {c.value:.5g}" for c in shown if c.value is not None)
-            accuracy = ("[green]PASS[/]" if result.accuracy_pass else "[red]FAIL[/]") + (
-                f" {figures}" if figures else ""
+            accuracy = Text.assemble(
+                ("PASS", "green") if result.accuracy_pass else ("FAIL", "red"), f" {figures}" if figures else ""
             )
-        row = [
+        row: list[str | Text] = [
             result.benchmark_full or result.model or result.label.split(" ")[0],
             result.scenario or "?",
             _MODES.get(result.test_mode or "", result.test_mode or "?"),
@@ -64,13 +68,15 @@ def render_table(collection: Collection) -> Table:
             validity,
             accuracy,
         ]
-        table.add_row(*([result.host or "-"] if show_host else []), *row)
+        cells = ([result.host or "-"] if show_host else []) + row
+        table.add_row(*[Text(c) if isinstance(c, str) else c for c in cells])
     return table
 
 
 def _grouped_table(collection: Collection) -> Table:
     """One row per (host, benchmark, scenario, mode): count, headline median and range, VALID and PASS counts."""
     from rich.table import Table
+    from rich.text import Text
 
     groups: dict[tuple[str, str, str, str], list[BenchmarkResult]] = {}
     for result in collection.results:
@@ -82,7 +88,7 @@ def _grouped_table(collection: Collection) -> Table:
         )
         groups.setdefault(key, []).append(result)
     show_host = bool(collection.hosts)
-    table = Table(title=f"MLPerf results ({len(collection.results)} results in {len(groups)} groups)")
+    table = Table(title=Text(f"MLPerf results ({len(collection.results)} results in {len(groups)} groups)"))
     if show_host:
         table.add_column("Host")
     for name in ("Benchmark", "Scenario", "Mode", "Results", "Headline (median)", "Min - max", "Validity", "Accuracy"):
@@ -97,12 +103,13 @@ def _grouped_table(collection: Collection) -> Table:
             spread = f"{_bare(values[0], unit)} - {_bare(values[-1], unit)}"
         judged = [r for r in results if r.validity is not None]
         valid = sum(1 for r in judged if r.validity == "VALID")
-        validity = "-" if not judged else _counted(valid, len(judged), "VALID", "INVALID")
+        validity = Text("-") if not judged else _counted(valid, len(judged), "VALID", "INVALID")
         scored = [r for r in results if r.accuracy_pass is not None]
         passed = sum(1 for r in scored if r.accuracy_pass)
-        accuracy = "-" if not scored else _counted(passed, len(scored), "PASS", "FAIL")
-        row = [benchmark, scenario, mode, str(len(results)), headline, spread, validity, accuracy]
-        table.add_row(*([host] if show_host else []), *row)
+        accuracy = Text("-") if not scored else _counted(passed, len(scored), "PASS", "FAIL")
+        row = [benchmark, scenario, mode, str(len(results)), headline, spread]
+        cells = [Text(c) for c in ([host] if show_host else []) + row]
+        table.add_row(*cells, validity, accuracy)
     return table
 
 
@@ -111,9 +118,12 @@ def _bare(value: float, unit: str) -> str:
     return f"{value / 1e6:,.3f}" if unit == "ns" else f"{value:,.2f}"
 
 
-def _counted(good: int, total: int, yes: str, no: str) -> str:
-    """``[green]12 VALID[/]`` or ``[green]10 VALID[/], [red]2 INVALID[/]``."""
-    parts = [f"[green]{good} {yes}[/]"] if good else []
+def _counted(good: int, total: int, yes: str, no: str) -> Text:
+    """``12 VALID`` (green) or ``10 VALID, 2 INVALID`` (green, red)."""
+    from rich.text import Text
+
+    parts: list[str | tuple[str, str]] = [(f"{good} {yes}", "green")] if good else []
     if total - good:
-        parts.append(f"[red]{total - good} {no}[/]")
-    return ", ".join(parts)
+        parts += [", "] if parts else []
+        parts.append((f"{total - good} {no}", "red"))
+    return Text.assemble(*parts)

@@ -1,0 +1,120 @@
+"""SSH problems end in one clear message: ports that are not SSH, known_hosts markers, non-key files."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.testbed.sshd import SshServer, ssh_host, ssh_options, sshd  # noqa: F401  (fixture)
+from workload.cli import invoke
+from workload.commands import cmd
+from workload.errors import ConnectError
+from workload.hosts import SshHost
+
+
+def serve(reply: bytes | None) -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that answers every connection with ``reply`` (None: says nothing)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def loop() -> None:
+        listener.settimeout(0.2)
+        held = []
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            if reply is not None:
+                conn.sendall(reply)
+                conn.close()
+            else:
+                held.append(conn)
+        for conn in held:
+            conn.close()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+@pytest.fixture
+def http_port() -> Iterator[int]:
+    yield from serve(b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/html\r\n\r\n<html>no</html>\r\n")
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    yield from serve(None)
+
+
+@pytest.mark.parametrize(("port_fixture", "said"), [("http_port", "HTTP/1.0 400"), ("silent_port", "no SSH banner")])
+def test_a_port_that_does_not_speak_ssh_is_named_once_without_tracebacks(
+    port_fixture: str, said: str, tmp_path: Path, request: pytest.FixtureRequest, capfd: pytest.CaptureFixture[str]
+) -> None:
+    port: int = request.getfixturevalue(port_fixture)
+    from workload.hosts import ConnectOptions
+
+    options = ConnectOptions(
+        known_hosts=str(tmp_path / "kh"),
+        use_system_known_hosts=False,
+        use_agent=False,
+        look_for_keys=False,
+        connect_timeout_s=2.0,
+        connect_attempts=4,
+    )
+    host = SshHost("127.0.0.1", port=port, user="root", options=options)
+    with pytest.raises(ConnectError) as info:
+        host.connect()
+    assert "does not speak SSH" in str(info.value) and said in str(info.value)
+    assert host.connect_attempts == 1  # not retried: it will not start speaking SSH
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_known_hosts_markers_are_read_as_openssh_does(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
+    entry = sshd.known_hosts.read_text().strip()
+    _names, keytype, key = entry.split()
+    ca = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "ca")], check=True)
+    assert ca.returncode == 0
+    ca_pub = (tmp_path / "ca.pub").read_text().split()
+    known = tmp_path / "known_hosts"
+    # A @cert-authority line (paramiko cannot check host certificates: skipped) beside the plain entry.
+    known.write_text(f"@cert-authority *.example.com {ca_pub[0]} {ca_pub[1]}\n{entry}\n")
+    host = ssh_host(sshd, known_hosts=str(known))
+    assert host.run(cmd("true")).ok
+    host.close()
+    # The server's key @revoked: refused, even with --accept-new-host-key.
+    known.write_text(f"@revoked * {keytype} {key}\n")
+    host = ssh_host(sshd, known_hosts=str(known), accept_new_host_keys=True)
+    with pytest.raises(ConnectError, match=r"is marked @revoked in .*known_hosts:1"):
+        host.connect()
+    # A broken line is named by file and line.
+    known.write_text(f"{entry}\nhost ssh-ed25519 AAAA-not-base64\n")
+    with pytest.raises(ConnectError, match=r"known_hosts:2: not a known_hosts entry"):
+        ssh_host(sshd, known_hosts=str(known)).connect()
+
+
+def test_identity_that_is_not_a_private_key_is_refused_before_connecting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notkey = tmp_path / "notes.txt"
+    notkey.write_text("just some text\n")
+    pub = tmp_path / "id.pub"
+    pub.write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE9p user@h\n")
+    for path, problem in ((notkey, "is not an SSH private key"), (pub, "is a public key")):
+        code = invoke(["plan", "--profile", "PERF-CPU-MLPERF", "--host", "ssh://u@10.255.255.1", "-i", str(path)])
+        err = capsys.readouterr().err
+        assert code == 2 and f"-i/--identity {path}: {problem}" in err
