@@ -30,7 +30,8 @@ SCENARIOS = {
     "multi_stream": "MultiStream",
     "interactive": "Interactive",
 }
-_SKIP_DIRS = re.compile(r"^(run_\d+|performance|accuracy|TEST0\d)$", re.IGNORECASE)
+# v6.0 trees also file compliance inside the scenario folder: ``<scenario>/compliance/TEST01/verify_*.txt``
+_SKIP_DIRS = re.compile(r"^(run_\d+|performance|accuracy|compliance|TEST\d\d)$", re.IGNORECASE)
 _ACCURACY_LEVEL = re.compile(r"-99(\.9)?$")
 _PERF_KEYS = (
     "result_validity",

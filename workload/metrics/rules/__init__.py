@@ -144,9 +144,16 @@ class RoundRules:
         return self.result_fields.get(logged)
 
     def unit(self, benchmark: Benchmark | None, scenario: str | None) -> str | None:
-        """The checker's unit of the headline (``Tokens/s``, ``Latency (ms)`` ...)."""
+        """The checker's unit of the headline (``Tokens/s``, ``Latency (ms)`` ...).
+
+        A benchmark whose headline is a tokens-per-second key is reported in ``Tokens/s`` even where the
+        round's ``SPECIAL_UNIT_DICT`` does not list it (v5.0's ``llama2-70b-interactive-99`` Server): the
+        checker's unit table and its ``RESULT_FIELD_BENCHMARK_OVERWRITE`` name the same LLM benchmarks.
+        """
         if benchmark is not None and scenario in benchmark.unit:
             return benchmark.unit[scenario or ""]
+        if "tokens_per_sec" in (self.headline_key(benchmark, scenario) or ""):
+            return "Tokens/s"
         return self.units.get(scenario or "")
 
     def accuracy_figures(self, lines: Iterable[str], prefer: Iterable[str] = ()) -> dict[str, float]:
