@@ -1,0 +1,181 @@
+"""More golden tests on real published MLPerf Inference results: v5.0, v5.1 and v6.0 of NVIDIA, Intel, AMD,
+Dell and ASUSTeK (tests/fixtures/results/published_mirrors, see its SOURCES).
+
+Values are asserted exactly as the files print them; targets are the submission checker's products
+(reference x 0.99 / 0.999, tokens per sample x 0.9 / 1.1), as :mod:`workload.metrics.rules` keeps them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from workload.cli.results_cmd import results_command
+from workload.metrics.collection import collect
+from workload.metrics.model import BenchmarkResult
+
+PUB = Path(__file__).parent / "fixtures" / "results" / "published_mirrors"
+NV50 = "v5.0/closed/NVIDIA/results/B200-SXM-180GBx8_TRT"
+GH50 = "v5.0/closed/NVIDIA/results/GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT"
+INTEL50 = "v5.0/closed/Intel/results/1-node-2S-GNR_128C"
+NV51 = "v5.1/closed/NVIDIA/results/GB200-NVL72_GB200-186GB_aarch64x72_TRT"
+AMD60 = "v6.0/closed/AMD/results/8xMI355X_2xEPYC_9575F"
+DELL60 = "v6.0/closed/Dell/results"
+
+
+def main() -> click.Group:
+    group = click.Group("workload")
+    group.add_command(results_command)
+    return group
+
+
+def one(path: Path) -> BenchmarkResult:
+    collection = collect(path)
+    assert collection.issues == []
+    assert len(collection.results) == 1, [r.source for r in collection.results]
+    return collection.results[0]
+
+
+def meta(result: BenchmarkResult) -> dict[str, object]:
+    return dict(result.metrics[0].metadata)
+
+
+def values(result: BenchmarkResult) -> dict[str, float]:
+    return {m.name: m.value for m in result.metrics}
+
+
+# (folder, round, scenario, headline name, value as printed, checker unit)
+PERFORMANCE = [
+    (f"{NV50}/llama2-70b-interactive-99/Server/performance/run_1", "v5.0", "Server", "tokens_per_second", 59409.25,
+     "Tokens/s"),
+    (f"{NV50}/llama3_1-405b/Offline/performance/run_1", "v5.0", "Offline", "tokens_per_second", 1526.29, "Tokens/s"),
+    (f"{NV50}/mixtral-8x7b/Server/performance/run_1", "v5.0", "Server", "tokens_per_second", 126844.55, "Tokens/s"),
+    (f"{NV50}/stable-diffusion-xl/Server/performance/run_1", "v5.0", "Server", "samples_per_second", 28.44,
+     "Queries/s"),
+    (f"{GH50}/dlrm-v2-99.9/Server/performance/run_1", "v5.0", "Server", "samples_per_second", 50991.71, "Queries/s"),
+    (f"{INTEL50}/retinanet/Server/performance/run_1", "v5.0", "Server", "samples_per_second", 580.88, "Queries/s"),
+    (f"{NV51}/deepseek-r1/Server/performance/run_1", "v5.1", "Server", "tokens_per_second", 167578.06, "Tokens/s"),
+    (f"{NV51}/llama3.1-405b/Interactive/performance/run_1", "v5.1", "Interactive", "tokens_per_second", 9921.02,
+     "Tokens/s"),
+    (f"{AMD60}/llama2-70b-99.9/Interactive/performance/run_1", "v6.0", "Interactive", "tokens_per_second", 73608.25,
+     "Tokens/s"),
+    (f"{DELL60}/1-node-2S-GNR_86C/rgat/Offline/performance/run_1", "v6.0", "Offline", "samples_per_second", 14283.7,
+     "Samples/s"),
+    # LoadGen 6.0's "90.0th percentile": the headline is the early-stopping 90.0th percentile estimate
+    (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-95/singlestream/performance/run_1", "v6.0", "SingleStream",
+     "early_stopping_latency_ns", 611926848, "Latency (ms)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("folder", "round_name", "scenario", "name", "value", "unit"), PERFORMANCE)
+def test_published_performance(folder: str, round_name: str, scenario: str, name: str, value: float, unit: str) -> None:
+    r = one(PUB / folder)
+    assert (r.scenario, r.validity, r.test_mode) == (scenario, "VALID", "PerformanceOnly")
+    assert r.headline is not None and (r.headline.name, r.headline.value) == (name, value)
+    assert meta(r)["mlperf_round"] == round_name
+    assert meta(r)["mlperf_checker_unit"] == unit
+    assert not r.failed and r.invalid_reasons == []
+
+
+# (folder, round, {figure: (value as printed, lower target, upper limit, passed)})
+ACCURACY = [
+    (f"{NV50}/llama3_1-405b/Offline/accuracy", "v5.0",
+     {"exact_match": (90.12750165453342, 90.1335 * 0.99, None, True),
+      "ROUGEL": (21.985172700345778, 21.6666 * 0.99, None, True),
+      "TOKENS_PER_SAMPLE": (655.9, 684.68 * 0.9, 684.68 * 1.1, True)}),
+    (f"{NV50}/stable-diffusion-xl/Offline/accuracy", "v5.0",
+     {"CLIP_SCORE": (31.79539393246174, 31.68631873, 31.81331801, True),
+      "FID_SCORE": (23.691262382725427, 23.01085758, 23.95007626, True)}),
+    # 80.233 against the 99.9 target 80.31 x 0.999 = 80.22969: passes by 0.003
+    (f"{GH50}/dlrm-v2-99.9/Server/accuracy", "v5.0", {"AUC": (80.233, 80.31 * 0.999, None, True)}),
+    (f"{INTEL50}/retinanet/Server/accuracy", "v5.0", {"mAP": (37.383, 37.55 * 0.99, None, True)}),
+    (f"{INTEL50}/3d-unet-99/Offline/accuracy", "v5.0", {"DICE": (0.86175, 0.86170 * 0.99, None, True)}),
+    (f"{NV51}/llama3.1-405b/Interactive/accuracy", "v5.1",
+     {"exact_match": (90.01325281270684, 90.1335 * 0.99, None, True),
+      "ROUGEL": (21.855611082897884, 21.6666 * 0.99, None, True),
+      "TOKENS_PER_SAMPLE": (653.3, 684.68 * 0.9, 684.68 * 1.1, True)}),
+    (f"{AMD60}/llama2-70b-99.9/Interactive/accuracy", "v6.0",
+     {"ROUGE1": (44.5411, 44.4312 * 0.999, None, True), "ROUGE2": (22.1345, 22.0352 * 0.999, None, True),
+      "ROUGEL": (28.9133, 28.6162 * 0.999, None, True),
+      "TOKENS_PER_SAMPLE": (282.9, 294.45 * 0.9, 294.45 * 1.1, True)}),
+    ("v6.0/closed/ASUSTeK/results/ESC8000A_E13P_RTX_PRO_6000_PCIE_96GBx8_TRT/whisper/Offline/accuracy", "v6.0",
+     {"ACCURACY": (97.83967947314827, (100 - 2.0671) * 0.99, None, True)}),
+    (f"{DELL60}/1-node-2S-GNR_86C/rgat/Offline/accuracy", "v6.0", {"acc": (72.54, 0.7286 * 0.99, None, True)}),
+    (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-99/singlestream/accuracy", "v6.0",
+     {"mAP": (53.108, 53.4 * 0.99, None, True)}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("folder", "round_name", "figures"), ACCURACY)
+def test_published_accuracy(
+    folder: str, round_name: str, figures: dict[str, tuple[float, float | None, float | None, bool | None]]
+) -> None:
+    r = one(PUB / folder)
+    assert r.test_mode == "AccuracyOnly" and r.accuracy_pass is True and not r.failed
+    assert meta(r)["mlperf_round"] == round_name
+    found = {c.name: (c.value, c.threshold, c.upper_limit, c.passed) for c in r.accuracy_checks}
+    for name, (value, lower, upper, passed) in figures.items():
+        got = found[name]
+        assert got[0] == value and got[3] is passed, name
+        assert got[1] == pytest.approx(lower, rel=1e-12) if lower is not None else got[1] is None, name
+        assert got[2] == pytest.approx(upper, rel=1e-12) if upper is not None else got[2] is None, name
+
+
+def test_v50_llama2_interactive_benchmark_is_judged_by_its_own_token_limits(tmp_path: Path) -> None:
+    # v5.0 had Interactive as a benchmark of its own (llama2-70b-interactive-99, Server): TTFT 450 ms, TPOT 40 ms
+    src = PUB / NV50 / "llama2-70b-interactive-99/Server/performance/run_1/mlperf_log_summary.txt"
+    slow = src.read_text().replace(
+        "99.00 percentile first token latency (ns)   : 212337410",
+        "99.00 percentile first token latency (ns)   : 460000000",
+    )
+    assert slow != src.read_text()
+    for bench in ("llama2-70b-interactive-99", "llama2-70b-99"):
+        run = tmp_path / "v5.0" / "sys" / bench / "Server" / "performance" / "run_1"
+        run.mkdir(parents=True)
+        (run / "mlperf_log_summary.txt").write_text(slow)
+    results = {r.benchmark_full: r for r in collect(tmp_path).results}
+    assert results["llama2-70b-99"].validity == "VALID"  # within Server's 2 s
+    interactive = results["llama2-70b-interactive-99"]
+    assert interactive.validity == "INVALID" and meta(interactive)["loadgen_validity"] == "VALID"
+    assert any("TTFT p99 460 ms" in reason and "450 ms" in reason for reason in interactive.invalid_reasons)
+
+
+def test_v60_compliance_inside_the_scenario_folder_keeps_its_identity() -> None:
+    # v6.0 trees file compliance under the scenario: rgat/Offline/compliance/TEST01/verify_performance.txt,
+    # next to rgat/Offline/TEST01/{performance/run_1,accuracy} (the compliance run's own logs)
+    results = collect(PUB / DELL60 / "1-node-2S-GNR_86C" / "rgat" / "Offline").results
+    by_mode = {r.test_mode: r for r in results}
+    assert sorted(by_mode) == ["AccuracyOnly", "PerformanceOnly", "TEST01"]  # TEST01's LoadGen log: no result
+    test01 = by_mode["TEST01"]
+    assert (test01.benchmark_full, test01.scenario, test01.system) == ("rgat", "Offline", "1-node-2S-GNR_86C")
+    assert test01.validity == "VALID"
+    assert values(test01)["compliance_pass"] == 1.0
+
+
+def test_v60_summary_mixing_time_per_and_time_to_output_token_lines() -> None:
+    # LoadGen 6.0 prints "Min/Max/Mean Time per Output Token" but still "percentile time to output token"
+    r = one(PUB / AMD60 / "llama2-70b-99.9/Interactive/performance/run_1")
+    got = values(r)
+    assert (got["tpot_mean_ns"], got["tpot_min_ns"], got["tpot_max_ns"]) == (34999429, 104083, 56060003)
+    assert (got["tpot_p99_ns"], got["ttft_p99_ns"]) == (38889954, 447556635)
+
+
+def test_whole_mirrored_tree_exits_zero() -> None:
+    out = CliRunner().invoke(main(), ["results", str(PUB)])
+    assert out.exit_code == 0, out.output
+    assert "verdict: OK" in out.output
+
+
+def test_sources_lists_every_fixture_file() -> None:
+    rows = [
+        line.split("\t")
+        for line in (PUB / "SOURCES").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    present = {p.relative_to(PUB).as_posix() for p in PUB.rglob("*") if p.is_file() and p.name != "SOURCES"}
+    assert {row[0] for row in rows} == present
+    for local, repository, path, commit in rows:
+        assert local.split("/", 1)[1] == path and repository.endswith(local.split("/")[0]) and len(commit) == 40
