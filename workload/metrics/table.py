@@ -53,7 +53,10 @@ def render_table(collection: Collection) -> Table:
             judged = [c for c in result.accuracy_checks if c.value is not None and c.passed is not None]
             shown = [c for c in judged if not c.passed] or judged[:1]  # the failures, else the primary figure
             figures = ", ".join(f"{c.name} {c.value:.5g}" for c in shown if c.value is not None)
-            accuracy = ("[green]PASS[/]" if result.accuracy_pass else "[red]FAIL[/]") + (
+            label = "[green]PASS[/]" if result.accuracy_pass else "[red]FAIL[/]"
+            if result.accuracy_pass and any(not c.passed for c in shown):
+                label = "[yellow]PASS (open division)[/]"  # below the closed targets, taken for open
+            accuracy = label + (
                 f" {figures}" if figures else ""
             )
         row = [
