@@ -56,9 +56,7 @@ def render_table(collection: Collection) -> Table:
             label = "[green]PASS[/]" if result.accuracy_pass else "[red]FAIL[/]"
             if result.accuracy_pass and any(not c.passed for c in shown):
                 label = "[yellow]PASS (open division)[/]"  # below the closed targets, taken for open
-            accuracy = label + (
-                f" {figures}" if figures else ""
-            )
+            accuracy = label + (f" {figures}" if figures else "")
         row = [
             result.benchmark_full or result.model or result.label.split(" ")[0],
             result.scenario or "?",
