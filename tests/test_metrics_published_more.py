@@ -216,3 +216,23 @@ def test_v60_test04_inside_the_scenario_folder() -> None:
     assert sorted(results) == ["AccuracyOnly", "PerformanceOnly", "TEST04"]
     test04 = results["TEST04"]
     assert (test04.benchmark_full, test04.scenario, test04.validity) == ("wan-2.2-t2v-a14b", "SingleStream", "VALID")
+
+
+def test_v51_test01_verify_accuracy_fail_passes_by_the_baseline_compliance_delta() -> None:
+    # ASUSTeK dlrm-v2-99.9 Server TEST01: verify_accuracy.txt says TEST FAIL (84 perf-log data mismatches),
+    # the checker then compares baseline and compliance AUC (80.393 both): within 0.1 % for a 99.9 benchmark
+    test01 = PUB / "v5.1/closed/ASUSTeK/compliance/ESC8000_H200_NVLx8_TRT/dlrm-v2-99.9/Server/TEST01"
+    assert "TEST FAIL" in (test01 / "verify_accuracy.txt").read_text()
+    r = one(test01.parent)
+    assert (r.benchmark_full, r.scenario, r.test_mode, r.validity) == ("dlrm-v2-99.9", "Server", "TEST01", "VALID")
+    got = values(r)
+    assert got["compliance_pass"] == 1.0 and got["compliance_accuracy_pass"] == 1.0
+    # "Reference score = 330555.0" (capitalised in TEST01's verify_performance.txt) is read as well
+    assert (got["compliance_reference_score"], got["compliance_test_score"]) == (330555.0, 304108.0)
+
+
+def test_hash_only_compliance_folder_is_no_result_and_no_issue() -> None:
+    # Cisco llama3_1-405b TEST06/accuracy/accuracy.txt holds only the hash of the accuracy log
+    folder = PUB / "v5.1/closed/Cisco/compliance/HGX-H100_H100-SXM-80GBx16_TRT/llama3_1-405b/Offline"
+    collection = collect(folder)
+    assert collection.results == [] and collection.issues == []
