@@ -70,6 +70,8 @@ PERFORMANCE = [
     # LoadGen 6.0's "90.0th percentile": the headline is the early-stopping 90.0th percentile estimate
     (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-95/singlestream/performance/run_1", "v6.0", "SingleStream",
      "early_stopping_latency_ns", 611926848, "Latency (ms)"),
+    (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-95/multistream/performance/run_1", "v6.0", "MultiStream",
+     "early_stopping_latency_ns", 4891380208, "Latency (ms)"),
     # an LLM SingleStream: v6.0's RESULT_FIELD_BENCHMARK_OVERWRITE names the 90th percentile latency
     (f"{EDGE60}/performance/run_1", "v6.0", "SingleStream", "latency_p90_ns", 1357552837, "Latency (ms)"),
     (f"{OSS60}/performance/run_1", "v6.0", "Server", "tokens_per_second", 58373.27, "Tokens/s"),
@@ -114,6 +116,8 @@ ACCURACY = [
     (f"{DELL60}/1-node-2S-GNR_86C/rgat/Offline/accuracy", "v6.0", {"acc": (72.54, 0.7286 * 0.99, None, True)}),
     (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-99/singlestream/accuracy", "v6.0",
      {"mAP": (53.108, 53.4 * 0.99, None, True)}),
+    (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-95/multistream/accuracy", "v6.0",
+     {"mAP": (53.108, 53.4 * 0.95, None, True)}),
     # "'exact_match': 83.001" printed for the checker below the evaluator's own report
     (f"{OSS60}/accuracy", "v6.0", {"exact_match": (83.001, 83.13 * 0.99, None, True)}),
     (f"{WAN60}/accuracy", "v6.0", {"vbench_score": (69.98, 70.48 * 0.99, None, True)}),
@@ -236,3 +240,13 @@ def test_hash_only_compliance_folder_is_no_result_and_no_issue() -> None:
     folder = PUB / "v5.1/closed/Cisco/compliance/HGX-H100_H100-SXM-80GBx16_TRT/llama3_1-405b/Offline"
     collection = collect(folder)
     assert collection.results == [] and collection.issues == []
+
+
+def test_v60_test01_with_verify_files_directly_in_the_scenario_folder() -> None:
+    results = {r.test_mode: r for r in collect(PUB / DELL60 / "Dell_Pro_Max_GB10x1/yolo-95/multistream").results}
+    assert sorted(results) == ["AccuracyOnly", "PerformanceOnly", "TEST01"]
+    test01 = results["TEST01"]
+    assert (test01.benchmark_full, test01.scenario, test01.validity) == ("yolo-95", "MultiStream", "VALID")
+    got = values(test01)
+    assert (got["compliance_accuracy_pass"], got["compliance_performance_pass"]) == (1.0, 1.0)
+    assert got["compliance_test_score"] == 4897747008.0
