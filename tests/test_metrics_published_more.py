@@ -250,3 +250,29 @@ def test_v60_test01_with_verify_files_directly_in_the_scenario_folder() -> None:
     got = values(test01)
     assert (got["compliance_accuracy_pass"], got["compliance_performance_pass"]) == (1.0, 1.0)
     assert got["compliance_test_score"] == 4897747008.0
+
+
+def test_open_division_test_submission_gptj_reference_run() -> None:
+    # MLCommons' own v5.0 test submission (open, one sample): v4.1's seeds, so judged by v4.1's rules; the
+    # headline is the inferred tokens/s (gptj's official metric since v4.1); ROUGE far below the closed
+    # targets, taken for open
+    folder = (
+        Path(__file__).parent
+        / "fixtures"
+        / "results"
+        / "published"
+        / ("v5.0/open/MLCommons/results/gh_action-reference-gpu-pytorch_v2.5.1-cu124/gptj-99/offline")
+    )
+    results = {r.test_mode: r for r in collect(folder).results}
+    perf = results["PerformanceOnly"]
+    assert perf.headline is not None
+    assert (perf.headline.name, perf.headline.value) == ("inferred_tokens_per_second", 48.1652)
+    assert (meta(perf)["mlperf_round"], meta(perf)["mlperf_checker_unit"], perf.validity) == (
+        "v4.1",
+        "Tokens/s",
+        "VALID",
+    )
+    acc = results["AccuracyOnly"]
+    assert acc.accuracy_pass is True and not acc.failed
+    figures = {c.name: (c.value, c.passed) for c in acc.accuracy_checks}
+    assert figures["ROUGE1"] == (32.2581, False) and figures["GEN_LEN"] == (264, False)
