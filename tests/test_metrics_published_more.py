@@ -70,6 +70,9 @@ PERFORMANCE = [
     # LoadGen 6.0's "90.0th percentile": the headline is the early-stopping 90.0th percentile estimate
     (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-95/singlestream/performance/run_1", "v6.0", "SingleStream",
      "early_stopping_latency_ns", 611926848, "Latency (ms)"),
+    # whisper's official metric is tokens/s (RESULT_FIELD_BENCHMARK_OVERWRITE), so is its unit
+    (f"{DELL60}/1-node-2S-GNR_86C/whisper/Offline/performance/run_1", "v6.0", "Offline", "tokens_per_second",
+     1414.26, "Tokens/s"),
     (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-95/multistream/performance/run_1", "v6.0", "MultiStream",
      "early_stopping_latency_ns", 4891380208, "Latency (ms)"),
     # an LLM SingleStream: v6.0's RESULT_FIELD_BENCHMARK_OVERWRITE names the 90th percentile latency
