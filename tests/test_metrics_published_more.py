@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from workload.cli.results_cmd import results_command
 from workload.metrics.collection import collect
 from workload.metrics.model import BenchmarkResult
+from workload.metrics.rules import detect_round
 
 PUB = Path(__file__).parent / "fixtures" / "results" / "published_mirrors"
 NV50 = "v5.0/closed/NVIDIA/results/B200-SXM-180GBx8_TRT"
@@ -286,3 +287,20 @@ def test_open_division_test_submission_gptj_reference_run() -> None:
     assert acc.accuracy_pass is True and not acc.failed
     figures = {c.name: (c.value, c.passed) for c in acc.accuracy_checks}
     assert figures["ROUGE1"] == (32.2581, False) and figures["GEN_LEN"] == (264, False)
+
+
+def test_v61_result_found_by_its_seeds_and_an_unknown_benchmark_is_still_reported() -> None:
+    # Intel's v6.1 e2e-rag-qna: no detail log, path aside only the summary's seeds name the round; the stored
+    # checker tables know no e2e-rag benchmark, so LoadGen's own result key is the headline, with a note
+    r = one(PUB / "v6.1/closed/Intel/results/1-node-2S-Xeon_6787P/e2e-rag-qna/Offline/performance/run_1")
+    assert r.headline is not None and (r.headline.name, r.headline.value) == ("samples_per_second", 0.464076)
+    assert (r.validity, r.failed) == ("VALID", False)
+    assert meta(r)["mlperf_round_from"] == "qsl_rng_seed 2085463073848966840 (the v6.1 seed)"
+    assert any("'e2e-rag-qna' is unknown to every MLPerf Inference round" in n for n in r.notes)
+
+
+def test_the_seeds_name_the_round_before_a_lagging_loadgen_version() -> None:
+    # v6.1 results were run with LoadGen 6.0.x carrying v6.1's seeds: the seeds are what the checker requires
+    assert detect_round(loadgen_version="6.0.17 @ a468775ea2", qsl_rng_seed=2085463073848966840)[0] == "v6.1"
+    assert detect_round(loadgen_version="6.0.17 @ a468775ea2")[0] == "v6.0"
+    assert detect_round(loadgen_version="6.0.17 @ a468775ea2", qsl_rng_seed=12345)[0] == "v6.0"  # unknown seed
