@@ -29,6 +29,7 @@ DELL60 = "v6.0/closed/Dell/results"
 EDGE60 = "v6.0/open/NVIDIA/results/Jetson-Thor/llama3.1-8b-edge/SingleStream"
 OSS60 = "v6.0/open/Supermicro_RedHat/results/8xMI350X_2xEPYC-9575F/gpt-oss-120b/Server"
 WAN60 = "v6.0/open/AMD/results/8xMI355X_2xEPYC_9597F/wan-2.2-t2v-a14b/SingleStream"
+L8B61 = "v6.1/closed/Intel/results/1-node-2S-GNR_128C/llama3_1-8b/Server"
 
 
 def main() -> click.Group:
@@ -79,6 +80,8 @@ PERFORMANCE = [
      1414.26, "Tokens/s"),
     (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-95/multistream/performance/run_1", "v6.0", "MultiStream",
      "early_stopping_latency_ns", 4891380208, "Latency (ms)"),
+    # TTFT p99 1.91 s / TPOT p99 96.4 ms against v6.1's Server 2 s / 100 ms for llama3.1-8b; round by the seeds
+    (f"{L8B61}/performance/run_1", "v6.1", "Server", "tokens_per_second", 1139.51, "Tokens/s"),
     # an LLM SingleStream: v6.0's RESULT_FIELD_BENCHMARK_OVERWRITE names the 90th percentile latency
     (f"{EDGE60}/performance/run_1", "v6.0", "SingleStream", "latency_p90_ns", 1357552837, "Latency (ms)"),
     (f"{OSS60}/performance/run_1", "v6.0", "Server", "tokens_per_second", 58373.27, "Tokens/s"),
@@ -129,6 +132,10 @@ ACCURACY = [
      {"mAP": (53.108, 53.4 * 0.99, None, True)}),
     (f"{DELL60}/Dell_Pro_Max_GB10x1/yolo-95/multistream/accuracy", "v6.0",
      {"mAP": (53.108, 53.4 * 0.95, None, True)}),
+    (f"{L8B61}/accuracy", "v6.1",
+     {"ROUGE1": (38.6681, 38.7792 * 0.99, None, True), "ROUGE2": (15.9242, 15.9075 * 0.99, None, True),
+      "ROUGEL": (24.5144, 24.4957 * 0.99, None, True), "ROUGELSUM": (35.7046, 35.793 * 0.99, None, True),
+      "GEN_LEN": (8206137, 8167644 * 0.9, 8167644 * 1.1, True)}),
     # "'exact_match': 83.001" printed for the checker below the evaluator's own report
     (f"{OSS60}/accuracy", "v6.0", {"exact_match": (83.001, 83.13 * 0.99, None, True)}),
     (f"{WAN60}/accuracy", "v6.0", {"vbench_score": (69.98, 70.48 * 0.99, None, True)}),
@@ -304,3 +311,17 @@ def test_the_seeds_name_the_round_before_a_lagging_loadgen_version() -> None:
     assert detect_round(loadgen_version="6.0.17 @ a468775ea2", qsl_rng_seed=2085463073848966840)[0] == "v6.1"
     assert detect_round(loadgen_version="6.0.17 @ a468775ea2")[0] == "v6.0"
     assert detect_round(loadgen_version="6.0.17 @ a468775ea2", qsl_rng_seed=12345)[0] == "v6.0"  # unknown seed
+
+
+def test_v61_llama31_8b_server_tpot_over_the_limit_is_rejected(tmp_path: Path) -> None:
+    src = PUB / L8B61 / "performance/run_1/mlperf_log_summary.txt"
+    slow = src.read_text().replace(
+        "99.00 percentile time to output token (ns)   : 96363771",
+        "99.00 percentile time to output token (ns)   : 101000000",
+    )
+    run = tmp_path / "v6.1" / "closed" / "X" / "results" / "sys" / "llama3_1-8b" / "Server" / "performance" / "run_1"
+    run.mkdir(parents=True)
+    (run / "mlperf_log_summary.txt").write_text(slow)
+    r = one(tmp_path)
+    assert r.validity == "INVALID" and r.failed
+    assert any("TPOT p99 101 ms" in reason and "100 ms" in reason for reason in r.invalid_reasons)
