@@ -325,3 +325,18 @@ def test_v61_llama31_8b_server_tpot_over_the_limit_is_rejected(tmp_path: Path) -
     r = one(tmp_path)
     assert r.validity == "INVALID" and r.failed
     assert any("TPOT p99 101 ms" in reason and "100 ms" in reason for reason in r.invalid_reasons)
+
+
+def test_v60_test09_output_length_verdict_in_the_scenario_folder() -> None:
+    r = one(PUB / "v6.0/closed/AMD/results/8xMI355X_2xEPYC_9575F/gpt-oss-120b/Server/TEST09")
+    assert (r.benchmark_full, r.scenario, r.test_mode, r.validity) == ("gpt-oss-120b", "Server", "TEST09", "VALID")
+    assert values(r) == {"compliance_pass": 1.0, "compliance_output_len_pass": 1.0}
+
+
+def test_a_test_folder_given_directly_is_its_compliance_verdict_not_its_loadgen_log() -> None:
+    # rgat/Offline/compliance/TEST01 holds the verify file; rgat/Offline/TEST01 only the compliance run's logs
+    offline = PUB / DELL60 / "1-node-2S-GNR_86C" / "rgat" / "Offline"
+    verdict = one(offline / "compliance" / "TEST01")
+    assert (verdict.test_mode, verdict.validity, verdict.benchmark_full) == ("TEST01", "VALID", "rgat")
+    logs_only = collect(offline / "TEST01")
+    assert logs_only.results == [] and logs_only.issues == []
