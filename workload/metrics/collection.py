@@ -92,9 +92,13 @@ def find_result_dirs(root: Path, issues: list[ParseIssue] | None = None) -> dict
     computed from); the endpoints files of a v6.1 scenario folder (``performance/result_summary.json``,
     ``accuracy/accuracy_results.json``) are one job of that folder, named relative to it, and its
     ``audit/audit_<test>.json`` files one job of their folder; ``performance/ranging`` is skipped.
-    A folder that cannot be listed is an issue in ``issues``.
+    ``root`` may itself be a ``TEST0x`` folder. A folder that cannot be listed is an issue in ``issues``.
     """
     found: dict[str, list[str]] = {}
+    if compliance.TEST_DIR.match(root.name) and root.is_dir():
+        # `workload results .../TEST01` itself: the same one job as when the tree around it is walked
+        _compliance_dir(str(root), found, issues)
+        return found
     stack = [str(root)]
     while stack:
         current = stack.pop()

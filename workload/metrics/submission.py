@@ -57,6 +57,23 @@ def system_json_path(directory: str) -> str | None:
     return None
 
 
+#: the divisions of a submission tree (``VALID_DIVISIONS`` of the checker)
+DIVISIONS = ("closed", "open", "network")
+
+
+def division_of(directory: str) -> str | None:
+    """The division (``closed``, ``open``, ``network``) of a folder of ``<division>/<submitter>/results/...``.
+
+    Also for ``compliance`` and ``measurements``; None for a folder that is not in a submission tree.
+    """
+    parts = directory.replace("\\", "/").rstrip("/").split("/")
+    for index in range(len(parts) - 2, 1, -1):
+        if parts[index] in _TREE_DIRS and parts[index + 1]:
+            division = parts[index - 2].lower()
+            return division if division in DIVISIONS else None
+    return None
+
+
 def _load_system(
     path: str, wanted: tuple[str, ...] = SYSTEM_FIELDS
 ) -> tuple[dict[str, MetadataValue] | None, str | None]:

@@ -44,7 +44,10 @@ AUDIT_DIR = "audit"
 AUDIT_FILE = re.compile(r"^audit_(.+)\.json$")
 #: the largest verify file read (real ones are < 1 kB; an accuracy baseline a few kB)
 _MAX_BYTES = 1 << 20
-_SCORE = re.compile(r"^(reference|test) score = ([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*$", re.MULTILINE)
+# verify scripts print "reference score = x" (TEST04 of v6.0) or "Reference score = x" (TEST01 of v5.1, v6.0)
+_SCORE = re.compile(
+    r"^(reference|test) score = ([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*$", re.MULTILINE | re.IGNORECASE
+)
 _TEST06_LINES = (
     ("First token check pass: True", "First token check pass: Skipped"),
     ("EOS check pass: True",),
@@ -156,7 +159,7 @@ def build(directory: str, names: list[str], host: str | None) -> tuple[list[Pars
             for which, value in _SCORE.findall(text):
                 metrics.append(
                     (
-                        f"compliance_{which}_score",
+                        f"compliance_{which.lower()}_score",
                         float(value),
                         "",
                         Relativity.UNDEFINED,
