@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner
 
-from workload.cli.results_cmd import results_command
+from tests.test_metrics_published import main, meta, one
 from workload.metrics.collection import collect
 from workload.metrics.model import BenchmarkResult
 from workload.metrics.rules import detect_round
@@ -30,23 +29,6 @@ EDGE60 = "v6.0/open/NVIDIA/results/Jetson-Thor/llama3.1-8b-edge/SingleStream"
 OSS60 = "v6.0/open/Supermicro_RedHat/results/8xMI350X_2xEPYC-9575F/gpt-oss-120b/Server"
 WAN60 = "v6.0/open/AMD/results/8xMI355X_2xEPYC_9597F/wan-2.2-t2v-a14b/SingleStream"
 L8B61 = "v6.1/closed/Intel/results/1-node-2S-GNR_128C/llama3_1-8b/Server"
-
-
-def main() -> click.Group:
-    group = click.Group("workload")
-    group.add_command(results_command)
-    return group
-
-
-def one(path: Path) -> BenchmarkResult:
-    collection = collect(path)
-    assert collection.issues == []
-    assert len(collection.results) == 1, [r.source for r in collection.results]
-    return collection.results[0]
-
-
-def meta(result: BenchmarkResult) -> dict[str, object]:
-    return dict(result.metrics[0].metadata)
 
 
 def values(result: BenchmarkResult) -> dict[str, float]:
