@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -112,10 +113,12 @@ def test_the_sampler_writes_samples_and_a_summary_that_sees_throttling(
     run = tmp_path / "run"
     monitor = TelemetryMonitor(run, MonitorSettings(interval_s=0.1)).start()
     wait_for_samples(monitor, 3)
-    summary = monitor.stop()
+    whole = monitor.stop()
+    summary = whole["hosts"]["local"]
     lines = [json.loads(line) for line in (run / "telemetry" / "samples.jsonl").read_text().splitlines()]
     assert {line["device"] for line in lines} == {"host", "gpu0", "gpu1"}
-    assert summary["gpus"] == 2 and summary["nvidia_smi"] == str(exe)
+    assert {line["host"] for line in lines} == {"local"}
+    assert summary["gpus"] == 2 and summary["nvidia_smi"] == "nvidia-smi" and whole["gpus"] == 2
     temperature = summary["devices"]["gpu0"]["metrics"]["temperature"]
     assert temperature["samples"] >= 3
     assert {k: temperature[k] for k in ("min", "avg", "max", "unit")} == {"min": 88, "avg": 88, "max": 88, "unit": "C"}
@@ -125,20 +128,30 @@ def test_the_sampler_writes_samples_and_a_summary_that_sees_throttling(
         "devices": {"gpu0": ["HW thermal slowdown"]},
         "reasons_seen": {"gpu0": ["HW thermal slowdown"], "gpu1": ["GPU idle"]},
     }
-    assert json.loads((run / "telemetry" / "summary.json").read_text()) == summary
-    assert "telemetry: GPU throttling seen: yes (gpu0: HW thermal slowdown)" in summary_lines(summary)
-    assert (run / "telemetry" / "nvidia-smi.csv").read_text().startswith("# nvidia-smi --query-gpu=timestamp,")
+    assert whole["throttling_seen"] is True
+    assert json.loads((run / "telemetry" / "summary.json").read_text()) == whole
+    assert "telemetry: GPU throttling seen: yes (gpu0: HW thermal slowdown)" in summary_lines(whole)
+    raw = (run / "telemetry" / "local" / "nvidia-smi.csv").read_text()
+    assert raw.startswith("# nvidia-smi --query-gpu=timestamp,") and ", NVIDIA H100 80GB HBM3, " in raw
 
 
 def test_without_nvidia_smi_only_the_host_is_sampled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    path = f"{tmp_path / 'empty'}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    assert shutil.which("nvidia-smi", path=path) is None
+    monkeypatch.setenv("PATH", path)
     monitor = TelemetryMonitor(tmp_path, MonitorSettings(interval_s=0.05)).start()
     wait_for_samples(monitor, 3)
-    summary = monitor.stop()
+    whole = monitor.stop()
+    summary = whole["hosts"]["local"]
     assert summary["gpus"] == 0 and summary["nvidia_smi"] is None and list(summary["devices"]) == ["host"]
+    assert summary["notes"] == ["no nvidia-smi on this host: host telemetry only"] and summary["errors"] == []
     cpu = summary["devices"]["host"]["metrics"]["cpu_utilization"]
     assert 0 <= cpu["min"] <= cpu["avg"] <= cpu["max"] <= 100
-    assert not any("throttling" in line for line in summary_lines(summary))
+    memory = summary["devices"]["host"]["metrics"]["memory_used"]
+    assert 0 < memory["max"] <= summary["devices"]["host"]["metrics"]["memory_total"]["max"]
+    lines = summary_lines(whole)
+    assert not any("throttling" in line for line in lines)
+    assert "telemetry: no nvidia-smi on this host: host telemetry only" in lines
 
 
 def test_a_broken_nvidia_smi_is_recorded_and_sampling_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,7 +160,7 @@ def test_a_broken_nvidia_smi_is_recorded_and_sampling_goes_on(tmp_path: Path, mo
     monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
     monitor = TelemetryMonitor(tmp_path / "run", MonitorSettings(interval_s=0.05)).start()
     wait_for_samples(monitor, 2)
-    summary = monitor.stop()
+    summary = monitor.stop()["hosts"]["local"]
     assert summary["gpus"] == 0 and "host" in summary["devices"]
     assert any("exit 9" in e and "couldn't communicate" in e for e in summary["errors"])
 

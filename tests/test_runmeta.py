@@ -46,7 +46,7 @@ def test_run_json_records_times_command_line_exit_code_and_machine(
     # the monitor sampled the host (no nvidia-smi on PATH) while the actions ran
     (folder,) = test_steps.glob("*")
     summary = json.loads((folder / "telemetry" / "summary.json").read_text())
-    assert summary["gpus"] == 0 and summary["interval_s"] == 0.2 and "host" in summary["devices"]
+    assert summary["gpus"] == 0 and summary["interval_s"] == 0.2 and "host" in summary["hosts"]["local"]["devices"]
     out = capsys.readouterr().out
     assert "telemetry host (host) min/avg/max: cpu_utilization" in out
     # and the run folder has its report, with the exit code in it

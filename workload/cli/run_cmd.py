@@ -136,14 +136,21 @@ def run_command(
     console.print(styled((resolved.name, "bold"), f" on {len(specs)} host(s); run folder ", (str(folder.root), "cyan")))
     total_steps = len(resolved.dependencies if dependencies_only else resolved.steps)
     engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose, total_steps=total_steps)
-    engine = Engine(resolved, folder, factory, options, engine_reporter)
-    monitor = _start_monitor(folder, resolved, specs, dependencies_only)
+    from workload.cli import telemetry_hook
+
+    # Telemetry of every host (workload.monitors), each sampled while the engine works on it.
+    monitor, factory, reporter = telemetry_hook.attach(
+        folder.root, resolved, dependencies_only, factory, engine_reporter
+    )
+    engine = Engine(resolved, folder, factory, options, reporter)
+    if monitor is not None:
+        monitor.start(cancel=engine.cancel)
     try:
         with engine_reporter:
             # Ctrl-C is handled inside: the hosts' commands are killed and every host gets an outcome.
             outcomes = engine.run(specs)
     finally:
-        telemetry = _stop_monitor(monitor)
+        telemetry = telemetry_hook.detach(monitor)
     # From here on the benchmark has run: a file that cannot be written (disk full) is named and
     # the run goes on to print what was collected, then exits 8 (OutputError), not 1.
     write_errors: list[OutputError] = list(engine.write_errors)
@@ -187,26 +194,6 @@ def _retry_lines(outcomes: list[HostOutcome]) -> list[str]:
     from workload.loadgen.retry import attempt_lines
 
     return [line for o in outcomes for line in attempt_lines(o.name, list(o.results))]
-
-
-def _start_monitor(folder: Any, resolved: Any, specs: list[Any], dependencies_only: bool) -> Any:
-    """Telemetry of this machine while the run goes (workload.monitors), when a host is this machine."""
-    if dependencies_only or not any(spec.scheme == "local" for spec in specs):
-        return None
-    from workload.monitors.sampler import TelemetryMonitor
-    from workload.monitors.step import settings_from_monitors
-
-    local = next(spec.name for spec in specs if spec.scheme == "local")
-    return TelemetryMonitor(folder.root, settings_from_monitors(resolved.monitors), host=local).start()
-
-
-def _stop_monitor(monitor: Any) -> list[str]:
-    """Stop the sampler; the console lines of its summary."""
-    if monitor is None:
-        return []
-    from workload.monitors.sampler import summary_lines
-
-    return summary_lines(monitor.stop())
 
 
 def _write_report(console: Console, folder: Any, history: str | None) -> None:

@@ -1,16 +1,19 @@
-"""This machine's CPU, memory and load, read from ``/proc`` (Linux); a missing file gives no values."""
+"""A host's CPU, memory and load, from ``/proc`` (Linux) read on the host with one command.
+
+:data:`PROC_ARGV` reads ``/proc/stat``, ``/proc/meminfo`` and ``/proc/loadavg`` in one ``cat`` (one
+round trip on a remote host); the parsers below pick their lines out of the concatenation, so a
+missing file only loses its own values.
+"""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import re
 
+#: One read-only command for the host part of a sample.
+PROC_ARGV: tuple[str, ...] = ("cat", "/proc/stat", "/proc/meminfo", "/proc/loadavg")
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+#: ``/proc/loadavg``: "0.42 0.35 0.30 2/345 6789" (1, 5, 15 minute averages, runnable/total, last pid).
+_LOADAVG = re.compile(r"^(\d+\.\d+) (\d+\.\d+) (\d+\.\d+) \d+/\d+ \d+$", re.M)
 
 
 def cpu_times(stat: str) -> tuple[int, int] | None:
@@ -43,22 +46,27 @@ def memory(meminfo: str) -> dict[str, float]:
     }
 
 
+def load_1m(text: str) -> float | None:
+    """The 1-minute load average from a ``/proc/loadavg`` line."""
+    match = _LOADAVG.search(text)
+    return float(match.group(1)) if match else None
+
+
 class HostSampler:
-    """CPU utilisation between two calls, plus memory and load average now."""
+    """Turns successive outputs of :data:`PROC_ARGV` into samples: CPU utilisation since the previous
+    output, memory and load average now. Not thread-safe (one per host sampler)."""
 
     def __init__(self) -> None:
-        self._last = cpu_times(_read("/proc/stat"))
+        self._last: tuple[int, int] | None = None
 
-    def sample(self) -> dict[str, float | None]:
-        now = cpu_times(_read("/proc/stat"))
+    def sample(self, proc_text: str) -> dict[str, float | None]:
+        now = cpu_times(proc_text)
         cpu: float | None = None
         if now is not None and self._last is not None and now[1] > self._last[1]:
             cpu = round(100.0 * (now[0] - self._last[0]) / (now[1] - self._last[1]), 1)
-        self._last = now
+        if now is not None:
+            self._last = now
         values: dict[str, float | None] = {"cpu_utilization": cpu}
-        values.update(memory(_read("/proc/meminfo")))
-        try:
-            values["load_1m"] = round(os.getloadavg()[0], 2)
-        except OSError:
-            values["load_1m"] = None
+        values.update(memory(proc_text))
+        values["load_1m"] = load_1m(proc_text)
         return values

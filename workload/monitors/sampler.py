@@ -1,56 +1,51 @@
-"""The background sampler of a run, its files and their summary.
+"""The run-wide telemetry monitor: one sampler per host of the run, its files and their summary.
 
-:class:`TelemetryMonitor` samples every ``interval_s`` seconds, from :meth:`start` to :meth:`stop`
-(the run's actions), on this machine: each GPU with one ``nvidia-smi --query-gpu`` call (when
-nvidia-smi is on PATH; otherwise the host only) and the host from ``/proc``. Files, in
+:class:`TelemetryMonitor` runs a :class:`~workload.monitors.hostmonitor.HostMonitor` (a thread with
+a connection of its own) for every host, local or SSH, from the moment the engine reaches the host
+(:meth:`TelemetryMonitor.watch`) until the host is done or the run ends. Files, in
 ``<run folder>/telemetry/``:
 
-* ``samples.jsonl`` - one line per device and moment: ``{"time", "host", "device", "name", "values"}``
-  (``device`` is ``host`` or ``gpu<index>``; values keyed by :data:`UNITS`' names);
-* ``nvidia-smi.csv`` - nvidia-smi's own lines, with the query as a header comment, for the record;
-* ``summary.json`` - per device and metric min / avg / max, and whether a GPU reported a clocks
-  event reason that means throttling (power cap, thermal or HW slowdown; see
-  :data:`workload.monitors.nvsmi.THROTTLE_MASK`), with the reasons seen and the ECC error counts.
+* ``samples.jsonl`` - one line per host, device and moment: ``{"time", "host", "device", "name",
+  "values"}`` (``device`` is ``host`` or ``gpu<index>``; ``time`` is this machine's UTC time,
+  ``gpu_time`` nvidia-smi's own timestamp on the host; values keyed by :data:`UNITS`' names);
+* ``<host folder>/nvidia-smi.csv`` - the host's nvidia-smi lines, the query as a header comment
+  (``<host folder>`` as the run folder names host folders: :func:`workload.rundir.host_folder_name`);
+* ``summary.json`` - ``{"interval_s", "started", "ended", "gpus", "throttling_seen", "hosts": {host:
+  summary}}``, each host's summary as :meth:`~workload.monitors.stats.HostStats.summary` makes it:
+  per device and metric min / avg / max, throttling seen and its reasons, ECC errors, notes (no
+  nvidia-smi) and errors (failed samples).
 
-A failing nvidia-smi call is recorded (``errors`` in the summary) and sampling goes on: a
-monitor never fails a run.
+A host whose sampling fails is sampled for what still works; a monitor never fails a run. After the
+run's cancel token is set (Ctrl-C, SIGTERM, ``--fail-fast``) no sampling command starts.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workload.monitors.hostsample import HostSampler
-from workload.monitors.nvsmi import (
-    EVENT_FIELD,
-    LEGACY_EVENT_FIELD,
-    METRICS,
-    THROTTLE_MASK,
-    describe_reasons,
-    invalid_field,
-    parse_query,
-    query_argv,
-)
+from workload.hosts.base import Host, HostSpec
+from workload.hosts.local import LocalHost
+from workload.monitors.hostmonitor import Cancel, HostMonitor, own_connection
+from workload.monitors.stats import UNITS
+from workload.rundir import host_folder_name
+
+__all__ = ["UNITS", "MonitorSettings", "TelemetryMonitor", "summary_lines", "wait_for_samples"]
 
 TELEMETRY_DIR = "telemetry"
 SAMPLES_FILE = "samples.jsonl"
 RAW_FILE = "nvidia-smi.csv"
 SUMMARY_FILE = "summary.json"
-#: metric -> unit, for every metric a sample may hold.
-UNITS: dict[str, str] = {name: unit for _, name, unit in METRICS if unit != "bitmask"} | {
-    "cpu_utilization": "%",
-    "load_1m": "",
-}
 DEFAULT_INTERVAL_S = 2.0
-NVIDIA_SMI_TIMEOUT_S = 20.0
+#: How long stop() waits for the samplers' last samples before it kills what they run.
+STOP_GRACE_S = 3.0
+#: ... and then for the killed commands to return.
+STOP_KILL_WAIT_S = 3.0
 
 
 @dataclass
@@ -61,69 +56,103 @@ class MonitorSettings:
     host: bool = True
 
 
-@dataclass
-class _Stats:
-    count: int = 0
-    total: float = 0.0
-    low: float = float("inf")
-    high: float = float("-inf")
-
-    def add(self, value: float) -> None:
-        self.count += 1
-        self.total += value
-        self.low = min(self.low, value)
-        self.high = max(self.high, value)
-
-    def as_dict(self, unit: str) -> dict[str, Any]:
-        return {
-            "min": round(self.low, 3),
-            "avg": round(self.total / self.count, 3),
-            "max": round(self.high, 3),
-            "samples": self.count,
-            "unit": unit,
-        }
-
-
-@dataclass
-class _Summary:
-    stats: dict[str, dict[str, _Stats]] = field(default_factory=dict)
-    names: dict[str, str] = field(default_factory=dict)
-    reasons_seen: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    first: str | None = None
-    last: str | None = None
-
-
 class TelemetryMonitor:
-    """Samples this machine in a background thread (see the module docstring); thread-safe."""
+    """Samples the run's hosts in background threads (see the module docstring); thread-safe.
 
-    def __init__(self, run_folder: Path, settings: MonitorSettings | None = None, *, host: str = "local") -> None:
+    ``hosts``: hosts to sample from :meth:`start` on; None means this machine (``local``). A run
+    gives none and adds each host as the engine opens it (:meth:`watch`).
+    """
+
+    def __init__(
+        self, run_folder: Path, settings: MonitorSettings | None = None, hosts: Sequence[Host] | None = None
+    ) -> None:
         self.dir = run_folder / TELEMETRY_DIR
         self.settings = settings or MonitorSettings()
-        self.host = host
-        self.nvidia_smi = shutil.which("nvidia-smi") if self.settings.gpus else None
-        self._event_field = EVENT_FIELD
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._initial = list(hosts) if hosts is not None else [LocalHost("local")]
         self._lock = threading.Lock()
-        self._summary = _Summary()
-        self._host = HostSampler() if self.settings.host else None
+        self._monitors: dict[str, HostMonitor] = {}
+        self._cancel: Cancel | None = None
+        self._started = False
+        self._stopped = False
 
-    # -- life --------------------------------------------------------------------------------------
-    def start(self) -> TelemetryMonitor:
+    # -- life ------------------------------------------------------------------------------------
+    def start(self, *, cancel: Cancel | None = None) -> TelemetryMonitor:
+        """Start sampling the hosts given; ``cancel``: the run's stop token (no new command once set)."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        if self.nvidia_smi:
-            (self.dir / RAW_FILE).write_text(f"# {' '.join(query_argv('nvidia-smi'))}\n", encoding="utf-8")
-        self._thread = threading.Thread(target=self._loop, name="workload-telemetry", daemon=True)
-        self._thread.start()
+        self._cancel = cancel
+        self._started = True
+        for host in self._initial:
+            self.add(host, ready=lambda: True)
         return self
 
+    def watch(self, factory: Callable[[HostSpec], Host]) -> Callable[[HostSpec], Host]:
+        """A host factory for the engine: each host it opens is sampled once the engine has reached it."""
+
+        def opening(spec: HostSpec) -> Host:
+            host = factory(spec)
+            self.add(host)
+            return host
+
+        return opening
+
+    def add(self, host: Host, *, ready: Callable[[], bool] | None = None) -> None:
+        """Sample ``host`` (through a connection of its own) from when ``ready()`` is true; default: once
+        ``host`` has connected (a local host is always ready). A host added twice is sampled once."""
+        if ready is None:
+            ready = (lambda: True) if isinstance(host, LocalHost) else (lambda: host.connection_generation > 0)
+        with self._lock:
+            if self._stopped or not self._started or host.name in self._monitors:
+                return
+            monitor = HostMonitor(
+                host.name,
+                own_connection(host),
+                interval_s=self.settings.interval_s,
+                warmup_s=self.settings.warmup_s,
+                gpus=self.settings.gpus,
+                host_part=self.settings.host,
+                raw_path=self.dir / host_folder_name(host.name) / RAW_FILE,
+                write=self._write,
+                ready=ready,
+                cancel=self._cancel,
+            )
+            self._monitors[host.name] = monitor
+        monitor.start()
+
+    def host_done(self, name: str) -> None:
+        """The engine is done with this host: its sampler takes a last sample and ends (returns at once)."""
+        with self._lock:
+            monitor = self._monitors.get(name)
+        if monitor is not None:
+            monitor.request_stop(final_sample=True)
+
     def stop(self) -> dict[str, Any]:
-        """Stop sampling (one last sample first), write ``summary.json`` and return it."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=NVIDIA_SMI_TIMEOUT_S + 5)
+        """Stop every sampler (a last sample unless the run was cancelled), write ``summary.json``, return it.
+
+        Prompt: samplers get :data:`STOP_GRACE_S` for their last sample, then their running commands
+        are killed; a sampler still stuck after that is left behind (its samples are no longer written).
+        """
+        with self._lock:
+            self._stopped = True
+            monitors = list(self._monitors.values())
+        cancelled = self._cancel is not None and self._cancel.is_set()
+        for monitor in monitors:
+            monitor.request_stop(final_sample=not cancelled)
+        deadline = time.monotonic() + STOP_GRACE_S
+        stuck = [m for m in monitors if not m.join(deadline - time.monotonic())]
+        if stuck:
+            killers = [threading.Thread(target=m.abort, daemon=True) for m in stuck]
+            for killer in killers:
+                killer.start()
+            deadline = time.monotonic() + STOP_KILL_WAIT_S
+            for monitor in stuck:
+                if not monitor.join(deadline - time.monotonic()):
+                    monitor.stats.error("the sampler did not stop in time; its last sample is missing")
+        with self._lock:
+            self._closed = True
+        for monitor in monitors:
+            monitor.close()
         summary = self.summary()
+        self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
 
@@ -133,155 +162,114 @@ class TelemetryMonitor:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _loop(self) -> None:
-        if self.settings.warmup_s and self._stop.wait(self.settings.warmup_s):
-            return
-        while True:
-            self.sample_once()
-            if self._stop.wait(self.settings.interval_s):
-                self.sample_once()  # the state at the end of the run
-                return
+    _closed = False
 
-    # -- one sample --------------------------------------------------------------------------------
-    def sample_once(self) -> None:
-        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-        records: list[dict[str, Any]] = []
-        if self._host is not None:
-            records.append({"time": stamp, "host": self.host, "device": "host", "name": "host",
-                            "values": self._host.sample()})  # fmt: skip
-        if self.nvidia_smi:
-            records.extend(self._gpu_records(stamp))
+    def _write(self, records: list[dict[str, Any]]) -> None:
         with self._lock:
+            if self._closed:
+                return
             with (self.dir / SAMPLES_FILE).open("a", encoding="utf-8") as fh:
                 for record in records:
                     fh.write(json.dumps(record) + "\n")
-            self._add(records, stamp)
 
-    def _gpu_records(self, stamp: str) -> list[dict[str, Any]]:
-        assert self.nvidia_smi is not None
-        output = self._query()
-        if output is None:
-            return []
-        with (self.dir / RAW_FILE).open("a", encoding="utf-8") as fh:
-            fh.write(output if output.endswith("\n") else output + "\n")
-        records = []
-        for sample in parse_query(output):
-            values: dict[str, float | None] = dict(sample.values)
-            records.append({"time": stamp, "gpu_time": sample.timestamp, "host": self.host,
-                            "device": f"gpu{sample.index}", "name": sample.name, "values": values})  # fmt: skip
-        if not records:
-            self._error(f"nvidia-smi printed no GPU rows: {output.strip()[:200]!r}")
-        return records
-
-    def _query(self) -> str | None:
-        assert self.nvidia_smi is not None
-        for _ in range(2):
-            try:
-                proc = subprocess.run(
-                    query_argv(self.nvidia_smi, self._event_field),
-                    capture_output=True,
-                    text=True,
-                    timeout=NVIDIA_SMI_TIMEOUT_S,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                self._error(f"nvidia-smi: {exc}")
-                return None
-            if proc.returncode == 0:
-                return proc.stdout
-            rejected = invalid_field(proc.stdout + proc.stderr)
-            if rejected == EVENT_FIELD and self._event_field == EVENT_FIELD:
-                self._event_field = LEGACY_EVENT_FIELD  # a driver before R535
-                continue
-            self._error(f"nvidia-smi exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()[:200]}")
-            return None
-        return None
-
-    def _error(self, text: str) -> None:
+    # -- summary ---------------------------------------------------------------------------------
+    def monitor(self, host: str) -> HostMonitor | None:
         with self._lock:
-            if len(self._summary.errors) < 20 and text not in self._summary.errors:
-                self._summary.errors.append(text)
+            return self._monitors.get(host)
 
-    def _add(self, records: list[dict[str, Any]], stamp: str) -> None:
-        s = self._summary
-        s.first = s.first or stamp
-        s.last = stamp
-        for record in records:
-            device = record["device"]
-            s.names[device] = record["name"]
-            per = s.stats.setdefault(device, {})
-            for metric, value in record["values"].items():
-                if value is None:
-                    continue
-                if metric == "clocks_event_reasons":
-                    s.reasons_seen[device] = s.reasons_seen.get(device, 0) | int(value)
-                    continue
-                per.setdefault(metric, _Stats()).add(float(value))
-
-    # -- summary -----------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         with self._lock:
-            s = self._summary
-            devices = {
-                device: {"name": s.names.get(device, device),
-                         "metrics": {m: st.as_dict(UNITS.get(m, "")) for m, st in sorted(per.items())}}
-                for device, per in s.stats.items()
-            }  # fmt: skip
-            throttled = {d: describe_reasons(mask & THROTTLE_MASK) for d, mask in s.reasons_seen.items()}
-            throttled = {d: reasons for d, reasons in throttled.items() if reasons}
-            ecc = max(
-                (st["ecc_uncorrected_volatile"].high for st in s.stats.values() if "ecc_uncorrected_volatile" in st),
-                default=None,
-            )
-            return {
-                "host": self.host,
-                "interval_s": self.settings.interval_s,
-                "started": s.first,
-                "ended": s.last,
-                "nvidia_smi": self.nvidia_smi,
-                "gpus": sum(1 for d in devices if d.startswith("gpu")),
-                "devices": devices,
-                "throttling": {
-                    "seen": bool(throttled),
-                    "devices": throttled,
-                    "reasons_seen": {d: describe_reasons(m) for d, m in s.reasons_seen.items()},
-                },
-                "ecc_uncorrected_max": ecc,
-                "errors": list(s.errors),
-            }
+            monitors = dict(self._monitors)
+        hosts = {name: m.stats.summary() for name, m in monitors.items()}
+        starts = [s["started"] for s in hosts.values() if s["started"]]
+        ends = [s["ended"] for s in hosts.values() if s["ended"]]
+        return {
+            "interval_s": self.settings.interval_s,
+            "started": min(starts, default=None),
+            "ended": max(ends, default=None),
+            "gpus": sum(s["gpus"] for s in hosts.values()),
+            "throttling_seen": any(s["throttling"]["seen"] for s in hosts.values()),
+            "hosts": hosts,
+        }
 
 
-def summary_lines(summary: dict[str, Any]) -> list[str]:
-    """The console's telemetry lines: host CPU/memory, each GPU's headline figures, throttling yes/no."""
+_HEADLINE = ("cpu_utilization", "gpu_utilization", "power_draw", "temperature", "sm_clock", "memory_used")
+
+
+def _figures(metrics: dict[str, Any], names: Sequence[str]) -> list[str]:
+    parts = []
+    for metric in names:
+        st = metrics.get(metric)
+        if st:
+            parts.append(f"{metric} {st['min']:g}/{st['avg']:g}/{st['max']:g} {st['unit']}".rstrip())
+    return parts
+
+
+def _merged_gpu_metrics(devices: dict[str, Any]) -> dict[str, Any]:
+    """Every GPU of a host together: min of mins, sample-weighted average, max of maxes."""
+    merged: dict[str, Any] = {}
+    for device, data in devices.items():
+        if not device.startswith("gpu"):
+            continue
+        for metric, st in (data.get("metrics") or {}).items():
+            m = merged.setdefault(metric, {"min": st["min"], "max": st["max"], "sum": 0.0, "n": 0, "unit": st["unit"]})
+            m["min"], m["max"] = min(m["min"], st["min"]), max(m["max"], st["max"])
+            m["sum"] += st["avg"] * st["samples"]
+            m["n"] += st["samples"]
+    return {k: {**v, "avg": round(v["sum"] / v["n"], 1)} for k, v in merged.items() if v["n"]}
+
+
+def _host_lines(host: dict[str, Any], *, detailed: bool) -> list[str]:
+    """The console lines of one host: per device (one host in the run), or one line for the host."""
+    name = str(host.get("host", ""))
+    devices = host.get("devices") or {}
     lines: list[str] = []
-    for device, data in summary.get("devices", {}).items():
-        metrics = data.get("metrics", {})
-        parts = []
-        for metric in ("cpu_utilization", "gpu_utilization", "power_draw", "temperature", "sm_clock", "memory_used"):
-            st = metrics.get(metric)
-            if st:
-                parts.append(f"{metric} {st['min']:g}/{st['avg']:g}/{st['max']:g} {st['unit']}".rstrip())
+    if detailed:
+        for device, data in devices.items():
+            parts = _figures(data.get("metrics") or {}, _HEADLINE)
+            if parts:
+                lines.append(f"telemetry {device} ({data.get('name', device)}) min/avg/max: " + ", ".join(parts))
+    else:
+        parts = _figures((devices.get("host") or {}).get("metrics") or {}, ("cpu_utilization", "memory_used"))
+        if host.get("gpus"):
+            gpu = _figures(_merged_gpu_metrics(devices), ("gpu_utilization", "power_draw", "temperature", "sm_clock"))
+            parts.append(f"{host['gpus']} GPU(s) " + ", ".join(gpu))
         if parts:
-            lines.append(f"telemetry {device} ({data.get('name', device)}) min/avg/max: " + ", ".join(parts))
-    if summary.get("gpus"):
-        throttling = summary.get("throttling", {})
+            lines.append(f"telemetry {name} min/avg/max: " + ", ".join(parts))
+    prefix = "telemetry: " if detailed else f"telemetry {name}: "
+    if host.get("gpus"):
+        throttling = host.get("throttling") or {}
         if throttling.get("seen"):
-            seen = "; ".join(f"{d}: {', '.join(r)}" for d, r in throttling.get("devices", {}).items())
-            lines.append(f"telemetry: GPU throttling seen: yes ({seen})")
+            seen = "; ".join(f"{d}: {', '.join(r)}" for d, r in (throttling.get("devices") or {}).items())
+            lines.append(f"{prefix}GPU throttling seen: yes ({seen})")
         else:
-            lines.append("telemetry: GPU throttling seen: no")
-        if summary.get("ecc_uncorrected_max"):
-            lines.append(f"telemetry: uncorrected ECC errors (volatile): {summary['ecc_uncorrected_max']:g}")
-    for error in summary.get("errors", [])[:3]:
-        lines.append(f"telemetry: {error}")
+            lines.append(f"{prefix}GPU throttling seen: no")
+        if host.get("ecc_uncorrected_max"):
+            lines.append(f"{prefix}uncorrected ECC errors (volatile): {host['ecc_uncorrected_max']:g}")
+    for note in host.get("notes") or []:
+        lines.append(f"{prefix}{note}")
+    if host.get("failed_samples"):
+        lines.append(f"{prefix}{host['failed_samples']} sample(s) failed")
+    for error in (host.get("errors") or [])[:3]:
+        lines.append(f"{prefix}{error}")
     return lines
 
 
-def wait_for_samples(monitor: TelemetryMonitor, count: int, timeout_s: float = 10.0) -> None:
-    """Block until ``count`` host samples were taken (tests)."""
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """The console's telemetry lines: with one host, each device's headline figures; with several,
+    one line per host (its GPUs together); then throttling seen yes/no, notes and errors per host."""
+    hosts = list((summary.get("hosts") or {}).values())
+    lines: list[str] = []
+    for host in hosts:
+        lines += _host_lines(host, detailed=len(hosts) == 1)
+    return lines
+
+
+def wait_for_samples(monitor: TelemetryMonitor, count: int, timeout_s: float = 10.0, *, host: str = "local") -> None:
+    """Block until ``count`` host samples of ``host`` were taken (tests)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        stats = monitor._summary.stats.get("host", {}).get("load_1m")
-        if stats is not None and stats.count >= count:
+        sampler = monitor.monitor(host)
+        if sampler is not None and sampler.stats.count("host", "load_1m") >= count:
             return
         time.sleep(0.05)

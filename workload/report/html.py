@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from workload.report.data import PERCENTILES, ResultRow, RunData
 from workload.report.svg import Bar, Series, bar_chart, esc, fmt, line_chart
@@ -271,6 +272,54 @@ def _time_ticks(span_s: float) -> list[tuple[float, str]]:
     return [(span_s * k / 4, f"{span_s * k / 4:.0f}") for k in range(5)]
 
 
+def _host_summaries(summary: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+    """Each host's telemetry summary: ``{"hosts": {...}}``, or a run folder's older one-host summary."""
+    if not summary:
+        return {}
+    hosts = summary.get("hosts")
+    if isinstance(hosts, dict):
+        return {str(k): v for k, v in hosts.items() if isinstance(v, dict)}
+    return {"": summary}
+
+
+def _host_telemetry(prefix: str, summary: Mapping[str, Any]) -> list[str]:
+    """One host's part: throttling seen (or why there is no GPU part), its min/avg/max table, notes, errors."""
+    parts: list[str] = []
+    throttling = summary.get("throttling") or {}
+    if summary.get("gpus"):
+        seen = throttling.get("seen")
+        text = (
+            "yes: " + "; ".join(f"{d} {', '.join(r)}" for d, r in (throttling.get("devices") or {}).items())
+            if seen
+            else "no"
+        )
+        cls = "bad" if seen else "good"
+        shown = f'<span class="{cls}">{esc(text)}</span>'
+        parts.append(f'<p class="throttling">{esc(prefix)}GPU throttling seen: {shown}</p>')
+    else:
+        parts.append(f"<p>{esc(prefix)}no nvidia-smi on the host: host telemetry only</p>")
+    rows = []
+    for device, data in (summary.get("devices") or {}).items():
+        for metric, st in (data.get("metrics") or {}).items():
+            rows.append(
+                f"<tr><td>{esc(device)} ({esc(data.get('name', ''))})</td><td>{esc(metric)}</td>"
+                f'<td class="num">{esc(fmt(st["min"]))}</td><td class="num">{esc(fmt(st["avg"]))}</td>'
+                f'<td class="num">{esc(fmt(st["max"]))}</td><td>{esc(st.get("unit", ""))}</td></tr>'
+            )
+    if rows:
+        parts.append(
+            '<table class="telemetry"><tr><th>device</th><th>metric</th><th>min</th><th>avg</th>'
+            f"<th>max</th><th>unit</th></tr>{''.join(rows)}</table>"
+        )
+    for note in summary.get("notes") or []:
+        parts.append(f"<p>{esc(prefix)}{esc(note)}</p>")
+    if summary.get("failed_samples"):
+        parts.append(f'<p class="bad">{esc(prefix)}{esc(str(summary["failed_samples"]))} sample(s) failed</p>')
+    for error in summary.get("errors") or []:
+        parts.append(f'<p class="bad">{esc(prefix)}telemetry: {esc(error)}</p>')
+    return parts
+
+
 def _telemetry(runs: Sequence[RunData]) -> str:
     parts: list[str] = []
     for run in runs:
@@ -278,35 +327,8 @@ def _telemetry(runs: Sequence[RunData]) -> str:
         if not summary and not run.samples:
             continue
         prefix = f"{run.run_id}: " if len(runs) > 1 else ""
-        if summary:
-            throttling = summary.get("throttling") or {}
-            if summary.get("gpus"):
-                seen = throttling.get("seen")
-                text = (
-                    "yes: " + "; ".join(f"{d} {', '.join(r)}" for d, r in (throttling.get("devices") or {}).items())
-                    if seen
-                    else "no"
-                )
-                cls = "bad" if seen else "good"
-                shown = f'<span class="{cls}">{esc(text)}</span>'
-                parts.append(f'<p id="throttling">{esc(prefix)}GPU throttling seen: {shown}</p>')
-            else:
-                parts.append(f"<p>{esc(prefix)}no nvidia-smi on the host: host telemetry only</p>")
-            rows = []
-            for device, data in (summary.get("devices") or {}).items():
-                for metric, st in (data.get("metrics") or {}).items():
-                    rows.append(
-                        f"<tr><td>{esc(device)} ({esc(data.get('name', ''))})</td><td>{esc(metric)}</td>"
-                        f'<td class="num">{esc(fmt(st["min"]))}</td><td class="num">{esc(fmt(st["avg"]))}</td>'
-                        f'<td class="num">{esc(fmt(st["max"]))}</td><td>{esc(st.get("unit", ""))}</td></tr>'
-                    )
-            if rows:
-                parts.append(
-                    '<table class="telemetry"><tr><th>device</th><th>metric</th><th>min</th><th>avg</th>'
-                    f"<th>max</th><th>unit</th></tr>{''.join(rows)}</table>"
-                )
-            for error in summary.get("errors") or []:
-                parts.append(f'<p class="bad">{esc(prefix)}telemetry: {esc(error)}</p>')
+        for host, host_summary in _host_summaries(summary).items():
+            parts += _host_telemetry(f"{prefix}{host}: " if host else prefix, host_summary)
         charts = []
         start = min((s for s in (_seconds(r.get("time", "")) for r in run.samples) if s is not None), default=None)
         end = max((s for s in (_seconds(r.get("time", "")) for r in run.samples) if s is not None), default=None)
