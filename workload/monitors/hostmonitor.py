@@ -127,7 +127,9 @@ class HostMonitor:
         return True
 
     def abort(self) -> None:
-        """Kill the sampling command running now (a hung nvidia-smi) so the thread can end."""
+        """Kill the sampling command running now (a hung nvidia-smi) so the thread can end; start no other."""
+        self._aborted = True
+        self._final = False
         if self.host is not None:
             with contextlib.suppress(Exception):  # a broken connection: nothing left to kill
                 self.host.interrupt(grace_s=0.5)
@@ -137,8 +139,10 @@ class HostMonitor:
             with contextlib.suppress(Exception):
                 self.host.close()
 
+    _aborted = False
+
     def _cancelled(self) -> bool:
-        return self._cancel is not None and self._cancel.is_set()
+        return self._aborted or (self._cancel is not None and self._cancel.is_set())
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep ``seconds``; True as soon as the sampler must stop (stop asked or run cancelled)."""
@@ -176,7 +180,7 @@ class HostMonitor:
         stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
         records: list[dict[str, Any]] = []
         try:
-            if self._host_part is not None:
+            if self._host_part is not None and not self._cancelled():
                 values = self._proc_values()
                 if values is not None:
                     records.append({"time": stamp, "host": self.name, "device": "host", "name": "host",
@@ -226,6 +230,9 @@ class HostMonitor:
             if result.ok:
                 self.stats.nvidia_smi = "nvidia-smi"
                 return str(result.stdout)
+            if self._aborted:
+                self.stats.error("nvidia-smi had not answered when sampling stopped: killed")
+                return None
             text = f"{result.stdout}{result.stderr}"
             # The same rule as the facts' reading of nvidia-smi (installers/facts/nvidia.py): 127 is "not installed".
             if result.returncode == 127 or "command not found" in text:

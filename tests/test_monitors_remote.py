@@ -1,0 +1,187 @@
+"""Telemetry of remote hosts: fresh VMs of the test bed over real sshd, with the stand-in nvidia-smi
+(tests/testbed/standins/packages/nvidia-smi, installed as the nvidia-utils package puts it) on one
+and none on the other; a `workload run` on both; a stop that does not wait for a hung nvidia-smi;
+the run's cancel token, after which no sampling command starts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_fleet_steps import FLEET_TYPES
+from tests.test_monitors import DRIVER, gpu
+from tests.testbed.aptrepo import standin
+from tests.testbed.freshvm import FreshVM
+from workload import registry
+from workload.cli import invoke
+from workload.hosts import ConnectOptions, open_host, parse_host_spec
+from workload.hosts.base import Host
+from workload.monitors.hostmonitor import NO_NVIDIA_SMI
+from workload.monitors.sampler import (
+    STOP_GRACE_S,
+    STOP_KILL_WAIT_S,
+    MonitorSettings,
+    TelemetryMonitor,
+    summary_lines,
+    wait_for_samples,
+)
+from workload.rundir import host_folder_name
+from workload.steps import CancelToken
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def install_nvidia_smi(vm: FreshVM, gpus: list[dict[str, object]]) -> None:
+    """The stand-in nvidia-smi in /usr/bin, its driver "loaded", and these GPUs in the VM."""
+    vm.write_file("/usr/bin/nvidia-smi", standin("nvidia-smi", version=DRIVER, branch="550", cuda="12.4"), mode=0o755)
+    vm.check(["sh", "-c", f"echo {DRIVER} > /run/nvidia-driver-loaded"])
+    vm.write_file("/var/lib/standin/hardware.json", json.dumps({"gpus": gpus, "nvswitch": False}))
+
+
+def ssh_host(vm: FreshVM) -> Host:
+    options = ConnectOptions(
+        key_filename=str(vm.key_path),
+        known_hosts=str(vm.known_hosts_path),
+        use_system_known_hosts=False,
+        use_agent=False,
+        look_for_keys=False,
+    )
+    return open_host(parse_host_spec(vm.host_spec), options)
+
+
+def samples(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "telemetry" / "samples.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_each_ssh_host_is_sampled_gpus_where_nvidia_smi_is_host_only_where_not(
+    tmp_path: Path, fresh_vms: Callable[..., list[FreshVM]]
+) -> None:
+    with_gpus, without = fresh_vms(2)
+    install_nvidia_smi(
+        with_gpus,
+        [gpu(0, util=88, power_w=650.5, temp_c=77, sm_mhz=1755, clocks_event_reasons=0x20), gpu(1, util=91)],
+    )
+    assert without.exec(["sh", "-c", "command -v nvidia-smi"])[0] != 0
+    hosts = [ssh_host(with_gpus), ssh_host(without)]
+    run = tmp_path / "run"
+    monitor = TelemetryMonitor(run, MonitorSettings(interval_s=0.2), hosts).start()
+    for host in hosts:
+        wait_for_samples(monitor, 3, timeout_s=60, host=host.name)
+    whole = monitor.stop()
+
+    a, b = (whole["hosts"][h.name] for h in hosts)
+    lines = samples(run)
+    assert {r["device"] for r in lines if r["host"] == hosts[0].name} == {"host", "gpu0", "gpu1"}
+    assert {r["device"] for r in lines if r["host"] == hosts[1].name} == {"host"}
+    # the stand-in's values, as the VM's nvidia-smi printed them
+    gpu0 = a["devices"]["gpu0"]["metrics"]
+    assert a["gpus"] == 2 and a["devices"]["gpu0"]["name"] == "NVIDIA H100 80GB HBM3"
+    assert {k: gpu0[k]["max"] for k in ("gpu_utilization", "power_draw", "temperature", "sm_clock")} == {
+        "gpu_utilization": 88,
+        "power_draw": 650.5,
+        "temperature": 77,
+        "sm_clock": 1755,
+    }
+    assert a["devices"]["gpu1"]["metrics"]["gpu_utilization"]["avg"] == 91
+    assert a["throttling"]["devices"] == {"gpu0": ["SW thermal slowdown"]} and whole["throttling_seen"] is True
+    assert a["errors"] == [] and a["notes"] == [] and a["failed_samples"] == 0
+    raw = run / "telemetry" / host_folder_name(hosts[0].name) / "nvidia-smi.csv"
+    assert raw.read_text().count(", NVIDIA H100 80GB HBM3, 88, ") >= 3
+    # the host without nvidia-smi: its CPU, memory and load, and a note saying why there is no GPU
+    assert b["gpus"] == 0 and b["notes"] == [NO_NVIDIA_SMI] and b["errors"] == []
+    metrics = b["devices"]["host"]["metrics"]
+    assert metrics["load_1m"]["samples"] >= 3 and 0 <= metrics["cpu_utilization"]["avg"] <= 100
+    meminfo = without.check(["cat", "/proc/meminfo"])
+    total_kib = int(next(line.split()[1] for line in meminfo.splitlines() if line.startswith("MemTotal:")))
+    assert metrics["memory_total"]["max"] == round(total_kib / 1024, 1)
+    assert not (run / "telemetry" / host_folder_name(hosts[1].name)).exists()
+    console = summary_lines(whole)
+    assert f"telemetry {hosts[0].name}: GPU throttling seen: yes (gpu0: SW thermal slowdown)" in console
+    assert f"telemetry {hosts[1].name}: {NO_NVIDIA_SMI}" in console
+    assert any(line.startswith(f"telemetry {hosts[0].name} min/avg/max: cpu_utilization") for line in console)
+
+
+@pytest.mark.slow
+def test_stop_kills_a_hung_nvidia_smi_and_returns_promptly(tmp_path: Path, fresh_vm: Callable[..., FreshVM]) -> None:
+    vm = fresh_vm()
+    vm.write_file("/usr/bin/nvidia-smi", "#!/bin/sh\nsleep 297\n", mode=0o755)  # a GPU that does not answer
+    host = ssh_host(vm)
+    monitor = TelemetryMonitor(tmp_path / "run", MonitorSettings(interval_s=0.2), [host]).start()
+    deadline = time.monotonic() + 60
+    while "sleep 297" not in vm.check(["ps", "-eo", "args"]):
+        assert time.monotonic() < deadline, "the sampler never ran nvidia-smi"
+        time.sleep(0.2)
+    started = time.monotonic()
+    summary = monitor.stop()["hosts"][host.name]
+    took = time.monotonic() - started
+    assert took < STOP_GRACE_S + STOP_KILL_WAIT_S + 1, took
+    time.sleep(1.0)
+    assert "sleep 297" not in vm.check(["ps", "-eo", "args"]), "the hung nvidia-smi survived the stop"
+    assert "nvidia-smi had not answered when sampling stopped: killed" in summary["errors"]
+    assert summary["devices"]["host"]["metrics"]["load_1m"]["samples"] >= 1  # the host part was sampled
+
+
+def test_no_sampling_command_starts_after_the_run_is_cancelled(tmp_path: Path) -> None:
+    cancel = CancelToken()
+    run = tmp_path / "run"
+    monitor = TelemetryMonitor(run, MonitorSettings(interval_s=0.05)).start(cancel=cancel)
+    wait_for_samples(monitor, 3)
+    cancel.set("interrupted (Ctrl-C)")
+    time.sleep(0.3)  # a sample under way when the token was set ends
+    taken = len(samples(run))
+    time.sleep(0.5)
+    started = time.monotonic()
+    monitor.stop()
+    assert time.monotonic() - started < 1.0
+    assert len(samples(run)) == taken  # neither the interval samples nor the final one after the cancel
+
+
+@pytest.mark.slow
+def test_a_workload_run_on_two_vms_records_each_hosts_telemetry(
+    tmp_path: Path,
+    fresh_vms: Callable[..., list[FreshVM]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(registry, "STEP_TYPES", {**registry.STEP_TYPES, **FLEET_TYPES})
+    monkeypatch.setenv("WORKLOAD_STATE_PATH", str(tmp_path / "state.json"))
+    vms = fresh_vms(2)
+    install_nvidia_smi(vms[0], [gpu(0, util=64, power_w=401.25, clocks_event_reasons=0x1)])
+    inventory = tmp_path / "fleet.txt"
+    inventory.write_text("".join(f"{vm.host_spec} key={vm.key_path} name=vm-{i:02d}\n" for i, vm in enumerate(vms)))
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("".join(vm.known_hosts_path.read_text() for vm in vms))
+    profile = tmp_path / "p.json"
+    profile.write_text(
+        json.dumps(
+            {
+                "Description": "sleep while the monitors sample",
+                "Actions": [{"Type": "SleepStep", "Parameters": {"Scenario": "Work", "Seconds": 2, "Dir": "/root"}}],
+                "Monitors": [{"Type": "NvidiaSmiMonitor", "Parameters": {"MonitorFrequency": "00:00:00.3"}}],
+            }
+        )
+    )
+    runs = tmp_path / "runs"
+    argv = ["run", "--profile", str(profile), "--inventory", str(inventory), "--known-hosts", str(known_hosts)]
+    assert invoke([*argv, "--output-dir", str(runs)]) == 0
+    out = capsys.readouterr().out
+    (folder,) = runs.iterdir()
+    summary = json.loads((folder / "telemetry" / "summary.json").read_text())
+    assert set(summary["hosts"]) == {"vm-00", "vm-01"} and summary["interval_s"] == 0.3
+    first, second = summary["hosts"]["vm-00"], summary["hosts"]["vm-01"]
+    assert first["gpus"] == 1 and first["devices"]["gpu0"]["metrics"]["power_draw"]["max"] == 401.25
+    assert first["throttling"] == {"seen": False, "devices": {}, "reasons_seen": {"gpu0": ["GPU idle"]}}
+    assert first["devices"]["host"]["metrics"]["load_1m"]["samples"] >= 3  # 2 s of work at 0.3 s
+    assert second["gpus"] == 0 and second["notes"] == [NO_NVIDIA_SMI]
+    assert "telemetry vm-00 min/avg/max: cpu_utilization" in out and "1 GPU(s) gpu_utilization 64/64/64 %" in out
+    assert "telemetry vm-00: GPU throttling seen: no" in out and f"telemetry vm-01: {NO_NVIDIA_SMI}" in out
+    page = (folder / "report.html").read_text()
+    assert "vm-00: GPU throttling seen" in page and "vm-01: no nvidia-smi on the host: host telemetry only" in page
+    assert (folder / "telemetry" / "vm-00" / "nvidia-smi.csv").is_file()
