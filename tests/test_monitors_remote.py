@@ -7,6 +7,10 @@ the run's cancel token, after which no sampling command starts.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +26,7 @@ from workload import registry
 from workload.cli import invoke
 from workload.hosts import ConnectOptions, open_host, parse_host_spec
 from workload.hosts.base import Host
-from workload.monitors.hostmonitor import NO_NVIDIA_SMI
+from workload.monitors.hostmonitor import NO_NVIDIA_SMI, NOT_REACHED
 from workload.monitors.sampler import (
     STOP_GRACE_S,
     STOP_KILL_WAIT_S,
@@ -35,6 +39,7 @@ from workload.rundir import host_folder_name
 from workload.steps import CancelToken
 
 ROOT = Path(__file__).resolve().parents[1]
+RUNNER = ROOT / "tests/fixtures/profiles/fleet/run_with_test_steps.py"
 
 
 def install_nvidia_smi(vm: FreshVM, gpus: list[dict[str, object]]) -> None:
@@ -183,5 +188,70 @@ def test_a_workload_run_on_two_vms_records_each_hosts_telemetry(
     assert "telemetry vm-00 min/avg/max: cpu_utilization" in out and "1 GPU(s) gpu_utilization 64/64/64 %" in out
     assert "telemetry vm-00: GPU throttling seen: no" in out and f"telemetry vm-01: {NO_NVIDIA_SMI}" in out
     page = (folder / "report.html").read_text()
-    assert "vm-00: GPU throttling seen" in page and "vm-01: no nvidia-smi on the host: host telemetry only" in page
+    assert "vm-00: GPU throttling seen" in page and f"vm-01: {NO_NVIDIA_SMI}" in page
     assert (folder / "telemetry" / "vm-00" / "nvidia-smi.csv").is_file()
+
+
+def test_a_host_the_run_never_reaches_is_not_sampled_and_says_so(tmp_path: Path) -> None:
+    from workload.hosts import LocalHost
+
+    monitor = TelemetryMonitor(tmp_path / "run", MonitorSettings(interval_s=0.05), hosts=[]).start()
+    monitor.add(LocalHost("far"), ready=lambda: False)  # as an SSH host the engine never connects to
+    time.sleep(0.3)
+    summary = monitor.stop()["hosts"]["far"]
+    assert summary["devices"] == {} and summary["notes"] == [NOT_REACHED] and summary["errors"] == []
+    assert not (tmp_path / "run" / "telemetry" / "samples.jsonl").exists()
+
+
+def smi_calls(vm: FreshVM) -> list[float]:
+    """When each nvidia-smi call started on the VM (the wrapper's log); none yet: []."""
+    code, out = vm.exec(["cat", "/root/smi-calls"])
+    return [float(t) for t in out.split()] if code == 0 else []
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_remote_sampling_with_the_run(tmp_path: Path, fresh_vm: Callable[..., FreshVM]) -> None:
+    vm = fresh_vm()
+    install_nvidia_smi(vm, [gpu(0, util=50)])
+    # Every nvidia-smi call on the VM logs when it started (the VM shares this machine's clock).
+    vm.check(["mv", "/usr/bin/nvidia-smi", "/usr/bin/nvidia-smi.standin"])
+    wrapper = '#!/bin/sh\ndate +%s.%N >> /root/smi-calls\nexec /usr/bin/nvidia-smi.standin "$@"\n'
+    vm.write_file("/usr/bin/nvidia-smi", wrapper, mode=0o755)
+    inventory = tmp_path / "fleet.txt"
+    inventory.write_text(f"{vm.host_spec} key={vm.key_path} name=vm-00\n")
+    profile = tmp_path / "p.json"
+    profile.write_text(
+        json.dumps(
+            {
+                "Description": "a long action",
+                "Actions": [{"Type": "SleepStep", "Parameters": {"Scenario": "Work", "Seconds": 287, "Dir": "/root"}}],
+                "Monitors": [{"Type": "NvidiaSmiMonitor", "Parameters": {"MonitorFrequency": "00:00:00.2"}}],
+            }
+        )
+    )
+    runs = tmp_path / "runs"
+    argv = [sys.executable, str(RUNNER), "run", "--profile", str(profile), "--inventory", str(inventory)]
+    argv += ["--known-hosts", str(vm.known_hosts_path), "--output-dir", str(runs)]
+    env = {**os.environ, "WORKLOAD_STATE_PATH": str(tmp_path / "state.json")}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 120
+        while vm.exec(["test", "-e", "/root/vm-00.sleeping"])[0] != 0 or len(smi_calls(vm)) < 3:
+            assert proc.poll() is None and time.monotonic() < deadline, "the run never got to its action"
+            time.sleep(0.2)
+        sent = time.time()
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+        took = time.time() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and took < 15, (took, out)
+    time.sleep(1.0)  # a sampler left running would call nvidia-smi again by now
+    calls = smi_calls(vm)
+    assert max(calls) < sent + 0.5, "nvidia-smi was started after the run was stopped"
+    (folder,) = runs.iterdir()
+    summary = json.loads((folder / "telemetry" / "summary.json").read_text())["hosts"]["vm-00"]
+    assert summary["devices"]["gpu0"]["metrics"]["gpu_utilization"]["samples"] >= 3
+    assert "telemetry gpu0 (NVIDIA H100 80GB HBM3) min/avg/max: gpu_utilization 50/50/50 %" in out, out

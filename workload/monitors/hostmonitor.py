@@ -40,6 +40,7 @@ NVIDIA_SMI_RECHECK_S = 30.0
 #: How often a sampler waiting or sleeping looks at the run's cancel token.
 _TICK_S = 0.2
 NO_NVIDIA_SMI = "no nvidia-smi on this host: host telemetry only"
+NOT_REACHED = "not sampled: the run never reached this host"
 
 
 class Cancel(Protocol):
@@ -161,10 +162,13 @@ class HostMonitor:
             self._loop()
         except Exception as exc:  # a bug here must not end the run: the summary names it
             self.stats.error(f"the sampler stopped: internal error {type(exc).__name__}: {exc}")
+        finally:
+            self.close()  # a fleet's finished hosts do not keep a connection each until the run ends
 
     def _loop(self) -> None:
         while not self._ready():
             if self._sleep(_TICK_S):
+                self.stats.note(NOT_REACHED)
                 return
         if self.warmup_s and self._sleep(self.warmup_s):
             return

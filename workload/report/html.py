@@ -296,7 +296,7 @@ def _host_telemetry(prefix: str, summary: Mapping[str, Any]) -> list[str]:
         cls = "bad" if seen else "good"
         shown = f'<span class="{cls}">{esc(text)}</span>'
         parts.append(f'<p class="throttling">{esc(prefix)}GPU throttling seen: {shown}</p>')
-    else:
+    elif summary.get("devices") and "notes" not in summary:  # an older summary: no notes say why
         parts.append(f"<p>{esc(prefix)}no nvidia-smi on the host: host telemetry only</p>")
     rows = []
     for device, data in (summary.get("devices") or {}).items():
