@@ -255,3 +255,26 @@ def test_sigterm_stops_the_remote_sampling_with_the_run(tmp_path: Path, fresh_vm
     summary = json.loads((folder / "telemetry" / "summary.json").read_text())["hosts"]["vm-00"]
     assert summary["devices"]["gpu0"]["metrics"]["gpu_utilization"]["samples"] >= 3
     assert "telemetry gpu0 (NVIDIA H100 80GB HBM3) min/avg/max: gpu_utilization 50/50/50 %" in out, out
+
+
+@pytest.mark.slow
+def test_a_lost_connection_costs_samples_and_sampling_resumes(tmp_path: Path, fresh_vm: Callable[..., FreshVM]) -> None:
+    vm = fresh_vm()
+    install_nvidia_smi(vm, [gpu(0, util=70)])
+    host = ssh_host(vm)
+    monitor = TelemetryMonitor(tmp_path / "run", MonitorSettings(interval_s=0.2), [host]).start()
+    wait_for_samples(monitor, 3, timeout_s=60, host=host.name)
+    sampler = monitor.monitor(host.name)
+    assert sampler is not None
+    vm.stop_sshd()  # every session dies with sshd: the sampler's connection is cut
+    time.sleep(1.5)
+    during = sampler.stats.count("gpu0", "gpu_utilization")
+    vm.start_sshd()
+    deadline = time.monotonic() + 60
+    while sampler.stats.count("gpu0", "gpu_utilization") < during + 3:
+        assert time.monotonic() < deadline, "sampling did not resume after the host came back"
+        time.sleep(0.1)
+    summary = monitor.stop()["hosts"][host.name]
+    assert summary["failed_samples"] >= 1
+    assert any(e.startswith("no sample: ") for e in summary["errors"]), summary["errors"]
+    assert summary["devices"]["gpu0"]["metrics"]["gpu_utilization"]["avg"] == 70

@@ -194,9 +194,14 @@ class HostMonitor:
         except WorkloadError as exc:  # the host cannot be reached: this sample is lost, the next tries again
             self.stats.failed()
             self.stats.error(f"no sample: {exc.message.splitlines()[0]}")
+        except OSError as exc:  # the run folder (nvidia-smi.csv): disk full...; the summary keeps the figures
+            self.stats.error(f"cannot write {exc.filename or 'a telemetry file'}: {exc.strerror or exc}")
         self.stats.add(records, stamp)
         if records:
-            self._write(records)
+            try:
+                self._write(records)
+            except OSError as exc:
+                self.stats.error(f"cannot write {exc.filename or 'samples.jsonl'}: {exc.strerror or exc}")
 
     def _run(self, argv: list[str] | tuple[str, ...], timeout: float) -> Any:
         assert self.host is not None

@@ -152,8 +152,11 @@ class TelemetryMonitor:
         for monitor in monitors:
             monitor.close()
         summary = self.summary()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            (self.dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:  # the run's results matter more: say it, do not fail the run here
+            summary["write_error"] = f"cannot write {self.dir / SUMMARY_FILE}: {exc.strerror or exc}"
         return summary
 
     def __enter__(self) -> TelemetryMonitor:
@@ -262,6 +265,8 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for host in hosts:
         lines += _host_lines(host, detailed=len(hosts) == 1)
+    if summary.get("write_error"):
+        lines.append(f"telemetry: {summary['write_error']}")
     return lines
 
 
