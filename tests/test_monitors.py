@@ -183,3 +183,70 @@ def test_profiles_declare_monitors_as_virtualclient_does() -> None:
     with pytest.raises(ProfileError, match=r"NvidiaSmiMonitor is a monitor: it belongs under Monitors"):
         doc = ProfileDocument.model_validate({"Description": "x", "Actions": [{"Type": "NvidiaSmiMonitor"}]})
         resolve_profile(LoadedProfile(name="p", path=Path("p.json"), document=doc))
+
+
+def test_the_proc_parsers_read_their_lines_out_of_one_cat() -> None:
+    from workload.monitors.hostsample import HostSampler
+
+    text = (
+        "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 100 0 50 800 50 0 0 0 0 0\nintr 12 0\n"  # /proc/stat
+        "MemTotal:       16384000 kB\nMemFree:         1024000 kB\nMemAvailable:    8192000 kB\n"  # /proc/meminfo
+        "0.42 0.35 0.30 2/345 6789\n"  # /proc/loadavg
+    )
+    sampler = HostSampler()
+    first = sampler.sample(text)
+    assert first == {"cpu_utilization": None, "memory_used": 8000.0, "memory_total": 16000.0, "load_1m": 0.42}
+    later = text.replace("cpu  100 0 50 800 50", "cpu  200 0 100 850 50")  # busy +150 of +200 jiffies
+    assert sampler.sample(later)["cpu_utilization"] == 75.0
+    missing = sampler.sample("cat: /proc/loadavg: No such file or directory\n")
+    assert missing == {"cpu_utilization": None, "load_1m": None}
+
+
+def test_with_several_hosts_the_console_has_one_line_per_host_its_gpus_together() -> None:
+    from workload.monitors.stats import HostStats
+
+    stamp = "2026-11-23T15:00:00.000+00:00"
+    busy, idle = HostStats("vm-01"), HostStats("vm-02")
+    for util, power in ((90, 600.0), (100, 700.0)):
+        busy.add(
+            [
+                {"device": "host", "name": "host", "values": {"cpu_utilization": 50.0, "memory_used": 1000.0}},
+                {"device": "gpu0", "name": "H100", "values": {"gpu_utilization": util, "power_draw": power}},
+                {"device": "gpu1", "name": "H100", "values": {"gpu_utilization": 0, "clocks_event_reasons": 0x4}},
+            ],
+            stamp,
+        )
+    idle.add([{"device": "host", "name": "host", "values": {"cpu_utilization": 5.0}}], stamp)
+    idle.note("no nvidia-smi on this host: host telemetry only")
+    lines = summary_lines({"hosts": {"vm-01": busy.summary(), "vm-02": idle.summary()}})
+    assert lines == [
+        "telemetry vm-01 min/avg/max: cpu_utilization 50/50/50 %, memory_used 1000/1000/1000 MiB, "
+        "2 GPU(s) gpu_utilization 0/47.5/100 %, power_draw 600/650/700 W",
+        "telemetry vm-01: GPU throttling seen: yes (gpu1: SW power cap)",
+        "telemetry vm-02 min/avg/max: cpu_utilization 5/5/5 %",
+        "telemetry vm-02: no nvidia-smi on this host: host telemetry only",
+    ]
+
+
+def test_the_report_reads_per_host_summaries_and_the_older_one_host_summary(tmp_path: Path) -> None:
+    from workload.report.data import load_run
+    from workload.report.html import render
+
+    old = {  # telemetry/summary.json as run folders written before per-host sampling hold it
+        "host": "local",
+        "gpus": 1,
+        "devices": {"gpu0": {"name": "H100", "metrics": {"power_draw": {"min": 1, "avg": 2, "max": 3, "unit": "W"}}}},
+        "throttling": {"seen": True, "devices": {"gpu0": ["HW slowdown"]}},
+        "errors": [],
+    }
+    new = {"interval_s": 2.0, "hosts": {"vm-01": {**old, "host": "vm-01", "notes": ["nvidia-smi appeared"]}}}
+    pages = []
+    for name, summary in (("old", old), ("new", new)):
+        run = tmp_path / name
+        (run / "telemetry").mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps({"run_id": name, "profile": "P"}))
+        (run / "telemetry" / "summary.json").write_text(json.dumps(summary))
+        pages.append(render([load_run(run)]))
+    assert "GPU throttling seen: " in pages[0] and "gpu0 HW slowdown" in pages[0]
+    assert "vm-01: GPU throttling seen: " in pages[1] and "vm-01: nvidia-smi appeared" in pages[1]
+    assert all('<td class="num">2</td>' in page for page in pages)
