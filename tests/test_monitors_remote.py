@@ -28,6 +28,7 @@ from workload.hosts import ConnectOptions, open_host, parse_host_spec
 from workload.hosts.base import Host
 from workload.monitors.hostmonitor import NO_NVIDIA_SMI, NOT_REACHED
 from workload.monitors.sampler import (
+    CANCELLED_GRACE_S,
     STOP_GRACE_S,
     STOP_KILL_WAIT_S,
     MonitorSettings,
@@ -114,19 +115,25 @@ def test_each_ssh_host_is_sampled_gpus_where_nvidia_smi_is_host_only_where_not(
 
 
 @pytest.mark.slow
-def test_stop_kills_a_hung_nvidia_smi_and_returns_promptly(tmp_path: Path, fresh_vm: Callable[..., FreshVM]) -> None:
+@pytest.mark.parametrize("cancelled", [False, True], ids=["run-end", "ctrl-c"])
+def test_stop_kills_a_hung_nvidia_smi_and_returns_promptly(
+    tmp_path: Path, fresh_vm: Callable[..., FreshVM], cancelled: bool
+) -> None:
     vm = fresh_vm()
     vm.write_file("/usr/bin/nvidia-smi", "#!/bin/sh\nsleep 297\n", mode=0o755)  # a GPU that does not answer
     host = ssh_host(vm)
-    monitor = TelemetryMonitor(tmp_path / "run", MonitorSettings(interval_s=0.2), [host]).start()
+    cancel = CancelToken()
+    monitor = TelemetryMonitor(tmp_path / "run", MonitorSettings(interval_s=0.2), [host]).start(cancel=cancel)
     deadline = time.monotonic() + 60
     while "sleep 297" not in vm.check(["ps", "-eo", "args"]):
         assert time.monotonic() < deadline, "the sampler never ran nvidia-smi"
         time.sleep(0.2)
+    if cancelled:
+        cancel.set("interrupted (Ctrl-C)")
     started = time.monotonic()
     summary = monitor.stop()["hosts"][host.name]
     took = time.monotonic() - started
-    assert took < STOP_GRACE_S + STOP_KILL_WAIT_S + 1, took
+    assert took < (CANCELLED_GRACE_S if cancelled else STOP_GRACE_S) + STOP_KILL_WAIT_S, took
     time.sleep(1.0)
     assert "sleep 297" not in vm.check(["ps", "-eo", "args"]), "the hung nvidia-smi survived the stop"
     assert "nvidia-smi had not answered when sampling stopped: killed" in summary["errors"]
@@ -139,12 +146,12 @@ def test_no_sampling_command_starts_after_the_run_is_cancelled(tmp_path: Path) -
     monitor = TelemetryMonitor(run, MonitorSettings(interval_s=0.05)).start(cancel=cancel)
     wait_for_samples(monitor, 3)
     cancel.set("interrupted (Ctrl-C)")
-    time.sleep(0.3)  # a sample under way when the token was set ends
+    time.sleep(1.0)  # a sample under way when the token was set ends
     taken = len(samples(run))
     time.sleep(0.5)
     started = time.monotonic()
     monitor.stop()
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.0
     assert len(samples(run)) == taken  # neither the interval samples nor the final one after the cancel
 
 

@@ -44,6 +44,8 @@ SUMMARY_FILE = "summary.json"
 DEFAULT_INTERVAL_S = 2.0
 #: How long stop() waits for the samplers' last samples before it kills what they run.
 STOP_GRACE_S = 3.0
+#: The same after the run was cancelled (Ctrl-C, SIGTERM): no last sample then, only the one under way.
+CANCELLED_GRACE_S = 0.5
 #: ... and then for the killed commands to return.
 STOP_KILL_WAIT_S = 3.0
 
@@ -128,8 +130,9 @@ class TelemetryMonitor:
     def stop(self) -> dict[str, Any]:
         """Stop every sampler (a last sample unless the run was cancelled), write ``summary.json``, return it.
 
-        Prompt: samplers get :data:`STOP_GRACE_S` for their last sample, then their running commands
-        are killed; a sampler still stuck after that is left behind (its samples are no longer written).
+        Prompt: samplers get :data:`STOP_GRACE_S` for their last sample (:data:`CANCELLED_GRACE_S`
+        after a cancel), then their running commands are killed; a sampler still stuck after that is
+        left behind (its samples are no longer written).
         """
         with self._lock:
             self._stopped = True
@@ -137,7 +140,8 @@ class TelemetryMonitor:
         cancelled = self._cancel is not None and self._cancel.is_set()
         for monitor in monitors:
             monitor.request_stop(final_sample=not cancelled)
-        deadline = time.monotonic() + STOP_GRACE_S
+        # After Ctrl-C/SIGTERM a sample under way is not waited for: it is killed at once if it lingers.
+        deadline = time.monotonic() + (CANCELLED_GRACE_S if cancelled else STOP_GRACE_S)
         stuck = [m for m in monitors if not m.join(deadline - time.monotonic())]
         if stuck:
             killers = [threading.Thread(target=m.abort, daemon=True) for m in stuck]
