@@ -2,8 +2,9 @@
 
 As VirtualClient's monitor of the same name (``VirtualClient.Monitors/NvidiaSmiMonitor.cs``), it
 samples ``nvidia-smi --query-gpu`` every ``MonitorFrequency`` after ``MonitorWarmupPeriod``
-(.NET timespans, ``00:00:02``), in the background while the actions run. Here it also samples the
-host (CPU, memory, load), and runs on hosts without nvidia-smi with the host only. Without a
+(.NET timespans, ``00:00:02``), in the background while the actions run. Here it samples every
+host of the run (local and SSH), the host's CPU, memory and load too, and runs on hosts without
+nvidia-smi with the host part only. Without a
 ``Monitors`` section a run samples every :data:`~workload.monitors.sampler.DEFAULT_INTERVAL_S`
 seconds; ``--parameters`` reach these parameters through ``$.Parameters.X`` like any step's.
 
