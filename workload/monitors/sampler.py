@@ -39,6 +39,7 @@ from workload.monitors.nvsmi import (
     parse_query,
     query_argv,
 )
+from workload.safefile import append_text, atomic_write_text
 
 TELEMETRY_DIR = "telemetry"
 SAMPLES_FILE = "samples.jsonl"
@@ -113,7 +114,7 @@ class TelemetryMonitor:
     def start(self) -> TelemetryMonitor:
         self.dir.mkdir(parents=True, exist_ok=True)
         if self.nvidia_smi:
-            (self.dir / RAW_FILE).write_text(f"# {' '.join(query_argv('nvidia-smi'))}\n", encoding="utf-8")
+            self._append(RAW_FILE, f"# {' '.join(query_argv('nvidia-smi'))}\n")
         self._thread = threading.Thread(target=self._loop, name="workload-telemetry", daemon=True)
         self._thread.start()
         return self
@@ -124,7 +125,10 @@ class TelemetryMonitor:
         if self._thread is not None:
             self._thread.join(timeout=NVIDIA_SMI_TIMEOUT_S + 5)
         summary = self.summary()
-        (self.dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        try:  # telemetry is a side show: a full disk must not cost the run its verdict
+            atomic_write_text(self.dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+        except OSError as exc:
+            summary.setdefault("errors", []).append(f"{SUMMARY_FILE} not written: {exc.strerror or exc}")
         return summary
 
     def __enter__(self) -> TelemetryMonitor:
@@ -151,10 +155,8 @@ class TelemetryMonitor:
                             "values": self._host.sample()})  # fmt: skip
         if self.nvidia_smi:
             records.extend(self._gpu_records(stamp))
+        self._append(SAMPLES_FILE, "".join(json.dumps(record) + "\n" for record in records))
         with self._lock:
-            with (self.dir / SAMPLES_FILE).open("a", encoding="utf-8") as fh:
-                for record in records:
-                    fh.write(json.dumps(record) + "\n")
             self._add(records, stamp)
 
     def _gpu_records(self, stamp: str) -> list[dict[str, Any]]:
@@ -162,8 +164,7 @@ class TelemetryMonitor:
         output = self._query()
         if output is None:
             return []
-        with (self.dir / RAW_FILE).open("a", encoding="utf-8") as fh:
-            fh.write(output if output.endswith("\n") else output + "\n")
+        self._append(RAW_FILE, output if output.endswith("\n") else output + "\n")
         records = []
         for sample in parse_query(output):
             values: dict[str, float | None] = dict(sample.values)
@@ -196,6 +197,14 @@ class TelemetryMonitor:
             self._error(f"nvidia-smi exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()[:200]}")
             return None
         return None
+
+    def _append(self, name: str, text: str) -> None:
+        """Append to a telemetry file (never through a link); a write that fails is an error of the
+        summary, not of the run (the samples stay in memory for the summary)."""
+        try:
+            append_text(self.dir / name, text)
+        except OSError as exc:
+            self._error(f"{name} not written: {exc.strerror or exc}")
 
     def _error(self, text: str) -> None:
         with self._lock:
