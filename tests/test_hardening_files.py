@@ -192,3 +192,11 @@ def test_malformed_summary_in_output_folder_is_a_clear_error(tmp_path: Path, con
     assert not (out / "metrics.jsonl").exists()
     with pytest.raises(ResultsError):
         write_outputs(out, collect(OFFLINE).results, OutputContext())
+
+
+def test_a_host_named_like_a_folder_of_the_run_gets_its_own_folder() -> None:
+    from workload.rundir import RUN_FOLDER_NAMES, host_folder_name
+
+    for name in RUN_FOLDER_NAMES:
+        assert host_folder_name(name) != name and host_folder_name(name).startswith(f"{name}~")
+    assert host_folder_name("telemetry-1") == "telemetry-1"

@@ -250,3 +250,23 @@ def test_the_report_reads_per_host_summaries_and_the_older_one_host_summary(tmp_
     assert "GPU throttling seen: " in pages[0] and "gpu0 HW slowdown" in pages[0]
     assert "vm-01: GPU throttling seen: " in pages[1] and "vm-01: nvidia-smi appeared" in pages[1]
     assert all('<td class="num">2</td>' in page for page in pages)
+
+
+def test_planted_links_cost_the_telemetry_files_not_the_sampling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe = install_standin(tmp_path, [gpu(0, util=42)])
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    run = tmp_path / "run"
+    (run / "telemetry" / "local").mkdir(parents=True)
+    (run / "telemetry" / "samples.jsonl").symlink_to(victim)
+    (run / "telemetry" / "local" / "nvidia-smi.csv").symlink_to(victim)
+    monitor = TelemetryMonitor(run, MonitorSettings(interval_s=0.05)).start()
+    wait_for_samples(monitor, 3)
+    summary = monitor.stop()["hosts"]["local"]
+    assert victim.read_text() == "keep\n"
+    assert summary["devices"]["gpu0"]["metrics"]["gpu_utilization"]["avg"] == 42  # the values still count
+    assert any(e.startswith("samples.jsonl not written: ") for e in summary["errors"])
+    assert any(e.startswith("nvidia-smi.csv not written: ") for e in summary["errors"])

@@ -122,6 +122,7 @@ def test_signal_during_the_cpu_profile_stops_the_whole_run(
     assert took < 10
     # Killed processes take a moment to be reaped (over SSH: by sshd's session after the channel closed).
     wait_for(lambda: not processes_mentioning(folder.name), 3, "every benchmark process to end")
+    # the host's folder (telemetry/ holds what the monitor sampled meanwhile)
     (host_dir,) = [p for p in folder.iterdir() if p.is_dir() and p.name != "telemetry"]
     log = next(host_dir.glob("*LoadGenExecutor*.log")).read_text()
     # Nothing after the interrupted scenario started.

@@ -36,17 +36,22 @@ def safe_name(text: str) -> str:
 _PLAIN_HOST = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 
 
+#: folders the run folder holds besides the hosts' (a host with such a name gets the hashed form)
+RUN_FOLDER_NAMES = frozenset({"telemetry"})
+
+
 def host_folder_name(host: str) -> str:
     """The name of ``host``'s folder in a run folder: one-to-one, and always a plain child folder.
 
     A name of letters, digits, ``.``, ``_`` and ``-`` (not starting with ``.``, at most 100
-    characters) is its own folder name (``vm-07``, ``10.0.0.4``). Any other name (``10.0.0.4:2222``,
+    characters) is its own folder name (``vm-07``, ``10.0.0.4``) unless the run folder uses that name
+    itself (:data:`RUN_FOLDER_NAMES`: a host called ``telemetry``). Any other name (``10.0.0.4:2222``,
     ``ü``, ``..``, ``.``) becomes its :func:`safe_name` (cut to 60 characters) plus ``~`` and 16 hex
     digits of its SHA-256: ``~`` never occurs in a plain name, so a changed name cannot meet a plain
     one, and two changed names meet only if their hashes do. Neither form can be ``.`` or ``..``
     or contain ``/``, so every host writes inside the run folder.
     """
-    if _PLAIN_HOST.fullmatch(host):
+    if _PLAIN_HOST.fullmatch(host) and host not in RUN_FOLDER_NAMES:
         return host
     digest = hashlib.sha256(host.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{safe_name(host)[:60]}~{digest}"

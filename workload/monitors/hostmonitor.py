@@ -32,6 +32,7 @@ from workload.hosts.local import LocalHost
 from workload.monitors.hostsample import PROC_ARGV, HostSampler
 from workload.monitors.nvsmi import EVENT_FIELD, LEGACY_EVENT_FIELD, invalid_field, parse_query, query_argv
 from workload.monitors.stats import HostStats
+from workload.safefile import append_text
 
 NVIDIA_SMI_TIMEOUT_S = 20.0
 PROC_TIMEOUT_S = 20.0
@@ -194,14 +195,12 @@ class HostMonitor:
         except WorkloadError as exc:  # the host cannot be reached: this sample is lost, the next tries again
             self.stats.failed()
             self.stats.error(f"no sample: {exc.message.splitlines()[0]}")
-        except OSError as exc:  # the run folder (nvidia-smi.csv): disk full...; the summary keeps the figures
-            self.stats.error(f"cannot write {exc.filename or 'a telemetry file'}: {exc.strerror or exc}")
         self.stats.add(records, stamp)
         if records:
             try:
                 self._write(records)
             except OSError as exc:
-                self.stats.error(f"cannot write {exc.filename or 'samples.jsonl'}: {exc.strerror or exc}")
+                self.stats.error(f"samples.jsonl not written: {exc.strerror or exc}")
 
     def _run(self, argv: list[str] | tuple[str, ...], timeout: float) -> Any:
         assert self.host is not None
@@ -219,11 +218,13 @@ class HostMonitor:
         output = self._query()
         if output is None:
             return []
-        if not self.raw_path.exists():
-            self.raw_path.parent.mkdir(parents=True, exist_ok=True)
-            self.raw_path.write_text(f"# {' '.join(query_argv('nvidia-smi', self._event_field))}\n", encoding="utf-8")
-        with self.raw_path.open("a", encoding="utf-8") as fh:
-            fh.write(output if output.endswith("\n") else output + "\n")
+        try:  # appends never follow a link someone planted in the run folder (workload.safefile)
+            if not self.raw_path.exists():
+                self.raw_path.parent.mkdir(parents=True, exist_ok=True)
+                append_text(self.raw_path, f"# {' '.join(query_argv('nvidia-smi', self._event_field))}\n")
+            append_text(self.raw_path, output if output.endswith("\n") else output + "\n")
+        except OSError as exc:  # disk full, a link: the samples and the summary still get the values
+            self.stats.error(f"{self.raw_path.name} not written: {exc.strerror or exc}")
         records = []
         for sample in parse_query(output):
             device = f"gpu{sample.index}"

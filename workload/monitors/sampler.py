@@ -34,6 +34,7 @@ from workload.hosts.local import LocalHost
 from workload.monitors.hostmonitor import Cancel, HostMonitor, own_connection
 from workload.monitors.stats import UNITS
 from workload.rundir import host_folder_name
+from workload.safefile import append_text, atomic_write_text
 
 __all__ = ["UNITS", "MonitorSettings", "TelemetryMonitor", "summary_lines", "wait_for_samples"]
 
@@ -156,11 +157,11 @@ class TelemetryMonitor:
         for monitor in monitors:
             monitor.close()
         summary = self.summary()
-        try:
+        try:  # telemetry is a side show: a full disk must not cost the run its verdict
             self.dir.mkdir(parents=True, exist_ok=True)
-            (self.dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:  # the run's results matter more: say it, do not fail the run here
-            summary["write_error"] = f"cannot write {self.dir / SUMMARY_FILE}: {exc.strerror or exc}"
+            atomic_write_text(self.dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+        except OSError as exc:
+            summary["write_error"] = f"{SUMMARY_FILE} not written: {exc.strerror or exc}"
         return summary
 
     def __enter__(self) -> TelemetryMonitor:
@@ -175,9 +176,7 @@ class TelemetryMonitor:
         with self._lock:
             if self._closed:
                 return
-            with (self.dir / SAMPLES_FILE).open("a", encoding="utf-8") as fh:
-                for record in records:
-                    fh.write(json.dumps(record) + "\n")
+            append_text(self.dir / SAMPLES_FILE, "".join(json.dumps(record) + "\n" for record in records))
 
     # -- summary ---------------------------------------------------------------------------------
     def monitor(self, host: str) -> HostMonitor | None:
