@@ -192,6 +192,8 @@ def test_sequential_stops_at_the_first_look_that_decides() -> None:
     assert (stop.rounds, stop.verdict, len(ran), len(out[0])) == (9, "meets", 9, 9)
     assert stop.reason.startswith("decided at look 1 of 3")
     assert (stop.interval.low, stop.interval.high) == (0.98, 1.01)  # min-max of 9 at 99.6 %
+    line = m.stopped_figure("CPU ratio", stop, m.Goal("<=", 1.03)).line()
+    assert "[0.980 .. 1.010, 99.6% CI of the median, 9 rounds]  goal <= 1.03: meets  (decided at look 1" in line
 
 
 def test_sequential_goes_on_while_the_interval_straddles_the_goal_then_says_cannot_tell() -> None:
