@@ -11,6 +11,10 @@ Contract, for every script that uses it:
 * a figure with a goal gets a **verdict** (:func:`verdict`): ``meets`` or ``misses`` only when the
   whole interval is on one side of the goal, ``cannot tell`` when it straddles it (or when too few
   rounds make the interval meaningless) -- never pass/fail from a single median;
+* a script may **stop early** (:func:`run_sequential`): rounds are added until one figure's verdict is
+  ``meets`` or ``misses`` at one of a few looks planned before the run (:class:`Sequential`), or the
+  rounds or the time budget are spent ("cannot tell", with the rounds tried); each look gets a
+  share of the 5 % error, so that peeking does not make a verdict more confident than it is;
 * processes are measured by :func:`run_process`: wall time, and CPU time of the process with all its
   threads and the children it reaped (``wait4``), which other processes' load barely changes;
 * the machine (load average, core count) is recorded at start and end, and ``--json`` prints one
@@ -142,9 +146,13 @@ class Figure:
     unit: str = ""
     goal: Goal | None = None
     digits: int = 3
+    #: set when this figure decided a sequential run: its verdict and how the run stopped
+    stopped: Stopped | None = None
 
     @property
     def verdict(self) -> Verdict | None:
+        if self.stopped is not None:
+            return self.stopped.verdict
         return None if self.goal is None else verdict(self.interval, self.goal)
 
     def line(self) -> str:
@@ -154,6 +162,8 @@ class Figure:
         )
         if self.goal is not None:
             text += f"  goal {self.goal}{unit}: {self.verdict}"
+        if self.stopped is not None:
+            text += f"  ({self.stopped.reason})"
         return text
 
     def as_dict(self) -> dict[str, Any]:
@@ -161,11 +171,14 @@ class Figure:
         out |= {"level": round(self.interval.level, 4), "n": self.interval.n, "unit": self.unit}
         if self.goal is not None:
             out |= {"goal": str(self.goal), "verdict": self.verdict}
+        if self.stopped is not None:
+            out |= {"stopped": self.stopped.reason}
         return out
 
 
 def _interval_kind(i: Interval) -> str:
-    return f"{i.level:.0%} CI of the median" if i.level >= CONFIDENCE else f"min-max, {i.level:.0%} CI"
+    level = f"{i.level:.1%}" if 0.99 < i.level < 1 else f"{i.level:.0%}"  # 99.6 %, not a rounded 100 %
+    return f"{level} CI of the median" if i.level >= CONFIDENCE else f"min-max, {level} CI"
 
 
 def interleave(
@@ -183,6 +196,106 @@ def interleave(
         if progress is not None:
             progress(r, out)
     return out
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """A plan for stopping early: look at the verdict after ``looks[0]``, ``looks[1]``, ... rounds.
+
+    **Why the levels are honest.** Looking at the verdict after every round and stopping as soon as
+    the interval clears the goal would let chance decide: each look is another draw at a 5 % error,
+    and over many looks one of them errs far more often than 5 %. So the looks are planned before
+    the run (the round counts, nothing that depends on the data) and the error ``1 - confidence`` is
+    split between them (Bonferroni): the chance that *some* look's interval misses the true median
+    is at most the sum of the looks' errors, hence the chance that the verdict the run stops with is
+    wrong is at most ``1 - confidence`` in all. The sign test's intervals are discrete, so a look
+    usually spends less than its share (9 rounds asked for 98.3 % get min-max at 99.6 %); what it
+    leaves is carried on to the later looks (see :meth:`levels`), which also depends on the round
+    counts only. A look whose min-max range falls short of its share spends nothing and decides
+    nothing (its verdict is "cannot tell"), nor does stopping for the time budget: a run that stops
+    without a verdict cannot state a wrong one.
+
+    ``budget_s``: no round is started that would, at the mean round time so far, end after this many
+    seconds from the start; the run then stops with "cannot tell" (the interval of the rounds it has
+    is shown at the plain confidence, for information).
+    """
+
+    looks: tuple[int, ...]
+    budget_s: float | None = None
+    confidence: float = CONFIDENCE
+
+    def __post_init__(self) -> None:
+        if not self.looks or list(self.looks) != sorted(set(self.looks)) or self.looks[0] < 1:
+            raise ValueError(f"looks must be increasing round counts >= 1, not {self.looks}")
+
+    @classmethod
+    def between(cls, first: int, last: int, count: int = 3, budget_s: float | None = None) -> Sequential:
+        """``count`` looks spread evenly from ``first`` to ``last`` rounds (fewer when they coincide)."""
+        if last <= first or count < 2:
+            return cls((max(first, last),), budget_s)
+        step = (last - first) / (count - 1)
+        return cls(tuple(sorted({first + round(step * j) for j in range(count)})), budget_s)
+
+    def levels(self) -> list[float]:
+        """The confidence asked of each look's interval: the error left, shared among the looks left."""
+        left, out = 1 - self.confidence, []
+        for j, n in enumerate(self.looks):
+            asked = 1 - left / (len(self.looks) - j)
+            out.append(asked)
+            got = median_interval([float(v) for v in range(n)], asked).level
+            if got >= asked:  # a look that can decide spends what its interval actually risks
+                left -= 1 - got
+        return out
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """How a :func:`run_sequential` run ended: after ``rounds`` rounds, with ``reason``."""
+
+    rounds: int
+    interval: Interval
+    verdict: Verdict
+    reason: str
+
+
+def run_sequential(
+    plan: Sequential,
+    variants: Sequence[Callable[[int], T]],
+    values_of: Callable[[list[list[T]]], list[float]],
+    goal: Goal,
+    progress: Callable[[int, list[list[T]]], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[list[list[T]], Stopped]:
+    """Interleave rounds (as :func:`interleave`) until the plan's verdict or its end; see :class:`Sequential`.
+
+    ``values_of(out)`` turns the rounds so far into the figure that decides (e.g. paired ratios);
+    only that figure's verdict steers the stop. Returns the rounds and how the run stopped: decided
+    at a look (its interval at that look's level), or "cannot tell" after the last look or when the
+    time budget was spent (then the interval of all rounds at the plain confidence).
+    """
+    out: list[list[T]] = [[] for _ in variants]
+    levels = dict(zip(plan.looks, plan.levels(), strict=True))
+    started, done = clock(), 0
+    while True:
+        for v, run in enumerate(variants):
+            out[v].append(run(done))
+        done += 1
+        if progress is not None:
+            progress(done - 1, out)
+        if done in levels:
+            interval = median_interval(values_of(out), levels[done])
+            said = verdict(interval, goal) if interval.level >= levels[done] else "cannot tell"
+            look = f"look {plan.looks.index(done) + 1} of {len(plan.looks)} ({', '.join(map(str, plan.looks))} rounds)"
+            if said != "cannot tell":
+                return out, Stopped(done, interval, said, f"decided at {look}")
+            if done == plan.looks[-1]:
+                return out, Stopped(done, interval, said, f"every round spent: {look}")
+        elapsed = clock() - started
+        if plan.budget_s is not None and elapsed + elapsed / done > plan.budget_s:
+            interval = median_interval(values_of(out), plan.confidence)
+            looks = ", ".join(map(str, plan.looks))
+            reason = f"time budget {plan.budget_s:g} s spent after {done} rounds (looks at {looks})"
+            return out, Stopped(done, interval, "cannot tell", reason)
 
 
 @dataclass
@@ -362,7 +475,13 @@ def figure(name: str, values: Sequence[float], unit: str = "", goal: Goal | None
     return Figure(name, median_interval(values), unit, goal, digits)
 
 
+def stopped_figure(name: str, stopped: Stopped, goal: Goal, unit: str = "", digits: int = 3) -> Figure:
+    """The :class:`Figure` that decided a :func:`run_sequential` run: its interval and verdict at the stop."""
+    return Figure(name, stopped.interval, unit, goal, digits, stopped)
+
+
 __all__ = [
-    "Figure", "Goal", "Interval", "ProcessRun", "Report", "add_arguments", "figure", "interleave",
-    "machine", "median", "median_interval", "paired_differences", "paired_ratios", "run_process", "verdict",
+    "Figure", "Goal", "Interval", "ProcessRun", "Report", "Sequential", "Stopped", "add_arguments", "figure",
+    "interleave", "machine", "median", "median_interval", "paired_differences", "paired_ratios", "run_process",
+    "run_sequential", "stopped_figure", "verdict",
 ]  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,88 @@ def test_marks_count_a_thread_that_ended_between_them(tmp_path: Path) -> None:
     run = m.run_process([sys.executable, "-c", code, str(tmp_path)], marks=marks)
     spent = run.cpu_at["b"] - run.cpu_at["a"]
     assert 0.18 <= spent < 0.3  # the spinning thread was gone when "b" appeared, yet its 0.2 s count
+
+
+def test_sequential_levels_split_the_error_and_carry_what_a_look_leaves() -> None:
+    plan = m.Sequential((9, 15, 21))
+    first, second, third = plan.levels()
+    assert first == pytest.approx(1 - 0.05 / 3)  # an equal share asked of the first look
+    # 9 rounds: min-max is the widest interval there is; it risks 2/512, the rest is carried on
+    spent_9 = 1 - m.median_interval([float(v) for v in range(9)], first).level
+    assert spent_9 == pytest.approx(2 / 512)
+    assert second == pytest.approx(1 - (0.05 - spent_9) / 2)
+    spent_15 = 1 - m.median_interval([float(v) for v in range(15)], second).level
+    assert third == pytest.approx(1 - (0.05 - spent_9 - spent_15))
+    assert spent_9 + spent_15 + (1 - m.median_interval([float(v) for v in range(21)], third).level) <= 0.05
+    # a look too small to reach its share (min-max of 3 rounds is 75 %) spends nothing
+    assert m.Sequential((3, 9)).levels()[1] == pytest.approx(0.95)
+
+
+def test_sequential_plan_between_and_refuses_a_bad_plan() -> None:
+    assert m.Sequential.between(9, 21).looks == (9, 15, 21)
+    assert m.Sequential.between(9, 9).looks == (9,)
+    with pytest.raises(ValueError, match="increasing"):
+        m.Sequential((9, 9))
+
+
+def _rounds_of(ratios: list[float]) -> tuple[Callable[[int], float], Callable[[int], float], list[int]]:
+    """Two variants whose paired ratio in round r is ratios[r]; counts the rounds run."""
+    ran: list[int] = []
+
+    def a(r: int) -> float:
+        ran.append(r)
+        return ratios[r]
+
+    return a, lambda r: 1.0, ran
+
+
+def test_sequential_stops_at_the_first_look_that_decides() -> None:
+    ratios = [0.99, 1.0, 0.98, 1.01, 0.99, 1.0, 0.995, 1.005, 0.99] + [1.5] * 20  # clearly <= 1.03 by round 9
+    a, b, ran = _rounds_of(ratios)
+    out, stop = m.run_sequential(m.Sequential((9, 15, 21)), [a, b], lambda o: m.paired_ratios(*o), m.Goal("<=", 1.03))
+    assert (stop.rounds, stop.verdict, len(ran), len(out[0])) == (9, "meets", 9, 9)
+    assert stop.reason.startswith("decided at look 1 of 3")
+    assert (stop.interval.low, stop.interval.high) == (0.98, 1.01)  # min-max of 9 at 99.6 %
+    line = m.stopped_figure("CPU ratio", stop, m.Goal("<=", 1.03)).line()
+    assert "[0.980 .. 1.010, 99.6% CI of the median, 9 rounds]  goal <= 1.03: meets  (decided at look 1" in line
+
+
+def test_sequential_goes_on_while_the_interval_straddles_the_goal_then_says_cannot_tell() -> None:
+    ratios = [1.0, 1.06, 0.98, 1.05, 1.02, 1.04, 1.0, 1.03, 1.01] * 3  # around the goal 1.03 throughout
+    a, b, ran = _rounds_of(ratios)
+    seen: list[int] = []
+    _, stop = m.run_sequential(
+        m.Sequential((9, 15, 21)), [a, b], lambda o: m.paired_ratios(*o), m.Goal("<=", 1.03),
+        progress=lambda r, out: seen.append(r),
+    )  # fmt: skip
+    assert (stop.rounds, stop.verdict, len(ran)) == (21, "cannot tell", 21)
+    assert seen == list(range(21)) and "every round spent" in stop.reason
+    figure = m.stopped_figure("CPU ratio", stop, m.Goal("<=", 1.03))
+    assert figure.verdict == "cannot tell" and "21 rounds" in figure.line() and "every round spent" in figure.line()
+    assert figure.as_dict()["stopped"] == stop.reason
+
+
+def test_sequential_decides_misses_at_a_later_look() -> None:
+    ratios = [1.0, 1.2, 1.1, 1.15, 1.08, 1.12, 1.1, 1.09, 1.11] + [1.1, 1.12, 1.09, 1.11, 1.1, 1.13] + [1.1] * 10
+    a, b, _ = _rounds_of(ratios)  # round 1 (1.0) keeps min-max of 9 across 1.03; 15 rounds trim it
+    _, stop = m.run_sequential(m.Sequential((9, 15, 21)), [a, b], lambda o: m.paired_ratios(*o), m.Goal("<=", 1.03))
+    assert (stop.rounds, stop.verdict) == (15, "misses") and "look 2 of 3" in stop.reason
+
+
+def test_sequential_stops_without_a_verdict_when_the_time_budget_is_spent() -> None:
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def a(r: int) -> float:
+        now[0] += 10.0  # each round takes 10 s
+        return 1.0 if r % 2 else 1.06
+
+    _, stop = m.run_sequential(
+        m.Sequential((9, 15), budget_s=45.0), [a, lambda r: 1.0], lambda o: m.paired_ratios(*o), m.Goal("<=", 1.03),
+        clock=clock,
+    )  # fmt: skip
+    # after 4 rounds (40 s) a fifth would end at 50 s > 45 s: stop, far before the first look
+    assert (stop.rounds, stop.verdict) == (4, "cannot tell")
+    assert "time budget 45 s spent after 4 rounds" in stop.reason
