@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.mangling import INTERNAL_ERRORS, mangle
 from workload.metrics.collection import collect
 from workload.metrics.outputs import OutputContext, write_outputs
 
@@ -28,36 +28,7 @@ TEXTS = {p: p.read_bytes() for p in SOURCES}
 @st.composite
 def mangled(draw: st.DrawFn) -> tuple[Path, bytes]:
     source = draw(st.sampled_from(SOURCES))
-    data = bytearray(TEXTS[source])
-    how = draw(st.sampled_from(["truncate", "flip", "drop_lines", "bad_json", "garbage", "bad_number", "bad_type"]))
-    if how == "truncate":
-        data = data[: draw(st.integers(0, len(data)))]
-    elif how == "flip":
-        for _ in range(draw(st.integers(1, 20))):
-            i = draw(st.integers(0, len(data) - 1))
-            data[i] = draw(st.integers(0, 255))
-    elif how == "drop_lines":
-        lines = bytes(data).split(b"\n")
-        keep = draw(st.lists(st.booleans(), min_size=len(lines), max_size=len(lines)))
-        data = bytearray(b"\n".join(line for line, k in zip(lines, keep, strict=True) if k))
-    elif how == "bad_json":
-        text = bytes(data).replace(b'"', b"'", draw(st.integers(1, 5))).replace(b"{", b"[", 1)
-        data = bytearray(text.replace(b"true", b"tru", 1).replace(b": 1", b": NaN", 1))
-    elif how == "bad_number":
-        # numbers no metric may hold: NaN/Infinity (JSON, detail log), nan/inf (summary), overflowing literals
-        bad = draw(st.sampled_from([b"NaN", b"Infinity", b"-Infinity", b"1e999", b"nan", b"inf", b"9" * 400]))
-        data = bytearray(re.sub(rb"(: ?)-?\d+(?:\.\d+)?(?=[,\s}])", lambda m: m.group(1) + bad, bytes(data),
-                                count=draw(st.integers(1, 50))))  # fmt: skip
-    elif how == "bad_type":
-        swap = draw(st.sampled_from([b'"x"', b"null", b"[]", b"{}", b"1", b'"true"']))
-        data = bytearray(bytes(data).replace(draw(st.sampled_from([b"true", b"false", b": 1"])), swap))
-    else:
-        data = bytearray(draw(st.binary(max_size=300)))
-    return source, bytes(data)
-
-
-#: words of the collector's last-resort handlers: a parser or builder bug, never a clear message
-INTERNAL_ERRORS = ("could not be parsed (", "could not build")
+    return source, mangle(draw, TEXTS[source])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
