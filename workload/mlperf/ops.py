@@ -19,8 +19,8 @@ Decisions that can only be taken at apply time are carried as rules, never hidde
   the same pure planner, with those results marked blocked (their scenarios leave RUN_ARGS).
 * The run id inside every ``LOG_DIR`` is chosen by ``apply`` before planning (a read-only
   listing of ``build/logs``); ``plan`` shows the placeholder it is given (``<run id>``).
-* :class:`SetupStage` and :class:`BuildHarness` are skipped at apply when their ``state_key`` is
-  already marked done in host state (``plan`` leaves them out in that case, with a note).
+* :class:`SetupStage` and :class:`BuildHarness` already marked done in host state carry ``done``:
+  ``apply`` logs and skips them, ``plan`` does not print them (the planner adds a note).
 """
 
 from __future__ import annotations
@@ -171,12 +171,19 @@ class SetupStage(Op):
     argv: tuple[str, ...]
     #: Host-state key marked when it succeeded (data lives in the scratch path, per model).
     state_key: str
+    #: When host state says it is already done: the time it was marked (apply logs it and skips it;
+    #: plan does not print it, the planner adds a note instead).
+    done: str | None = None
 
     def summary(self) -> str:
         return f"set up {self.model}: {self.stage} (BENCHMARKS={self.model} only)"
 
     def commands(self) -> tuple[Command, ...]:
         return (self.container.command(self.argv),)
+
+    @property
+    def shown(self) -> bool:
+        return self.done is None
 
 
 @dataclass(frozen=True)
@@ -187,12 +194,18 @@ class BuildHarness(Op):
     commit: str | None
     argv: tuple[str, ...]
     state_key: str
+    #: Already built for this commit (host state marked and the build folder there): apply skips it.
+    done: str | None = None
 
     def summary(self) -> str:
         return f"make build (harness commit {(self.commit or 'unknown')[:12]})"
 
     def commands(self) -> tuple[Command, ...]:
         return (self.container.command(self.argv),)
+
+    @property
+    def shown(self) -> bool:
+        return self.done is None
 
 
 @dataclass(frozen=True)
@@ -260,7 +273,7 @@ def to_changes(ops: Sequence[Op]) -> list[Change]:
     index = 0
     while index < len(ops):
         op = ops[index]
-        if isinstance(op, SetupStage):
+        if isinstance(op, SetupStage) and op.shown:
             group = [op]
             while (
                 index + 1 < len(ops)
@@ -268,7 +281,8 @@ def to_changes(ops: Sequence[Op]) -> list[Change]:
                 and nxt.model == op.model
                 and nxt.container == op.container
             ):
-                group.append(nxt)
+                if nxt.shown:
+                    group.append(nxt)
                 index += 1
             changes.append(
                 Change(

@@ -11,8 +11,8 @@ values/ops out; no host access except through what the interpreter does with the
    checkout's recipe, or use a given image). Returns ops (``UseImage``/``BuildImage``...).
 3. :meth:`HarnessRound.system_check` -- the planner: the ``IdentifySystem`` op (the round's own
    system-detection command and the rule for an unknown system).
-4. :meth:`HarnessRound.setup_ops` -- the planner: the setup stages not done yet for the model
-   (``SetupStage``), then the one-off build (``BuildHarness``), plus notes for what is skipped.
+4. :meth:`HarnessRound.setup_ops` -- the planner: the model's setup stages (``SetupStage``), then
+   the one-off build (``BuildHarness``), those already done carrying ``done``; plus notes for them.
 5. :meth:`HarnessRound.engine_ops` and :meth:`HarnessRound.run_ops` -- the planner: the ops that
    run one (model, scenarios, test mode) group (``MakeTarget`` then ``CollectResults``).
 6. :meth:`HarnessRound.results_dir` -- where a run's results land (relative to closed/NVIDIA);
@@ -105,7 +105,7 @@ class HarnessRound(ABC):
 
     @abstractmethod
     def setup_ops(self, inputs: PlanInputs) -> tuple[list[Op], list[str]]:
-        """(ops, notes): the setup stages not yet done for the model, then the one-off build."""
+        """(ops, notes): the model's setup stages, then the one-off build (done ones carry ``done``)."""
 
     @abstractmethod
     def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:

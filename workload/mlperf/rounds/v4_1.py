@@ -41,6 +41,11 @@ from workload.mlperf.system import HostSystem
 SYSTEM_ID_ARGV: tuple[str, ...] = ("python3", "-m", "scripts.get_system_id")
 
 
+def _done(marked: object) -> str | None:
+    """A host-state mark as the op's ``done`` (the time it was marked; any true value counts)."""
+    return str(marked) if marked else None
+
+
 class V4_1Round(HarnessRound):
     """v4.0 and v4.1: the layout this runner was first written for."""
 
@@ -81,17 +86,16 @@ class V4_1Round(HarnessRound):
         notes: list[str] = []
         for stage in SETUP_STAGES:
             key = setup_key(inputs.scratch, model, stage)
-            if not facts.done.get(key):
-                argv = make_argv(stage, dict(self._variables(BENCHMARKS=model)))
-                ops.append(SetupStage(inputs.container, model, stage, tuple(argv), key))
-        if not ops:
+            argv = make_argv(stage, dict(self._variables(BENCHMARKS=model)))
+            ops.append(SetupStage(inputs.container, model, stage, tuple(argv), key, done=_done(facts.done.get(key))))
+        if not any(op.shown for op in ops):
             notes.append(f"setup of {model} already done ({', '.join(SETUP_STAGES)})")
         key = build_key(inputs.nvidia_dir, facts.commit)
-        if facts.done.get(key) and facts.build_exists:
+        built = _done(facts.done.get(key)) if facts.build_exists else None
+        if built:
             notes.append(f"make build already done for commit {(facts.commit or '')[:12]}")
-        else:
-            argv = make_argv("build", dict(self.extra_variables()))
-            ops.append(BuildHarness(inputs.container, facts.commit, tuple(argv), key))
+        argv = make_argv("build", dict(self.extra_variables()))
+        ops.append(BuildHarness(inputs.container, facts.commit, tuple(argv), key, done=built))
         return ops, notes
 
     def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:
