@@ -56,6 +56,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "installers",
         "workload.mlperf",
     ),
+    # Actions read what installers publish through declared exports (Step.exports), never their modules.
+    "workload.actions": ("installers", "workload.engine"),
     # The MLPerf harness support (rounds, ops, planner, interpreter) is below the actions that use it.
     "workload.mlperf": ("workload.actions", "workload.engine", "workload.profile", "workload.registry"),
     # A round adapter is pure: values in, ops out (the interpreter runs them).

@@ -157,3 +157,18 @@ def test_docker_name_names_the_container_like_the_harness_docker_name() -> None:
     with pytest.raises(ValidationError, match="is not a container name"):
         params(DockerName="bad name;rm")
     assert params(DockerName="").DockerName is None
+
+
+# -- declared exports ----------------------------------------------------------------------------
+def test_the_clone_declares_the_export_the_action_reads() -> None:
+    from installers.git_clone import GitRepoClone
+    from workload.steps import package_export
+
+    step = GitRepoClone(
+        GitRepoClone.Parameters.model_validate({"RepoUri": "https://example.invalid/r.git", "PackageName": "my-pkg"}),
+        location="Dependencies[0]",
+        kind="dependency",
+    )
+    assert step.exports() == ("MY_PKG_PATH", "MY_PKG_COMMIT")
+    # The MLPerf action's default PackageName reads exactly the name GitRepoClone declares for it.
+    assert package_export(params().PackageName) == "MLPERF_PATH"
