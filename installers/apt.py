@@ -26,7 +26,9 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from installers.facts.packages import (
+from workload.commands import Command, cmd
+from workload.errors import StepError
+from workload.facts.packages import (
     APT_LISTS,
     APT_LISTS_STAMP,
     LISTS_FRESHNESS_QUERY,
@@ -35,7 +37,7 @@ from installers.facts.packages import (
     read_lists_fresh,
     split_version,
 )
-from installers.facts.system import (
+from workload.facts.system import (
     ARCHITECTURE_QUERY,
     Architecture,
     OsRelease,
@@ -43,8 +45,6 @@ from installers.facts.system import (
     read_os_release,
     unsupported_platform,
 )
-from workload.commands import Command, cmd
-from workload.errors import StepError
 from workload.hosts.base import CommandResult
 from workload.steps import Change, FactPhase, Step, StepContext, StepPlan
 

@@ -26,9 +26,10 @@ from typing import ClassVar
 
 from installers import apt
 from installers.apt import AptRepository
-from installers.facts.docker import DockerInfo, docker_info_query, read_docker_info
-from installers.facts.packages import PackageFacts, package_fact_queries, read_package_facts
-from installers.facts.system import (
+from workload.commands import Command, cmd
+from workload.facts.docker import DockerInfo, docker_info_query, read_docker_info
+from workload.facts.packages import PackageFacts, package_fact_queries, read_package_facts
+from workload.facts.system import (
     Architecture,
     OsRelease,
     UserHome,
@@ -37,7 +38,6 @@ from installers.facts.system import (
     read_user_home,
     user_home_query,
 )
-from workload.commands import Command, cmd
 from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 DOCKER_PACKAGES = ("docker-ce", "docker-ce-cli", "containerd.io", "docker-compose-plugin")

@@ -30,17 +30,17 @@ from typing import ClassVar
 
 from installers import apt
 from installers.apt import AptRepository, PlanRefused
-from installers.facts.docker import (
+from workload.commands import Command, cmd
+from workload.facts.docker import (
     CTK_VERSION_QUERY,
     DockerInfo,
     docker_info_query,
     read_docker_info,
     read_nvidia_ctk_version,
 )
-from installers.facts.nvidia import PCI_SCAN, SMI_QUERY, GpuInventory, read_gpus
-from installers.facts.packages import PackageFacts, package_fact_queries, read_package_facts
-from installers.facts.system import Architecture, OsRelease, read_architecture, read_os_release
-from workload.commands import Command, cmd
+from workload.facts.nvidia import PCI_SCAN, SMI_QUERY, GpuInventory, read_gpus
+from workload.facts.packages import PackageFacts, package_fact_queries, read_package_facts
+from workload.facts.system import Architecture, OsRelease, read_architecture, read_os_release
 from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 PACKAGE = "nvidia-container-toolkit"

@@ -61,7 +61,8 @@ from installers.download import (
     file_name,
     read_download_state,
 )
-from installers.facts.nvidia import (
+from workload.commands import Command, cmd
+from workload.facts.nvidia import (
     DRIVER_ORIGIN_QUERY,
     FABRIC_MANAGER_UNIT,
     FABRIC_MANAGER_VERSION_QUERY,
@@ -78,7 +79,7 @@ from installers.facts.nvidia import (
     read_gpus,
     service_query,
 )
-from installers.facts.packages import (
+from workload.facts.packages import (
     PackageFacts,
     compare_versions,
     newest,
@@ -86,7 +87,7 @@ from installers.facts.packages import (
     read_package_facts,
     upstream_version,
 )
-from installers.facts.system import (
+from workload.facts.system import (
     Architecture,
     OsRelease,
     UserHome,
@@ -96,7 +97,6 @@ from installers.facts.system import (
     unsupported_platform,
     user_home_query,
 )
-from workload.commands import Command, cmd
 from workload.hosts.base import Host
 from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 

@@ -14,16 +14,16 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-from installers.facts.docker import DockerInfo, read_docker_info, read_nvidia_ctk_version
-from installers.facts.nvidia import (
+from workload.facts.docker import DockerInfo, read_docker_info, read_nvidia_ctk_version
+from workload.facts.nvidia import (
     FABRIC_MANAGER_UNIT,
     FabricManagerFacts,
     GpuInventory,
     read_fabric_manager,
     read_gpus,
 )
-from installers.facts.packages import AptPolicy, read_apt_policy, upstream_version
-from installers.facts.system import FreeSpace, RebootPending, read_free_space, read_reboot_pending
+from workload.facts.packages import AptPolicy, read_apt_policy, upstream_version
+from workload.facts.system import FreeSpace, RebootPending, read_free_space, read_reboot_pending
 from workload.hosts.base import Host
 
 CheckStatus = Literal["pass", "fail", "skip"]
