@@ -25,26 +25,26 @@ import abc
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from installers.facts.packages import (
-    APT_LISTS,
-    APT_LISTS_STAMP,
-    LISTS_FRESHNESS_QUERY,
-    PackageFacts,
-    newest,
-    read_lists_fresh,
-    split_version,
-)
-from installers.facts.system import (
-    ARCHITECTURE_QUERY,
-    Architecture,
-    OsRelease,
-    read_architecture,
-    read_os_release,
-    unsupported_platform,
-)
 from workload.commands import Command, cmd
 from workload.errors import StepError
+from workload.facts.fact import Fact, HostFacts
+from workload.facts.packages import (
+    APT_LISTS,
+    APT_LISTS_STAMP,
+    LISTS_FRESH,
+    PackageFacts,
+    newest,
+    split_version,
+)
+from workload.facts.system import (
+    ARCHITECTURE,
+    OS_RELEASE,
+    Architecture,
+    OsRelease,
+    unsupported_platform,
+)
 from workload.hosts.base import CommandResult
 from workload.steps import Change, FactPhase, Step, StepContext, StepPlan
 
@@ -317,7 +317,8 @@ class PlanRefused(StepError):
 class AptInstallerStep(Step):
     """An installer whose plan depends on the host's apt package lists.
 
-    Subclasses give :meth:`plan_from_host` (facts, then a pure planner that may raise
+    Subclasses declare their facts (:meth:`facts`, extending this class's platform and list
+    freshness) and give :meth:`plan_from_host` (facts, then a pure planner that may raise
     :class:`PlanRefused`). ``plan`` uses the lists as they are; ``apply`` runs the plan and, after
     an :class:`AptRefresh` change, plans again from the refreshed lists (exact versions are only
     known then), up to a bound. Lists workload refreshed less than ``APT_LISTS_FRESH_S`` ago, with
@@ -326,24 +327,25 @@ class AptInstallerStep(Step):
     """
 
     @abc.abstractmethod
-    def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
-        """Read the facts and call the pure planner; ``refreshed`` says the lists were just updated."""
+    def plan_from_host(self, ctx: StepContext, facts: HostFacts, *, refreshed: bool) -> StepPlan:
+        """Read the declared ``facts`` and call the pure planner; ``refreshed``: the lists were just updated."""
 
     def _plan(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
+        facts = self.read_facts(ctx, "plan")
         # Lists an earlier step (or run) refreshed minutes ago, with no source or list file changed
         # since, are as good as refreshed now: the plan installs from them, no second refresh.
-        fresh = refreshed or read_lists_fresh(ctx.host)
+        fresh = refreshed or facts[LISTS_FRESH]
         try:
-            return self.plan_from_host(ctx, refreshed=fresh)
+            return self.plan_from_host(ctx, facts, refreshed=fresh)
         except PlanRefused as exc:
             raise self.fail(exc.problem, ctx, hint=exc.hint) from None
 
     def plan(self, ctx: StepContext) -> StepPlan:
         return self._plan(ctx, refreshed=False)
 
-    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
         """Preflight and plan read the platform and the lists' freshness; subclasses add theirs."""
-        return [LISTS_FRESHNESS_QUERY, ARCHITECTURE_QUERY] if phase == "plan" else []
+        return [LISTS_FRESH, OS_RELEASE, ARCHITECTURE] if phase == "plan" else []
 
     def apply(self, ctx: StepContext, plan: StepPlan) -> StepPlan:
         """Apply, re-planning after each refresh; returns the plan applied last (its reboot counts)."""
@@ -357,7 +359,8 @@ class AptInstallerStep(Step):
     def preflight(self, ctx: StepContext) -> None:
         """Refuse an OS or architecture these apt-based installers do not support."""
         try:
-            require_supported(read_os_release(ctx.host), read_architecture(ctx.host))
+            facts = self.read_facts(ctx, "plan")
+            require_supported(facts[OS_RELEASE], facts[ARCHITECTURE])
         except PlanRefused as exc:
             raise self.fail(exc.problem, ctx, hint=exc.hint) from None
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from installers.facts.disks import Disk
+from workload.facts.disks import Disk
 
 Purpose = Literal["format", "mount"]
 

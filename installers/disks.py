@@ -45,7 +45,9 @@ from typing import ClassVar
 
 from installers.diskfilter import DiskFilter as Filter
 from installers.diskfilter import parse_size
-from installers.facts.disks import (
+from workload.commands import Command, cmd
+from workload.errors import EXIT_STEP_FAILED, WorkloadError
+from workload.facts.disks import (
     Disk,
     DiskFacts,
     FstabEntry,
@@ -54,8 +56,6 @@ from installers.facts.disks import (
     parse_fstab,
     read_disk_facts,
 )
-from workload.commands import Command, cmd
-from workload.errors import EXIT_STEP_FAILED, WorkloadError
 from workload.hosts.base import Host
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
 

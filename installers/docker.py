@@ -22,27 +22,30 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from installers import apt
 from installers.apt import AptRepository
-from installers.facts.docker import DockerInfo, docker_info_query, read_docker_info
-from installers.facts.packages import PackageFacts, package_fact_queries, read_package_facts
-from installers.facts.system import (
+from workload.commands import cmd
+from workload.facts.docker import DOCKER_INFO, DockerInfo
+from workload.facts.fact import Fact, HostFacts
+from workload.facts.packages import PackageFacts, package_facts
+from workload.facts.system import (
+    ARCHITECTURE,
+    OS_RELEASE,
     Architecture,
     OsRelease,
     UserHome,
-    read_architecture,
-    read_os_release,
-    read_user_home,
-    user_home_query,
+    file_exists,
+    user_home,
 )
-from workload.commands import Command, cmd
 from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 DOCKER_PACKAGES = ("docker-ce", "docker-ce-cli", "containerd.io", "docker-compose-plugin")
 VERSIONED = ("docker-ce", "docker-ce-cli")
 REPO_NAME = "workload-docker"
+#: The apt source file of Docker's repository (its presence: the repository is configured).
+REPO_LIST = posixpath.join(apt.SOURCES_DIR, f"{REPO_NAME}.list")
 
 
 class DockerParameters(StepParameters):
@@ -127,18 +130,19 @@ def plan_docker(params: DockerParameters, facts: DockerFacts) -> StepPlan:
     return StepPlan(changes=tuple(changes))
 
 
-def gather_facts(ctx: StepContext, params: DockerParameters, *, refreshed: bool = False) -> DockerFacts:
-    host = ctx.host
-    user = read_user_home(host, params.Username)
-    groups = host.run(cmd("id", "-nG", user.name, timeout=60, readonly=True))
+def gather_facts(facts: HostFacts, params: DockerParameters, *, refreshed: bool = False) -> DockerFacts:
+    """The planner's facts, read through the step's declaration (:meth:`DockerInstallation.facts`)."""
+    user = facts[user_home(params.Username)]
+    # Depends on the user just read, so it cannot be declared (and batched) ahead: read directly.
+    groups = facts.host.run(cmd("id", "-nG", user.name, timeout=60, readonly=True))
     return DockerFacts(
-        os=read_os_release(host),
-        arch=read_architecture(host),
-        packages=read_package_facts(host, DOCKER_PACKAGES),
-        docker=read_docker_info(host),
+        os=facts[OS_RELEASE],
+        arch=facts[ARCHITECTURE],
+        packages=facts[package_facts(DOCKER_PACKAGES)],
+        docker=facts[DOCKER_INFO],
         user=user,
         user_groups=frozenset(groups.stdout.split()) if groups.ok else frozenset(),
-        repo_configured=host.exists(posixpath.join(apt.SOURCES_DIR, f"{REPO_NAME}.list")),
+        repo_configured=facts[file_exists(REPO_LIST)],
         refreshed=refreshed,
     )
 
@@ -154,17 +158,18 @@ class DockerInstallation(apt.AptInstallerStep):
         assert isinstance(self.params, DockerParameters)
         return self.params
 
-    def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
-        return plan_docker(self.p, gather_facts(ctx, self.p, refreshed=refreshed))
+    def plan_from_host(self, ctx: StepContext, facts: HostFacts, *, refreshed: bool) -> StepPlan:
+        return plan_docker(self.p, gather_facts(facts, self.p, refreshed=refreshed))
 
-    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
         if phase == "verify":
-            return [docker_info_query()]
-        queries = [*super().fact_queries(ctx, phase), user_home_query(self.p.Username)]
-        return [*queries, *package_fact_queries(DOCKER_PACKAGES), docker_info_query()]
+            return [DOCKER_INFO]
+        mine: list[Fact[Any]] = [user_home(self.p.Username), package_facts(DOCKER_PACKAGES), DOCKER_INFO]
+        mine.append(file_exists(REPO_LIST))
+        return [*super().facts(ctx, phase), *mine]
 
     def verify(self, ctx: StepContext) -> None:
-        info = read_docker_info(ctx.host)
+        info = self.read_facts(ctx, "verify")[DOCKER_INFO]
         if not info.daemon_ok:
             raise self.fail(
                 f"docker does not work: {info.error or 'docker info gave no server version'}",

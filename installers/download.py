@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 from installers.apt import with_retry
 from workload.commands import Command, cmd
+from workload.facts.fact import Fact
 from workload.hosts.base import Host
 
 Tool = Literal["curl", "wget"]
@@ -109,3 +110,8 @@ def download_commands(url: str, dest: str, *, sha256: str | None, tool: Tool, at
         commands.append(cmd("sh", "-c", VERIFY_SCRIPT, "verify-sha256", sha256.lower(), part, sudo=True, timeout=1800))
     commands.append(cmd("mv", "-f", "--", part, dest, sudo=True, timeout=60))
     return tuple(commands)
+
+
+def download_state(dest: str) -> Fact[DownloadState]:
+    """Whether ``dest`` was downloaded, how much of it was, and with what tool (:func:`read_download_state`)."""
+    return Fact(f"download-state({dest})", lambda host: read_download_state(host, dest), (download_state_query(dest),))

@@ -26,21 +26,16 @@ import json
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from installers import apt
 from installers.apt import AptRepository, PlanRefused
-from installers.facts.docker import (
-    CTK_VERSION_QUERY,
-    DockerInfo,
-    docker_info_query,
-    read_docker_info,
-    read_nvidia_ctk_version,
-)
-from installers.facts.nvidia import PCI_SCAN, SMI_QUERY, GpuInventory, read_gpus
-from installers.facts.packages import PackageFacts, package_fact_queries, read_package_facts
-from installers.facts.system import Architecture, OsRelease, read_architecture, read_os_release
-from workload.commands import Command, cmd
+from workload.commands import cmd
+from workload.facts.docker import DOCKER_INFO, NVIDIA_CTK_VERSION, DockerInfo
+from workload.facts.fact import Fact, HostFacts, command_fact
+from workload.facts.nvidia import GPUS, GpuInventory
+from workload.facts.packages import PackageFacts, package_facts
+from workload.facts.system import ARCHITECTURE, OS_RELEASE, Architecture, OsRelease, file_exists
 from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 PACKAGE = "nvidia-container-toolkit"
@@ -51,6 +46,12 @@ DAEMON_JSON = "/etc/docker/daemon.json"
 #: Through sudo (the file may be root's alone) and read-only, so it goes to the host with the
 #: step's other fact queries; a missing file reads as "no runtime registered".
 DAEMON_JSON_QUERY = cmd("cat", DAEMON_JSON, sudo=True, timeout=60, readonly=True)
+#: Docker's daemon.json, None where it is missing or unreadable.
+DAEMON_JSON_TEXT: Fact[str | None] = command_fact(
+    "docker-daemon-json", DAEMON_JSON_QUERY, lambda _host, result: result.stdout if result.ok else None
+)
+#: The apt source file of the toolkit's repository (its presence: the repository is configured).
+REPO_LIST = posixpath.join(apt.SOURCES_DIR, f"{REPO_NAME}.list")
 
 
 class ToolkitParameters(StepParameters):
@@ -163,19 +164,17 @@ def plan_toolkit(params: ToolkitParameters, facts: ToolkitFacts) -> StepPlan:
     return StepPlan(changes=tuple(changes))
 
 
-def gather_facts(ctx: StepContext, *, refreshed: bool = False) -> ToolkitFacts:
-    host = ctx.host
-    result = host.run(DAEMON_JSON_QUERY)
-    daemon_json = result.stdout if result.ok else None
+def gather_facts(facts: HostFacts, *, refreshed: bool = False) -> ToolkitFacts:
+    """The planner's facts, read through the step's declaration (:meth:`NvidiaContainerToolkitInstallation.facts`)."""
     return ToolkitFacts(
-        os=read_os_release(host),
-        arch=read_architecture(host),
-        packages=read_package_facts(host, (PACKAGE,)),
-        docker=read_docker_info(host),
-        daemon_json_has_nvidia=daemon_json_has_nvidia(daemon_json),
-        repo_configured=host.exists(posixpath.join(apt.SOURCES_DIR, f"{REPO_NAME}.list")),
+        os=facts[OS_RELEASE],
+        arch=facts[ARCHITECTURE],
+        packages=facts[package_facts((PACKAGE,))],
+        docker=facts[DOCKER_INFO],
+        daemon_json_has_nvidia=daemon_json_has_nvidia(facts[DAEMON_JSON_TEXT]),
+        repo_configured=facts[file_exists(REPO_LIST)],
         refreshed=refreshed,
-        ctk_version=read_nvidia_ctk_version(host),
+        ctk_version=facts[NVIDIA_CTK_VERSION],
     )
 
 
@@ -219,30 +218,32 @@ class NvidiaContainerToolkitInstallation(apt.AptInstallerStep):
         assert isinstance(self.params, ToolkitParameters)
         return self.params
 
-    def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
-        return plan_toolkit(self.p, gather_facts(ctx, refreshed=refreshed))
+    def plan_from_host(self, ctx: StepContext, facts: HostFacts, *, refreshed: bool) -> StepPlan:
+        return plan_toolkit(self.p, gather_facts(facts, refreshed=refreshed))
 
-    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
-        checks = [CTK_VERSION_QUERY, docker_info_query()]
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
+        checks: list[Fact[Any]] = [NVIDIA_CTK_VERSION, DOCKER_INFO]
         if phase == "verify":
-            return [*checks, SMI_QUERY, PCI_SCAN]
-        return [*super().fact_queries(ctx, phase), *package_fact_queries((PACKAGE,)), *checks, DAEMON_JSON_QUERY]
+            return [*checks, GPUS]
+        mine: list[Fact[Any]] = [package_facts((PACKAGE,)), *checks, DAEMON_JSON_TEXT, file_exists(REPO_LIST)]
+        return [*super().facts(ctx, phase), *mine]
 
     def verify(self, ctx: StepContext) -> None:
-        if read_nvidia_ctk_version(ctx.host) is None:
+        facts = self.read_facts(ctx, "verify")
+        if facts[NVIDIA_CTK_VERSION] is None:
             raise self.fail(
                 "nvidia-ctk does not answer (`nvidia-ctk --version`)",
                 ctx,
                 hint=f"sudo apt-get install --reinstall {BASE_PACKAGE} {PACKAGE}",
             )
-        info = read_docker_info(ctx.host)
+        info = facts[DOCKER_INFO]
         if not info.has_nvidia_runtime:
             raise self.fail(
                 f"Docker does not list the nvidia runtime (runtimes: {', '.join(info.runtimes) or info.error})",
                 ctx,
                 hint="sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
             )
-        gpus = read_gpus(ctx.host)
+        gpus = facts[GPUS]
         undriven = undriven_gpus_problem(gpus)
         if undriven is not None:
             raise self.fail(undriven[0], ctx, hint=undriven[1])

@@ -47,60 +47,50 @@ import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator
 
 from installers import apt
 from installers.apt import AptRepository, PlanRefused
-from installers.download import (
-    SHA256_RE,
-    DownloadState,
-    download_commands,
-    download_state_query,
-    file_name,
-    read_download_state,
-)
-from installers.facts.nvidia import (
-    DRIVER_ORIGIN_QUERY,
+from installers.download import SHA256_RE, DownloadState, download_commands, download_state, file_name
+from workload.commands import Command, cmd
+from workload.facts.fact import Fact, HostFacts
+from workload.facts.nvidia import (
+    DRIVER_ORIGIN,
+    FABRIC_MANAGER,
     FABRIC_MANAGER_UNIT,
-    FABRIC_MANAGER_VERSION_QUERY,
-    PCI_SCAN,
-    SMI_QUERY,
+    GPUS,
     CudaToolkit,
     DriverOrigin,
     FabricManagerFacts,
     GpuInventory,
-    cuda_toolkit_query,
-    read_cuda_toolkit,
-    read_driver_origin,
-    read_fabric_manager,
-    read_gpus,
-    service_query,
+    cuda_toolkit,
 )
-from installers.facts.packages import (
+from workload.facts.packages import (
     PackageFacts,
     compare_versions,
     newest,
-    package_fact_queries,
+    package_facts,
     read_package_facts,
     upstream_version,
 )
-from installers.facts.system import (
+from workload.facts.system import (
+    ARCHITECTURE,
+    OS_RELEASE,
     Architecture,
     OsRelease,
     UserHome,
-    read_architecture,
-    read_os_release,
-    read_user_home,
+    file_exists,
+    file_text,
     unsupported_platform,
-    user_home_query,
+    user_home,
 )
-from workload.commands import Command, cmd
-from workload.hosts.base import Host
 from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 CUDA_REPO_NAME = "workload-nvidia-cuda"
+#: The apt source file of NVIDIA's CUDA repository (its presence: the repository is configured).
+CUDA_REPO_LIST = posixpath.join(apt.SOURCES_DIR, f"{CUDA_REPO_NAME}.list")
 CUDA_REPO_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/"
 CUDA_REPO_KEY_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/3bf863cc.pub"
 BUILD_PACKAGES = ("build-essential",)
@@ -626,34 +616,37 @@ def _append_as(user: UserHome, path: str, text: str) -> Command:
 
 
 # -- the step ----------------------------------------------------------------------------------------
-def gather_facts(ctx: StepContext, params: NvidiaCudaParameters, *, refreshed: bool = False) -> CudaFacts:
-    host = ctx.host
-    names = planned_packages(params)
-    user = read_user_home(host, params.Username)
+def gather_facts(
+    ctx: StepContext, facts: HostFacts, params: NvidiaCudaParameters, *, refreshed: bool = False
+) -> CudaFacts:
+    """The planner's facts, read through the step's declaration (:meth:`NvidiaCudaInstallation.facts`)."""
+    user = facts[user_home(params.Username)]
     begin, _ = bashrc_markers(params)
     bashrc = posixpath.join(user.home, ".bashrc")
-    has_block = host.run(cmd("grep", "-qxF", begin, bashrc, sudo=True, timeout=60, readonly=True)).returncode == 0
-    toolkit = read_cuda_toolkit(host, cuda_home(params)) if params.LinuxCudaVersion else None
+    # Depends on the user's home just read, so it cannot be declared (and batched) ahead: read directly.
+    grep = cmd("grep", "-qxF", begin, bashrc, sudo=True, timeout=60, readonly=True)
+    has_block = facts.host.run(grep).returncode == 0
+    toolkit = facts[cuda_toolkit(cuda_home(params))] if params.LinuxCudaVersion else None
     runfile = (
-        read_download_state(host, runfile_path(params))
+        facts[download_state(runfile_path(params))]
         if params.CudaRequired and params.LinuxLocalRunFile
         else DownloadState(complete=True, partial_bytes=0, tool=None)
     )
     return CudaFacts(
-        os=read_os_release(host),
-        arch=read_architecture(host),
-        packages=read_package_facts(host, names),
-        gpus=read_gpus(host),
-        fabric_manager=read_fabric_manager(host),
+        os=facts[OS_RELEASE],
+        arch=facts[ARCHITECTURE],
+        packages=facts[package_facts(planned_packages(params))],
+        gpus=facts[GPUS],
+        fabric_manager=facts[FABRIC_MANAGER],
         user=user,
         toolkit_installed=toolkit is not None and toolkit.provides(params.LinuxCudaVersion or ""),
         runfile=runfile,
         bashrc_has_block=has_block,
-        cuda_repo_configured=host.exists(posixpath.join(apt.SOURCES_DIR, f"{CUDA_REPO_NAME}.list")),
-        apt_pin=_read_optional(host, apt_pin_path(params)),
+        cuda_repo_configured=facts[file_exists(CUDA_REPO_LIST)],
+        apt_pin=facts[file_text(apt_pin_path(params))],
         refreshed=refreshed,
         allow_no_gpu=bool(ctx.options.get("allow_no_gpu", False)),
-        driver_origin=read_driver_origin(host),
+        driver_origin=facts[DRIVER_ORIGIN],
     )
 
 
@@ -661,13 +654,6 @@ def _toolkit_problem(params: NvidiaCudaParameters, toolkit: CudaToolkit | None) 
     if toolkit is None or toolkit.provides(params.LinuxCudaVersion or ""):
         return ""
     return toolkit.problem or f"{toolkit.home}/bin/nvcc reports CUDA {toolkit.release}, not {params.LinuxCudaVersion}"
-
-
-def _read_optional(host: Host, path: str) -> str | None:
-    try:
-        return host.read_text(path)
-    except FileNotFoundError:
-        return None
 
 
 class NvidiaCudaInstallation(apt.AptInstallerStep):
@@ -706,30 +692,29 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
         if params.RunFileSha256 and not SHA256_RE.match(params.RunFileSha256):
             raise ValueError("RunFileSha256: expected 64 hexadecimal digits")
 
-    def plan_from_host(self, ctx: StepContext, *, refreshed: bool) -> StepPlan:
-        return plan_nvidia_cuda(self.p, gather_facts(ctx, self.p, refreshed=refreshed))
+    def plan_from_host(self, ctx: StepContext, facts: HostFacts, *, refreshed: bool) -> StepPlan:
+        return plan_nvidia_cuda(self.p, gather_facts(ctx, facts, self.p, refreshed=refreshed))
 
-    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
         params = self.p
-        queries = [SMI_QUERY, PCI_SCAN, FABRIC_MANAGER_VERSION_QUERY, service_query(FABRIC_MANAGER_UNIT)]
-        if params.LinuxCudaVersion:
-            queries.append(cuda_toolkit_query(cuda_home(params)))
         if phase == "verify":
-            return [*queries, *package_fact_queries(())]
-        queries += [*super().fact_queries(ctx, phase), *package_fact_queries(planned_packages(params))]
-        queries.append(DRIVER_ORIGIN_QUERY)
-        queries.append(user_home_query(params.Username))
+            toolkit = [cuda_toolkit(cuda_home(params))] if params.CudaRequired else []
+            return [GPUS, FABRIC_MANAGER, package_facts(()), *toolkit]
+        mine: list[Fact[Any]] = [GPUS, DRIVER_ORIGIN, FABRIC_MANAGER, package_facts(planned_packages(params))]
+        mine += [user_home(params.Username), file_exists(CUDA_REPO_LIST), file_text(apt_pin_path(params))]
+        if params.LinuxCudaVersion:
+            mine.append(cuda_toolkit(cuda_home(params)))
         if params.CudaRequired and params.LinuxLocalRunFile:
-            queries.append(download_state_query(runfile_path(params)))
-        return queries
+            mine.append(download_state(runfile_path(params)))
+        return [*super().facts(ctx, phase), *mine]
 
     def preflight(self, ctx: StepContext) -> None:
-        host = ctx.host
+        read = self.read_facts(ctx, "plan")
         facts = PreflightFacts(
-            os=read_os_release(host),
-            arch=read_architecture(host),
-            gpus=read_gpus(host),
-            driver_origin=read_driver_origin(host),
+            os=read[OS_RELEASE],
+            arch=read[ARCHITECTURE],
+            gpus=read[GPUS],
+            driver_origin=read[DRIVER_ORIGIN],
             allow_no_gpu=bool(ctx.options.get("allow_no_gpu", False)),
         )
         try:
@@ -738,22 +723,24 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
             raise self.fail(exc.problem, ctx, hint=exc.hint) from None
 
     def verify(self, ctx: StepContext) -> None:
-        host, params = ctx.host, self.p
-        gpus = read_gpus(host)
-        toolkit = read_cuda_toolkit(host, cuda_home(params)) if params.CudaRequired else None
+        params = self.p
+        read = self.read_facts(ctx, "verify")
+        gpus = read[GPUS]
+        toolkit = read[cuda_toolkit(cuda_home(params))] if params.CudaRequired else None
         facts = VerifyFacts(
-            packages=read_package_facts(host, ()),
+            packages=read[package_facts(())],
             gpus=gpus,
-            fabric_manager=read_fabric_manager(host),
+            fabric_manager=read[FABRIC_MANAGER],
             toolkit_installed=toolkit is not None and toolkit.provides(params.LinuxCudaVersion or ""),
             allow_no_gpu=bool(ctx.options.get("allow_no_gpu", False)),
             toolkit_problem=_toolkit_problem(params, toolkit),
         )
         problems = verify_problems(params, facts)
         if problems:
-            # apt's offers word the exact fixes (full versions): read only when there is something to fix.
+            # apt's offers word the exact fixes (full versions): read only when there is something to
+            # fix, for packages that depend on the GPUs just read (so not declared ahead).
             fm = fabric_manager_packages(params) if wants_fabric_manager(params, gpus) else ()
-            offers = read_package_facts(host, [*driver_packages(params), *fm])
+            offers = read_package_facts(ctx.host, [*driver_packages(params), *fm])
             problems = verify_problems(params, replace(facts, packages=offers))
         if problems:
             problem, hint = problems[0]

@@ -34,7 +34,26 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "workload.metrics",
         "workload.history",
         "workload.report",
+        "workload.facts",
+        "workload.doctor",
     ),
+    # The facts library sits on the transports and is shared by installers, actions and doctor:
+    # it reads hosts and knows nothing of who reads it.
+    "workload.facts": (
+        "workload.steps",
+        "workload.registry",
+        "workload.engine",
+        "workload.profile",
+        "workload.actions",
+        "installers",
+        "workload.mlperf",
+        "workload.loadgen",
+        "workload.metrics",
+        "workload.history",
+        "workload.report",
+        "workload.doctor",
+    ),
+    "workload.doctor": ("workload.engine", "workload.profile", "workload.actions", "workload.metrics"),
     "workload.steps": ("workload.engine", "workload.profile", "workload.actions", "installers", "workload.metrics"),
     "workload.registry": ("workload.engine", "workload.profile", "workload.metrics"),
     "installers": (
@@ -46,6 +65,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "workload.metrics",
         "workload.history",
         "workload.report",
+        "workload.doctor",
     ),
     "workload.metrics": (
         "workload.hosts",
@@ -55,6 +75,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "workload.actions",
         "installers",
         "workload.mlperf",
+        "workload.facts",
     ),
     # Actions read what installers publish through declared exports (Step.exports), never their modules.
     "workload.actions": ("installers", "workload.engine"),

@@ -19,7 +19,7 @@ from installers.disks import (
     plan_format,
     plan_mount,
 )
-from installers.facts.disks import DiskFacts, Mount, Probe, build_facts, parse_lsblk
+from workload.facts.disks import DiskFacts, Mount, Probe, build_facts, parse_lsblk
 
 GIB = 1024**3
 TIB = 1024**4

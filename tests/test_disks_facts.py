@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from installers.facts.disks import (
+from workload.errors import FactError
+from workload.facts.disks import (
     DiskFacts,
     build_facts,
     parse_blkid_export,
@@ -17,7 +18,6 @@ from installers.facts.disks import (
     parse_swaps,
     parse_wipefs_json,
 )
-from workload.errors import FactError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "disks"
 

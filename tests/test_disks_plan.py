@@ -21,8 +21,8 @@ from installers.disks import (
     plan_format,
     plan_mount,
 )
-from installers.facts.disks import DiskFacts, Mount
 from tests.test_disks_facts import load_facts
+from workload.facts.disks import DiskFacts, Mount
 
 USER = Owner("azureuser", 1000, 1000)
 
@@ -87,7 +87,7 @@ def test_already_formatted_workload_disk_is_a_noop_with_reason() -> None:
 
 
 def test_unknown_os_disk_formats_nothing() -> None:
-    from installers.facts.disks import build_facts, parse_lsblk
+    from workload.facts.disks import build_facts, parse_lsblk
 
     facts = build_facts(
         parse_lsblk('{"blockdevices":[{"name":"sdc","path":"/dev/sdc","size":1000,"type":"disk"}]}'),
@@ -146,7 +146,7 @@ def test_raid0_with_too_few_disks_or_no_mdadm_is_refused() -> None:
 
 def raid_vm(md_uuid: str = "3b7a1c2d-5e6f-7a8b-9c0d-1e2f3a4b5c6d") -> DiskFacts:
     """Two NVMe disks striped by FormatDisks into md127 (ext4, our label), and the OS disk."""
-    from installers.facts.disks import build_facts, parse_lsblk
+    from workload.facts.disks import build_facts, parse_lsblk
 
     md = (
         '{"name":"md127","path":"/dev/md127","size":1998,"type":"raid0","fstype":"ext4",'
@@ -185,7 +185,7 @@ def test_a_formatted_raid_missing_from_mdadm_conf_is_recorded_then_left_alone() 
 
 
 def test_raid0_of_non_nvme_disks_only_with_the_test_option() -> None:
-    from installers.facts.disks import build_facts, parse_lsblk
+    from workload.facts.disks import build_facts, parse_lsblk
 
     loop = '{{"name":"loop{0}","path":"/dev/loop{0}","size":67108864,"type":"loop","ro":false}}'
     text = (
@@ -256,7 +256,7 @@ def mount_facts(
 
 def formatted_vm(mounted: bool = False, avail: int | None = None) -> DiskFacts:
     """Two data disks with one workload partition each (the bigger is nvme1n1), like after FormatDisks."""
-    from installers.facts.disks import build_facts, parse_lsblk
+    from workload.facts.disks import build_facts, parse_lsblk
 
     def d(name: str, size: int) -> str:
         point = f'"/data/mnt_{name}p1"' if mounted else "null"

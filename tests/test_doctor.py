@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from installers.doctor import (
+from tests.fixtures.facts.builders import fabric_manager, inventory
+from workload.doctor import (
     DoctorFacts,
     check_container_toolkit,
     check_disk_space,
@@ -17,11 +18,10 @@ from installers.doctor import (
     check_reboot,
     run_checks,
 )
-from installers.facts.docker import DockerInfo
-from installers.facts.nvidia import GpuInventory
-from installers.facts.packages import AptPolicy
-from installers.facts.system import FreeSpace, RebootPending
-from tests.fixtures.facts.builders import fabric_manager, inventory
+from workload.facts.docker import DockerInfo
+from workload.facts.nvidia import GpuInventory
+from workload.facts.packages import AptPolicy
+from workload.facts.system import FreeSpace, RebootPending
 
 FM = "nvidia-fabricmanager-550"
 POLICIES = {
@@ -113,8 +113,8 @@ def test_doctor_checks_the_scratch_path_mountdisks_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Without --scratch, the scratch row uses MLPERF_SCRATCH_PATH from the host state MountDisks wrote."""
-    from installers.doctor import read_doctor_facts
     from workload.cli import invoke
+    from workload.doctor import read_doctor_facts
     from workload.hosts.local import LocalHost
 
     scratch = tmp_path / "mnt_nvme1n1" / "scratch"

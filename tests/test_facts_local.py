@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from installers.facts import docker as docker_facts
-from installers.facts import nvidia, packages, system
+from workload.facts import docker as docker_facts
+from workload.facts import nvidia, packages, system
 from workload.hosts.local import LocalHost
 
 NVCC_12_4 = (Path(__file__).parent / "fixtures" / "facts" / "nvcc_version" / "cuda-12.4.0.txt").read_text()

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from installers.facts import docker as docker_facts
-from installers.facts import nvidia, packages, system
-from installers.facts.packages import parse_lists_freshness
+from workload.facts import docker as docker_facts
+from workload.facts import nvidia, packages, system
+from workload.facts.packages import parse_lists_freshness
 
 FIXTURES = Path(__file__).parent / "fixtures" / "facts"
 

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from installers.doctor import read_doctor_facts, run_checks
-from installers.facts.nvidia import read_gpus
+from workload.doctor import read_doctor_facts, run_checks
+from workload.facts.nvidia import read_gpus
 from workload.hosts.local import LocalHost
 
 pytestmark = pytest.mark.gpu

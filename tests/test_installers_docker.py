@@ -9,8 +9,6 @@ import pytest
 
 from installers.apt import AptRefresh, PlanRefused
 from installers.docker import DOCKER_PACKAGES, DockerFacts, DockerParameters, plan_docker
-from installers.facts.docker import DockerInfo
-from installers.facts.packages import APT_LISTS_STAMP, AptPolicy, InstalledPackage, PackageFacts
 from installers.nvidia_container_toolkit import (
     ToolkitFacts,
     ToolkitParameters,
@@ -21,6 +19,8 @@ from installers.nvidia_container_toolkit import (
 )
 from tests.fixtures.facts.builders import AZUREUSER, DEBIAN_12, ROCKY_9, ROOT, UBUNTU_22, UBUNTU_24, X86, inventory
 from tests.test_installers_nvidia_cuda import LOCK_WAIT, short
+from workload.facts.docker import DockerInfo
+from workload.facts.packages import APT_LISTS_STAMP, AptPolicy, InstalledPackage, PackageFacts
 
 DOCKER_VERSIONS = ("5:27.3.1-1~ubuntu.22.04~jammy", "5:27.3.0-1~ubuntu.22.04~jammy", "5:26.1.4-1~ubuntu.22.04~jammy")
 RUNNING = DockerInfo(installed=True, server_version="27.3.1", runtimes=("io.containerd.runc.v2", "runc"))

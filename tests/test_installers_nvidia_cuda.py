@@ -8,8 +8,6 @@ from typing import Any
 import pytest
 
 from installers.apt import APT_LOCKS, AptRefresh, PlanRefused
-from installers.facts.nvidia import DriverOrigin
-from installers.facts.system import Architecture
 from installers.nvidia_cuda import (
     CudaFacts,
     NvidiaCudaInstallation,
@@ -36,6 +34,8 @@ from tests.fixtures.facts.builders import (
     v,
 )
 from workload.commands import Command
+from workload.facts.nvidia import DriverOrigin
+from workload.facts.system import Architecture
 
 RUNFILE = "https://developer.download.nvidia.com/compute/cuda/12.4.0/local_installers/cuda_12.4.0_550.54.14_linux.run"
 DRIVER, DKMS, FM, META = (
@@ -280,7 +280,7 @@ def test_nvidia_repo_pins_meta_and_binary_fabric_manager_packages() -> None:
         META: ("550.144.03-1", "550.127.05-1"),
         FM: ("550.144.03-1", "550.127.05-1"),
     }
-    from installers.facts.packages import AptPolicy
+    from workload.facts.packages import AptPolicy
 
     policies = dict(pkgs.policies)
     for name, versions in nvidia_style.items():

@@ -2,7 +2,8 @@
 
 A step's life on one host, driven by :mod:`workload.engine`:
 
-1. ``plan(ctx)`` reads facts from the host (read-only queries, re-read each time) and returns a
+1. ``plan(ctx)`` reads the facts it declares (:meth:`Step.facts`: read-only queries, re-read each
+   time, see :mod:`workload.facts.fact`) from the host and returns a
    :class:`StepPlan`: the changes it would make, each with the exact commands, or a no-op with a
    reason. ``workload plan`` stops here; nothing on the host changes.
 2. ``apply(ctx, plan)`` makes the changes (the default runs each planned command with ``check``).
@@ -32,11 +33,12 @@ from pydantic_core import PydanticUseDefault
 
 from workload.commands import Command, mask_text
 from workload.errors import Interrupted, OutputError, StepError
+from workload.facts.fact import Fact, HostFacts, queries_of
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
 from workload.hoststate import HostState as HostState  # re-exported: steps and tests import it from here
 from workload.safefile import append_text
 
-#: When a step reads its facts (see :meth:`Step.fact_queries`).
+#: When a step reads its facts (see :meth:`Step.facts`).
 FactPhase = Literal["plan", "verify"]
 
 StepKind = Literal["dependency", "action", "monitor"]
@@ -324,15 +326,31 @@ class Step(abc.ABC):
         architecture, hardware). The default checks nothing.
         """
 
-    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
-        """The read-only commands this step's ``phase`` reads ("plan": preflight and plan; "verify").
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
+        """The facts this step's ``phase`` reads ("plan": preflight, plan and re-plan; "verify").
 
-        The engine runs them in one round trip just before (:meth:`Host.prefetch`), so the reads
-        that follow need no round trip of their own. Only an optimisation: a query left out runs
-        on its own when read, and one listed but not read costs a little work on the host. The
-        default lists none.
+        The one declaration of what the step reads (:mod:`workload.facts.fact`): the engine
+        prefetches the facts' queries in one round trip before the phase (:meth:`fact_queries`),
+        and the step reads them through :meth:`read_facts`, which refuses a fact not declared
+        here. The default declares none.
         """
         return ()
+
+    def fact_queries(self, ctx: StepContext, phase: FactPhase) -> Sequence[Command]:
+        """The read-only commands the engine prefetches before ``phase``: derived from :meth:`facts`.
+
+        The engine runs them in one round trip just before (:meth:`Host.prefetch`), so the reads
+        that follow need no round trip of their own. Steps declare :meth:`facts`, not this.
+        """
+        return queries_of(self.facts(ctx, phase))
+
+    def read_facts(self, ctx: StepContext, phase: FactPhase) -> HostFacts:
+        """The facts declared for ``phase`` (:meth:`facts`), each read from the host at most once.
+
+        Reading a fact the declaration does not name raises
+        :class:`~workload.facts.fact.UndeclaredFact` (a programming error the tests catch).
+        """
+        return HostFacts(ctx.host, self.facts(ctx, phase), reader=f"{self.label} ({phase})")
 
     def apply(self, ctx: StepContext, plan: StepPlan) -> StepPlan | None:
         """Make the planned changes. The default runs every planned command with ``check``.

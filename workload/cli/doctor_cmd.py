@@ -40,8 +40,8 @@ def doctor_command(
 
     from rich.table import Table
 
-    from installers.doctor import Check, read_doctor_facts, run_checks
     from workload.cli.console import make_console, plain, styled
+    from workload.doctor import Check, read_doctor_facts, run_checks
     from workload.errors import EXIT_OK, EXIT_STEP_FAILED, WorkloadError
 
     specs, factory = build_targets(targets)

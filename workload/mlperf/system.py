@@ -1,7 +1,7 @@
 """The host as the harness sees it: GPU name, memory and count; CPU model, cores and sockets; memory.
 
-:func:`read_host_system` reads it with the shared fact readers (``installers.facts.nvidia.read_gpus``,
-``installers.facts.system.read_cpu``/``read_memory``); :func:`parse_system_description` builds the
+:func:`read_host_system` reads it with the shared fact readers (``workload.facts.nvidia.read_gpus``,
+``workload.facts.system.read_cpu``/``read_memory``); :func:`parse_system_description` builds the
 same value from JSON (the test-only
 ``SystemDescription`` parameter, for machines without a GPU). Parsers are pure functions.
 """
@@ -90,7 +90,7 @@ def from_facts(gpus: Sequence[tuple[str, int]], cpu: CpuFacts, memory_bytes: int
 
 
 class CpuFacts(Protocol):
-    """The CPU fields used here (``installers.facts.system.CpuInfo`` has them)."""
+    """The CPU fields used here (``workload.facts.system.CpuInfo`` has them)."""
 
     @property
     def model(self) -> str: ...
@@ -107,8 +107,8 @@ class CpuFacts(Protocol):
 def read_host_system(host: Host) -> HostSystem:
     """Read the host's GPUs, CPU and memory with the shared fact readers; FactError when they cannot be read."""
     # Imported here: workload reaches installers lazily (installers imports workload, not the reverse at import).
-    from installers.facts.nvidia import read_gpus
-    from installers.facts.system import read_cpu, read_memory
+    from workload.facts.nvidia import read_gpus
+    from workload.facts.system import read_cpu, read_memory
 
     inventory = read_gpus(host)
     if not inventory.driver_loaded:

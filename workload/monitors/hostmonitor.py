@@ -244,7 +244,7 @@ class HostMonitor:
                 self.stats.error("nvidia-smi had not answered when sampling stopped: killed")
                 return None
             text = f"{result.stdout}{result.stderr}"
-            # The same rule as the facts' reading of nvidia-smi (installers/facts/nvidia.py): 127 is "not installed".
+            # The same rule as the facts' reading of nvidia-smi (workload/facts/nvidia.py): 127 is "not installed".
             if result.returncode == 127 or "command not found" in text:
                 self.stats.note(NO_NVIDIA_SMI)
                 self._nvidia_smi_next = time.monotonic() + NVIDIA_SMI_RECHECK_S

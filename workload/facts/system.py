@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from workload.commands import Command, cmd
 from workload.errors import FactError
+from workload.facts.fact import Fact
 from workload.hosts.base import Host, probe
 
 #: (ID, VERSION_ID) pairs the installers support. Anything else is refused at plan time.
@@ -222,11 +223,15 @@ def parse_df(text: str, path: str) -> FreeSpace:
     return FreeSpace(path=path, mount_point=fields[5], available_bytes=int(fields[3]))
 
 
-def read_free_space(host: Host, path: str) -> FreeSpace | None:
-    """Free space of the file system holding ``path`` (the nearest existing parent); None if unknown."""
+def free_space_query(path: str) -> Command:
     # df needs an existing path: walk up to the nearest existing parent of a not-yet-created folder.
     script = 'p=$1; while [ ! -e "$p" ] && [ "$p" != / ]; do p=$(dirname "$p"); done; exec df -P -B1 "$p"'
-    result = host.run(cmd("sh", "-c", script, "df-path", path, timeout=60, readonly=True))
+    return cmd("sh", "-c", script, "df-path", path, timeout=60, readonly=True)
+
+
+def read_free_space(host: Host, path: str) -> FreeSpace | None:
+    """Free space of the file system holding ``path`` (the nearest existing parent); None if unknown."""
+    result = host.run(free_space_query(path))
     if not result.ok:
         return None
     return parse_df(result.stdout, path)
@@ -288,3 +293,38 @@ def read_user_home(host: Host, username: str | None) -> UserHome:
         who = username or result.stdout.strip() or "the current user"
         raise FactError(f"[{host.name}] user {who!r} does not exist on this host (no passwd entry)")
     return user
+
+
+# -- the declarations (see workload/facts/fact.py) --------------------------------------------------
+OS_RELEASE: Fact[OsRelease] = Fact("os-release", read_os_release)  # a file read: nothing to batch
+ARCHITECTURE: Fact[Architecture] = Fact("architecture", read_architecture, (ARCHITECTURE_QUERY,))
+REBOOT_PENDING: Fact[RebootPending] = Fact("reboot-pending", read_reboot_pending)  # file reads
+
+
+def user_home(username: str | None) -> Fact[UserHome]:
+    """The user a setup is for (:func:`read_user_home`): ``username``, else the sudo caller, else us."""
+    return Fact(
+        f"user-home({username or ''})", lambda host: read_user_home(host, username), (user_home_query(username),)
+    )
+
+
+def free_space(path: str) -> Fact[FreeSpace | None]:
+    """Free space of the file system holding ``path`` (:func:`read_free_space`)."""
+    return Fact(f"free-space({path})", lambda host: read_free_space(host, path), (free_space_query(path),))
+
+
+def file_exists(path: str) -> Fact[bool]:
+    """Whether ``path`` exists on the host (a file-system question, not a command)."""
+    return Fact(f"exists({path})", lambda host: host.exists(path))
+
+
+def file_text(path: str) -> Fact[str | None]:
+    """The text of ``path`` on the host, None where it does not exist."""
+
+    def read(host: Host) -> str | None:
+        try:
+            return host.read_text(path)
+        except FileNotFoundError:
+            return None
+
+    return Fact(f"text({path})", read)

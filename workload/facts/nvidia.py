@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from workload.commands import Command, cmd
+from workload.facts.fact import Fact
 from workload.hosts.base import Host
 
 GPU_QUERY_FIELDS = "name,driver_version,memory.total,pci.bus_id,compute_cap,uuid"
@@ -390,3 +391,16 @@ def read_cuda_toolkit(host: Host, home: str) -> CudaToolkit:
     if result.ok:
         return CudaToolkit(home, problem=f"`{nvcc} --version` names no CUDA release: {said}")
     return CudaToolkit(home, problem=f"`{nvcc} --version` exited {result.returncode}: {said}")
+
+
+# -- the declarations (see workload/facts/fact.py) --------------------------------------------------
+GPUS: Fact[GpuInventory] = Fact("gpus", read_gpus, (SMI_QUERY, PCI_SCAN))
+FABRIC_MANAGER: Fact[FabricManagerFacts] = Fact(
+    "fabric-manager", read_fabric_manager, (FABRIC_MANAGER_VERSION_QUERY, service_query(FABRIC_MANAGER_UNIT))
+)
+DRIVER_ORIGIN: Fact[DriverOrigin] = Fact("driver-origin", read_driver_origin, (DRIVER_ORIGIN_QUERY,))
+
+
+def cuda_toolkit(home: str) -> Fact[CudaToolkit]:
+    """The CUDA toolkit installed at ``home``, as its own nvcc reports it (:func:`read_cuda_toolkit`)."""
+    return Fact(f"cuda-toolkit({home})", lambda host: read_cuda_toolkit(host, home), (cuda_toolkit_query(home),))

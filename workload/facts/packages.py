@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from workload.commands import Command, cmd
 from workload.errors import FactError
+from workload.facts.fact import Fact
 from workload.hosts.base import Host
 
 DPKG_QUERY_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
@@ -346,3 +347,26 @@ def package_fact_queries(names: Iterable[str]) -> list[Command]:
 def read_package_facts(host: Host, names: Iterable[str]) -> PackageFacts:
     installed = read_installed(host)
     return PackageFacts(installed=installed, holds=held_packages(installed), policies=read_apt_policy(host, names))
+
+
+# -- the declarations (see workload/facts/fact.py) --------------------------------------------------
+LISTS_FRESH: Fact[bool] = Fact("apt-lists-fresh", read_lists_fresh, (LISTS_FRESHNESS_QUERY,))
+
+
+def package_facts(names: Iterable[str]) -> Fact[PackageFacts]:
+    """What dpkg has installed, and what apt offers for ``names`` (:func:`read_package_facts`)."""
+    wanted = tuple(dict.fromkeys(names))
+    return Fact(
+        f"packages({','.join(wanted)})",
+        lambda host: read_package_facts(host, wanted),
+        tuple(package_fact_queries(wanted)),
+    )
+
+
+def apt_policies(names: Iterable[str]) -> Fact[dict[str, AptPolicy]]:
+    """What the configured apt sources offer for ``names`` (:func:`read_apt_policy`)."""
+    wanted = tuple(dict.fromkeys(names))
+    query = apt_policy_query(wanted)
+    return Fact(
+        f"apt-policy({','.join(wanted)})", lambda host: read_apt_policy(host, wanted), (query,) if query else ()
+    )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workload.commands import Command, cmd
+from workload.facts.fact import Fact
 from workload.hosts.base import Host
 
 
@@ -93,3 +94,8 @@ def read_nvidia_ctk_version(host: Host) -> str | None:
     """The NVIDIA container toolkit's CLI version, or None where ``nvidia-ctk`` is missing or fails."""
     result = host.run(CTK_VERSION_QUERY)
     return parse_nvidia_ctk_version(result.stdout) if result.ok else None
+
+
+# -- the declarations (see workload/facts/fact.py) --------------------------------------------------
+DOCKER_INFO: Fact[DockerInfo] = Fact("docker-info", read_docker_info, (docker_info_query(),))
+NVIDIA_CTK_VERSION: Fact[str | None] = Fact("nvidia-ctk-version", read_nvidia_ctk_version, (CTK_VERSION_QUERY,))

@@ -2,7 +2,8 @@
 
 Each check is a pure function of facts returning a :class:`Check`: ``pass``, ``fail`` (with the
 command that fixes it) or ``skip`` (not applicable here, e.g. no NVSwitch so no fabric manager).
-:func:`read_doctor_facts` gathers the facts from a host; :func:`run_checks` applies every check.
+:func:`doctor_facts` declares the facts the checks read (:mod:`workload.facts.fact`);
+:func:`read_doctor_facts` reads exactly those from a host; :func:`run_checks` applies every check.
 
 The scratch space is checked at ``--scratch PATH`` or, without it, at the ``MLPERF_SCRATCH_PATH``
 that MountDisks recorded in the host's state (``/var/lib/workload/state.json``).
@@ -12,18 +13,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from installers.facts.docker import DockerInfo, read_docker_info, read_nvidia_ctk_version
-from installers.facts.nvidia import (
-    FABRIC_MANAGER_UNIT,
-    FabricManagerFacts,
-    GpuInventory,
-    read_fabric_manager,
-    read_gpus,
-)
-from installers.facts.packages import AptPolicy, read_apt_policy, upstream_version
-from installers.facts.system import FreeSpace, RebootPending, read_free_space, read_reboot_pending
+from workload.facts.docker import DOCKER_INFO, NVIDIA_CTK_VERSION, DockerInfo
+from workload.facts.fact import Fact, HostFacts
+from workload.facts.nvidia import FABRIC_MANAGER, FABRIC_MANAGER_UNIT, GPUS, FabricManagerFacts, GpuInventory, read_gpus
+from workload.facts.packages import AptPolicy, read_apt_policy, upstream_version
+from workload.facts.system import REBOOT_PENDING, FreeSpace, RebootPending, free_space
 from workload.hosts.base import Host
 
 CheckStatus = Literal["pass", "fail", "skip"]
@@ -216,25 +212,53 @@ def recorded_scratch_path(host: Host, state_path: str | None = None) -> str | No
     return None
 
 
+def fabric_manager_packages(driver_version: str) -> list[str]:
+    """The fabric manager packages of a driver's branch, whose apt offers word the exact fix."""
+    branch = driver_version.split(".")[0]
+    return [f"cuda-drivers-fabricmanager-{branch}", f"nvidia-fabricmanager-{branch}"]
+
+
+def _read_fabric_manager_offers(host: Host) -> dict[str, AptPolicy]:
+    # Which packages to ask apt about depends on the loaded driver, so the query cannot be known
+    # (and batched) ahead; the GPUs are read again, which the host answers from its memory.
+    gpus = read_gpus(host)
+    if not (gpus.driver_version and gpus.nvswitch):
+        return {}
+    return read_apt_policy(host, fabric_manager_packages(gpus.driver_version))
+
+
+#: apt's offers for the fabric manager packages of the loaded driver's branch (where NVSwitches are).
+FABRIC_MANAGER_OFFERS: Fact[dict[str, AptPolicy]] = Fact("fabric-manager-offers", _read_fabric_manager_offers)
+
+
+def doctor_facts(scratch_path: str | None) -> list[Fact[Any]]:
+    """Every fact the checks read, declared once: doctor batches their queries and reads only these."""
+    facts: list[Fact[Any]] = [GPUS, FABRIC_MANAGER, FABRIC_MANAGER_OFFERS, DOCKER_INFO, REBOOT_PENDING]
+    facts.append(NVIDIA_CTK_VERSION)
+    if scratch_path:
+        facts.append(free_space(scratch_path))
+    return facts
+
+
 def read_doctor_facts(host: Host, *, scratch_path: str | None = None, state_path: str | None = None) -> DoctorFacts:
-    """Every fact the checks need; without ``scratch_path``, the one MountDisks recorded on the host."""
+    """Every fact the checks need (:func:`doctor_facts`); without ``scratch_path``, the one MountDisks
+    recorded on the host. Doctor changes nothing, so the facts are read once, their queries in one
+    round trip."""
     source = "--scratch"
     if scratch_path is None:
         scratch_path = recorded_scratch_path(host, state_path)
         source = "MountDisks"
-    gpus = read_gpus(host)
-    policies: dict[str, AptPolicy] = {}
-    if gpus.driver_version and gpus.nvswitch:
-        branch = gpus.driver_version.split(".")[0]
-        policies = read_apt_policy(host, [f"cuda-drivers-fabricmanager-{branch}", f"nvidia-fabricmanager-{branch}"])
-    return DoctorFacts(
-        gpus=gpus,
-        fabric_manager=read_fabric_manager(host),
-        fm_policies=policies,
-        docker=read_docker_info(host),
-        reboot=read_reboot_pending(host),
-        scratch=read_free_space(host, scratch_path) if scratch_path else None,
-        scratch_path=scratch_path,
-        ctk_version=read_nvidia_ctk_version(host),
-        scratch_source=source,
-    )
+    with host.remembering_facts():
+        facts = HostFacts(host, doctor_facts(scratch_path), reader="workload doctor")
+        facts.prefetch()
+        return DoctorFacts(
+            gpus=facts[GPUS],
+            fabric_manager=facts[FABRIC_MANAGER],
+            fm_policies=facts[FABRIC_MANAGER_OFFERS],
+            docker=facts[DOCKER_INFO],
+            reboot=facts[REBOOT_PENDING],
+            scratch=facts[free_space(scratch_path)] if scratch_path else None,
+            scratch_path=scratch_path,
+            ctk_version=facts[NVIDIA_CTK_VERSION],
+            scratch_source=source,
+        )
