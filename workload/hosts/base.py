@@ -50,7 +50,6 @@ class ConnectionLost(ConnectError):
 
     def __init__(self, host: str, problem: str, *, command: str | None = None, hint: str | None = None) -> None:
         super().__init__(host, problem, hint=hint)
-        self.problem = problem
         self.command = command
 
 
@@ -63,8 +62,7 @@ class FileTransferError(WorkloadError):
     exit_code = EXIT_STEP_FAILED
 
     def __init__(self, host: str, path: str, problem: str, *, hint: str | None = None) -> None:
-        super().__init__(f"[{host}] {path}: {problem}", hint=hint)
-        self.host = host
+        super().__init__(f"{path}: {problem}", host=host, hint=hint)
         self.path = path
 
 
@@ -80,6 +78,8 @@ class CommandResult:
     duration_s: float
     timed_out: bool = False
     truncated: bool = False
+    #: The command's arguments as they may be shown (secrets masked).
+    argv: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -411,6 +411,7 @@ class Host(abc.ABC):
             result = CommandResult(
                 host=self.name,
                 command=command.display(),
+                argv=command.masked_argv(),
                 returncode=part.returncode,
                 stdout=part.stdout,
                 stderr=part.stderr,
@@ -500,6 +501,7 @@ class Host(abc.ABC):
         result = CommandResult(
             host=self.name,
             command=command.display(),
+            argv=command.masked_argv(),
             returncode=TIMEOUT_EXIT if timed_out else code,
             stdout=out.text(),
             stderr=err.text(),
@@ -525,7 +527,7 @@ class Host(abc.ABC):
         out.close()
         err.close()
         if code != 0 or timed_out:
-            raise CommandFailed(self.name, shell_line, code, out.text(), err.text())
+            raise CommandFailed(self.name, shell_line, code, out.text(), err.text(), argv=("sh", "-c", shell_line))
         return out.text()
 
     def __repr__(self) -> str:
@@ -556,6 +558,8 @@ def raise_for_result(result: CommandResult, *, hint: str | None = None, sudo_use
             None,
             result.stdout,
             result.stderr,
+            argv=result.argv,
+            duration_s=result.duration_s,
             reason=f"was killed at its timeout after {result.duration_s:.1f}s",
             hint=hint,
         )
@@ -569,7 +573,16 @@ def raise_for_result(result: CommandResult, *, hint: str | None = None, sudo_use
             hint = hint or "the sudo password was refused: check --sudo-password-env / --ask-sudo-password"
         elif sudo_used and "is not in the sudoers file" in result.stderr:
             hint = hint or "this user may not use sudo here: connect as root or as a user listed in /etc/sudoers"
-        raise CommandFailed(result.host, result.command, result.returncode, result.stdout, result.stderr, hint=hint)
+        raise CommandFailed(
+            result.host,
+            result.command,
+            result.returncode,
+            result.stdout,
+            result.stderr,
+            argv=result.argv,
+            duration_s=result.duration_s,
+            hint=hint,
+        )
 
 
 def probe(host: Host, *argv: str) -> CommandResult:

@@ -82,8 +82,9 @@ def prepare_reboot(host: Host, *, marker: str = DEFAULT_MARKER) -> RebootTicket:
     """
     if isinstance(host, LocalHost):
         raise RebootRequired(
-            f"[{host.name}] this machine must be rebooted to go on",
+            "this machine must be rebooted to go on",
             hint="reboot it, then run the same command again: finished steps are skipped",
+            host=host.name,
         )
     boot_id = read_boot_id(host)
     token = f"{boot_id} {uuid.uuid4().hex}\n"
