@@ -573,10 +573,8 @@ class Engine:
 
     def _reboot(self, ctx: StepContext, step: Step, state: HostState) -> None:
         """Reboot a remote host and wait for it; stop a local run with RebootRequired."""
-        from workload.hosts.local import LocalHost
-
         host = ctx.host
-        if isinstance(host, LocalHost):
+        if host.is_local:
             boot_id = read_boot_id(host)
             with self._lock:
                 rebooted_for = self._rebooted_for.get(host.name)

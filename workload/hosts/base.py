@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from workload.commands import MASK, Command, Secret, cmd, mask_text
 from workload.errors import EXIT_STEP_FAILED, CommandFailed, CommandTimeout, ConnectError, UsageError, WorkloadError
@@ -172,6 +172,38 @@ class Host(abc.ABC):
     #: Incremented by transports each time a new connection is opened. Code that must notice that
     #: a connection was replaced (``wait_for_reboot``) compares it before and after.
     connection_generation: int = 0
+
+    # -- capabilities: what callers ask instead of checking a transport's type -----------------
+    # A new transport (a Slurm node, say) sets these and every caller follows; no caller names a
+    # transport class.
+    #: The host is the controller itself: rebooting it would end this process, so a step's reboot
+    #: stops the run with RebootRequired (resume after rebooting) instead of waiting for the host.
+    is_local: ClassVar[bool] = False
+    #: The host's files are the controller's files: a result folder on it is used where it is,
+    #: not copied back into the run folder.
+    files_are_local: ClassVar[bool] = False
+    #: :meth:`exec_channel` works: a raw byte stream to a command over this host's own connection
+    #: (the Docker API is dialled through it: :mod:`workload.mlperf.docker_ssh`).
+    can_open_channels: ClassVar[bool] = False
+
+    @property
+    def python(self) -> str:
+        """The Python interpreter workload's own helper scripts run with on this host."""
+        return "python3"
+
+    @property
+    def has_connected(self) -> bool:
+        """Whether this object has reached the host at least once (a sampler waits for it)."""
+        return self.connection_generation > 0
+
+    def sampling_copy(self) -> Host | None:
+        """A second host object for the same machine, for a sampler thread: its own connection,
+        no new host keys recorded, one connect attempt per use. None: this transport has none."""
+        return None
+
+    def exec_channel(self, shell_line: str, *, timeout: float | None = None) -> Any:
+        """A raw channel running ``shell_line`` on the host (only where :attr:`can_open_channels`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot open channels")
 
     _identity: HostIdentity | None = None
     #: Whether ``sudo -n true`` works, probed once and only when a sudo password is configured

@@ -20,7 +20,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,7 +27,6 @@ from typing import Any, Protocol
 from workload.commands import Command
 from workload.errors import WorkloadError
 from workload.hosts.base import Host
-from workload.hosts.local import LocalHost
 from workload.monitors.hostsample import PROC_ARGV, HostSampler
 from workload.monitors.nvsmi import EVENT_FIELD, LEGACY_EVENT_FIELD, invalid_field, parse_query, query_argv
 from workload.monitors.stats import HostStats
@@ -58,14 +56,7 @@ def own_connection(host: Host) -> Host | None:
     and one connect attempt per use, so a host that is down costs one connect timeout per interval
     at most. None for a transport this module does not know.
     """
-    if isinstance(host, LocalHost):
-        return LocalHost(host.name)
-    from workload.hosts.ssh import SshHost  # loaded already when host is one
-
-    if isinstance(host, SshHost):
-        options = replace(host.options, accept_new_host_keys=False, connect_attempts=1, sudo_password=None)
-        return SshHost(host.hostname, port=host.port, user=host.user, options=options, name=host.name)
-    return None
+    return host.sampling_copy()
 
 
 class HostMonitor:
