@@ -63,10 +63,6 @@ class CloneRefused(WorkloadError):
 
     exit_code = EXIT_STEP_FAILED
 
-    def __init__(self, problem: str, *, hint: str | None = None) -> None:
-        super().__init__(problem, hint=hint)
-        self.problem = problem
-
 
 class GitRepoCloneParameters(StepParameters):
     RepoUri: str

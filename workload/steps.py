@@ -142,6 +142,9 @@ class Change:
 
     summary: str
     commands: tuple[Command, ...] = ()
+    #: What the change acts on (a disk's device path), for an apply that records it: set by the
+    #: planner, so nobody looks for it in the commands' argv.
+    target: str | None = None
 
 
 @dataclass(frozen=True)
