@@ -423,8 +423,8 @@ class Engine:
             outcome.steps.append(result)
             self.reporter.step_finished(host.name, step, result)
         _index, step, first = impossible[0]
-        problem = first.describe()
-        others = [f"{s.label}: {e.describe()}" for _i, s, e in impossible[1:]]
+        problem = first.message_in(host.name, step.label)
+        others = [f"{s.label}: {e.message_in(host.name, s.label)}" for _i, s, e in impossible[1:]]
         lines = [problem, PREFLIGHT_NOTE]
         lines += [f"also impossible here: {text}" for text in others]
         raise StepError(step.label, "\n".join(lines), host=host.name, hint=first.hint)

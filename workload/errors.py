@@ -56,10 +56,16 @@ class WorkloadError(Exception):
     @property
     def message(self) -> str:
         """``[host] step: problem`` (the parts that are known), without the hint."""
-        where = " ".join(part for part in (f"[{self.host}]" if self.host else "", self.step or "") if part)
+        return self.message_in()
+
+    def message_in(self, host: str | None = None, step: str | None = None) -> str:
+        """The message for a line that already names ``host`` and ``step``: those parts left out."""
+        shown_host = self.host if self.host != host else None
+        shown_step = self.step if self.step != step else None
+        where = " ".join(part for part in (f"[{shown_host}]" if shown_host else "", shown_step or "") if part)
         if not where:
             return self.describe()
-        return f"{where}: {self.describe()}" if self.step else f"{where} {self.describe()}"
+        return f"{where}: {self.describe()}" if shown_step else f"{where} {self.describe()}"
 
     def render(self) -> str:
         """The complete text: :attr:`message`, then the hint on its own line."""
