@@ -68,7 +68,7 @@ def test_the_text_is_built_from_the_fields_when_it_is_shown() -> None:
     # A line that already names the host (and step) says only what it does not name yet.
     assert err.message_in("gpu-1") == "Actions[1] LoadGenExecutor: the disk is full"
     assert err.message_in("gpu-1", "Actions[1] LoadGenExecutor") == "the disk is full"
-    assert err.message_in("other", "Actions[1] LoadGenExecutor") == "[other] the disk is full"
+    assert err.message_in("other", "Actions[1] LoadGenExecutor") == "[gpu-1] the disk is full"
     step_error = StepError("Dependencies[2] X", "cannot plan", host="h")
     assert (step_error.host, step_error.step, step_error.problem) == ("h", "Dependencies[2] X", "cannot plan")
     assert str(step_error) == "[h] Dependencies[2] X: cannot plan"
