@@ -51,10 +51,9 @@ class Cancel(Protocol):
 def own_connection(host: Host) -> Host | None:
     """A new Host object for the same machine as ``host``, with a connection of its own.
 
-    SSH: the same user, port and credentials; host keys only as already recorded (the engine's
-    connection records a new one when ``--accept-new-host-key`` says so; a sampler never does),
-    and one connect attempt per use, so a host that is down costs one connect timeout per interval
-    at most. None for a transport this module does not know.
+    The transport makes it (:meth:`~workload.hosts.base.Host.sampling_copy`: over SSH the same
+    user, port and credentials, host keys only as already recorded, one connect attempt per use).
+    None for a transport that has none.
     """
     return host.sampling_copy()
 
