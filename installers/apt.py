@@ -65,6 +65,10 @@ APT_ENV = {
     "LC_ALL": "C",
 }
 APT_TIMEOUT_S = 3600.0
+#: ``Command.lock`` of apt-get, apt-mark and dpkg (they take dpkg's lock) and of the wait for it.
+DPKG_LOCK = "dpkg"
+#: ``Command.kind`` of ``apt-get`` (it works from the package lists: install, remove, update).
+APT_GET = "apt-get"
 KEYRING_DIR = "/etc/apt/keyrings"
 SOURCES_DIR = "/etc/apt/sources.list.d"
 
@@ -86,6 +90,8 @@ def apt_get(*args: str, lock_timeout: int = DEFAULT_LOCK_TIMEOUT_S, idempotent: 
         sudo=True,
         timeout=APT_TIMEOUT_S,
         idempotent=idempotent,
+        kind=APT_GET,
+        lock=DPKG_LOCK,
     )
 
 
@@ -125,17 +131,25 @@ def install(
 
 
 def hold(packages: Iterable[str]) -> Command:
-    return cmd("apt-mark", "hold", *packages, sudo=True, env=APT_ENV, timeout=120)
+    return cmd("apt-mark", "hold", *packages, sudo=True, env=APT_ENV, timeout=120, lock=DPKG_LOCK)
 
 
 def unhold(packages: Iterable[str]) -> Command:
-    return cmd("apt-mark", "unhold", *packages, sudo=True, env=APT_ENV, timeout=120)
+    return cmd("apt-mark", "unhold", *packages, sudo=True, env=APT_ENV, timeout=120, lock=DPKG_LOCK)
 
 
 def configure_pending() -> Command:
     """Finish an interrupted dpkg run (apt refuses to work until this is done)."""
     return cmd(
-        "dpkg", "--force-confdef", "--force-confold", "--configure", "-a", env=APT_ENV, sudo=True, timeout=APT_TIMEOUT_S
+        "dpkg",
+        "--force-confdef",
+        "--force-confold",
+        "--configure",
+        "-a",
+        env=APT_ENV,
+        sudo=True,
+        timeout=APT_TIMEOUT_S,
+        lock=DPKG_LOCK,
     )
 
 
@@ -154,7 +168,7 @@ LOCK_WAIT_SCRIPT = (
 )
 
 
-#: The scope of the lock wait: it changes nothing itself, so no remembered fact is forgotten by
+#: The scope and kind of the lock wait: it changes nothing itself, so no remembered fact is forgotten by
 #: running it; when it did wait, another process worked on the host (see :func:`waited_for_lock`).
 LOCK_WAIT = "apt-lock-wait"
 
@@ -171,6 +185,8 @@ def wait_for_dpkg_lock(timeout_s: int = DEFAULT_LOCK_TIMEOUT_S, locks: Sequence[
         sudo=True,
         timeout=float(timeout_s) + 60,
         scope=LOCK_WAIT,
+        kind=LOCK_WAIT,
+        lock=DPKG_LOCK,
     )
 
 

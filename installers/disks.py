@@ -73,10 +73,6 @@ class PlanRefused(WorkloadError):
 
     exit_code = EXIT_STEP_FAILED
 
-    def __init__(self, problem: str, *, hint: str | None = None) -> None:
-        super().__init__(problem, hint=hint)
-        self.problem = problem
-
 
 # == FormatDisks ===================================================================================
 class FormatDisksParameters(StepParameters):
@@ -207,7 +203,7 @@ def _single_disk_change(disk: Disk, params: FormatDisksParameters) -> Change:
         cmd("mkfs.ext4", "-q", "-F", "-m", "0", "-L", params.Label, part, sudo=True, timeout=3600),
     )
     summary = f"partition {disk.path} ({format_size(disk.size)}; gpt, one partition) and format {part} as ext4"
-    return Change(f"{summary} labelled {params.Label}", commands)
+    return Change(f"{summary} labelled {params.Label}", commands, target=disk.path)
 
 
 # Idempotent: the array's line is appended only where the file does not list its UUID yet.
@@ -484,7 +480,10 @@ class FormatDisks(Step):
             ctx.check(check)  # the disk is free: nothing is written otherwise
             # Recorded between the check and the first write: a run cut off after parted can
             # finish the disk next time; a disk never written is never recorded.
-            path = next(str(a) for a in check.argv if str(a) in disks)
+            path = change.target
+            assert path is not None and path in disks, (
+                "each change of a one-disk-per-change plan names its disk (_single_disk_change)"
+            )
             when = time.strftime("%Y-%m-%dT%H:%M:%S")
             ctx.state.merge(STARTED_KEY, {path: started_record(disks[path], self.p, when)})
             began.append(path)

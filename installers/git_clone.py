@@ -33,9 +33,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 from urllib.parse import unquote, urlsplit
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
-
-from workload.commands import Command, cmd
+from workload.commands import Command, RetryPolicy, cmd
 from workload.errors import EXIT_STEP_FAILED, CommandFailed, WorkloadError
 from workload.hosts.base import Host
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, package_export, split_list
@@ -52,6 +50,10 @@ TRANSIENT = re.compile(
     r"|unexpected disconnect|transfer closed with",
     re.IGNORECASE,
 )
+#: ``Command.kind`` of the shallow fetch of one commit by SHA (a server may refuse it: then fetch all).
+FETCH_COMMIT = "git-fetch-commit"
+#: ``Command.kind`` of the other commands that talk to the remote (clone, full fetch).
+NETWORK = "git-network"
 #: stderr of a server that will not serve a commit by SHA (then fetch everything instead).
 SHA_REFUSED = re.compile(r"not our ref|unadvertised object|couldn't find remote ref|no such remote ref", re.IGNORECASE)
 
@@ -60,10 +62,6 @@ class CloneRefused(WorkloadError):
     """The clone folder is in a state GitRepoClone must not touch; the step names itself."""
 
     exit_code = EXIT_STEP_FAILED
-
-    def __init__(self, problem: str, *, hint: str | None = None) -> None:
-        super().__init__(problem, hint=hint)
-        self.problem = problem
 
 
 class GitRepoCloneParameters(StepParameters):
@@ -170,6 +168,11 @@ def authenticated(command: Command, header: str | None) -> Command:
     return command.with_options(argv=("sh", "-c", AUTH_SCRIPT, "git-auth", *command.argv), input=header + "\n")
 
 
+def network_retry(params: GitRepoCloneParameters) -> RetryPolicy:
+    """How a clone or fetch is retried: ``Retries`` runs, exponential pauses, transient failures only."""
+    return RetryPolicy(attempts=params.Retries, wait_s=params.RetryWaitSeconds, max_wait_s=120, when=TRANSIENT)
+
+
 def clone_commands(params: GitRepoCloneParameters, target: str) -> tuple[Command, ...]:
     """The commands of a fresh clone into the staging folder, then into place (the primary path).
 
@@ -182,21 +185,33 @@ def clone_commands(params: GitRepoCloneParameters, target: str) -> tuple[Command
     commit = params.Commit
     header = credentials_header(params.RepoUri)
     uri = fetch_uri(params.RepoUri)
+    retry = network_retry(params)
     if commit and _FULL_SHA.match(commit) and params.Depth > 0:
         body: tuple[Command, ...] = (
             cmd("git", "init", "-q", "--", stage, timeout=60),
             git(stage, "remote", "add", "--", "origin", uri, timeout=60),
-            authenticated(git(stage, "fetch", "--depth", str(params.Depth), "origin", commit, timeout=3600), header),
+            authenticated(
+                git(stage, "fetch", "--depth", str(params.Depth), "origin", commit, timeout=3600).with_options(
+                    retry=retry, kind=FETCH_COMMIT
+                ),
+                header,
+            ),
             git(stage, "checkout", "-q", "--detach", commit, timeout=600),
         )
     elif commit:
         body = (
-            authenticated(cmd("git", "clone", "--no-checkout", "--", uri, stage, timeout=3600), header),
+            authenticated(
+                cmd("git", "clone", "--no-checkout", "--", uri, stage, timeout=3600, retry=retry, kind=NETWORK), header
+            ),
             git(stage, "checkout", "-q", "--detach", commit, timeout=600),
         )
     else:
         depth = ("--depth", str(params.Depth)) if params.Depth > 0 else ()
-        body = (authenticated(cmd("git", "clone", *depth, "--", uri, stage, timeout=3600), header),)
+        body = (
+            authenticated(
+                cmd("git", "clone", *depth, "--", uri, stage, timeout=3600, retry=retry, kind=NETWORK), header
+            ),
+        )
     clean = without_credentials(params.RepoUri)
     if clean != uri:  # git keeps the URL as given: drop a token (of a non-HTTP URI) from the clone
         body += (git(stage, "remote", "set-url", "--", "origin", clean, timeout=60),)
@@ -342,38 +357,26 @@ class GitRepoClone(Step):
         return plan
 
     def apply(self, ctx: StepContext, plan: StepPlan) -> None:
+        """Run the plan; clones and fetches retry as their commands' policy says (``ctx.check``)."""
         for change in plan.changes:
             ctx.log(f"-> {change.summary}")
             for command in change.commands:
-                if "fetch" in command.argv or "clone" in command.argv:
-                    self._network(ctx, command)
+                if command.kind == FETCH_COMMIT:
+                    self._fetch_commit(ctx, command)
                 else:
                     ctx.check(command)
 
-    def _network(self, ctx: StepContext, command: Command) -> None:
-        """Run a fetch/clone, retrying transient failures; a refused by-SHA fetch becomes a full fetch."""
+    def _fetch_commit(self, ctx: StepContext, command: Command) -> None:
+        """The fetch of the pinned commit; when the server refuses one commit by SHA, a full fetch."""
         try:
-            self._retrying(ctx, command)
+            ctx.check(command)
         except CommandFailed as exc:
-            if "--depth" in command.argv and "fetch" in command.argv and SHA_REFUSED.search(exc.stderr or ""):
-                ctx.log("the server does not serve a single commit by SHA; fetching the whole repository")
-                directory = str(command.argv[command.argv.index("-C") + 1])
-                full = git(directory, "fetch", "origin", timeout=3600)
-                self._retrying(ctx, authenticated(full, credentials_header(self.p.RepoUri)))
-                return
-            raise
-
-    def _retrying(self, ctx: StepContext, command: Command) -> None:
-        for attempt in Retrying(
-            stop=stop_after_attempt(self.p.Retries),
-            wait=wait_exponential(multiplier=self.p.RetryWaitSeconds, max=120),
-            retry=retry_if_exception(is_transient),
-            reraise=True,
-        ):
-            with attempt:
-                if attempt.retry_state.attempt_number > 1:
-                    ctx.log(f"retrying (attempt {attempt.retry_state.attempt_number} of {self.p.Retries})")
-                ctx.check(command)
+            if not SHA_REFUSED.search(exc.stderr or ""):
+                raise
+            ctx.log("the server does not serve a single commit by SHA; fetching the whole repository")
+            stage = staging_path(target_dir(ctx.host, self.p))
+            full = git(stage, "fetch", "origin", timeout=3600, retry=network_retry(self.p), kind=NETWORK)
+            ctx.check(authenticated(full, credentials_header(self.p.RepoUri)))
 
     def verify(self, ctx: StepContext) -> None:
         facts = self._facts(ctx)

@@ -596,14 +596,15 @@ def plan_nvidia_cuda(params: NvidiaCudaParameters, facts: CudaFacts) -> StepPlan
 
 
 def _installs(change: Change) -> bool:
-    return any(c.argv[:1] == ("apt-get",) for c in change.commands)
+    """Whether the change runs apt-get (which works from the package lists: refresh them first)."""
+    return any(c.kind == apt.APT_GET for c in change.commands)
 
 
 def _put_lock_wait_first(changes: list[Change], lock_timeout: int) -> None:
     """Put one explicit dpkg-lock wait before the first apt/dpkg change (apt's own wait covers the rest)."""
     for i, change in enumerate(changes):
-        if {c.argv[0] for c in change.commands} & {"apt-get", "apt-mark", "dpkg"}:
-            if not any("wait-for-dpkg-lock" in c.argv for c in change.commands):
+        if any(c.lock == apt.DPKG_LOCK for c in change.commands):
+            if not any(c.kind == apt.LOCK_WAIT for c in change.commands):
                 changes[i] = Change(change.summary, (apt.wait_for_dpkg_lock(lock_timeout), *change.commands))
             return
 

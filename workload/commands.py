@@ -113,6 +113,33 @@ _EMPTY_ENV: Mapping[str, Arg] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
+class RetryPolicy:
+    """How to run a failed command again, decided where the command is built (never from its argv).
+
+    At most ``attempts`` runs in all; after the n-th failed run, a pause of ``wait_s * 2**(n-1)``
+    seconds (at most ``max_wait_s``). Only failures whose stderr matches ``when`` are retried
+    (a transient network error); None: every failure.
+    """
+
+    attempts: int
+    wait_s: float = 0.0
+    max_wait_s: float = 120.0
+    when: re.Pattern[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"a RetryPolicy needs at least 1 attempt, got {self.attempts}")
+
+    def retries(self, attempt: int, stderr: str) -> bool:
+        """Whether a command that failed its ``attempt``-th run (1-based) with ``stderr`` runs again."""
+        return attempt < self.attempts and (self.when is None or bool(self.when.search(stderr)))
+
+    def pause_s(self, attempt: int) -> float:
+        """Seconds to wait after the ``attempt``-th failed run (exponential, capped)."""
+        return float(min(self.max_wait_s, self.wait_s * 2 ** (attempt - 1)))
+
+
+@dataclass(frozen=True)
 class Command:
     """One command to run on a host.
 
@@ -124,6 +151,12 @@ class Command:
     ``scope`` narrows that: a readonly command reads only that part of the host (e.g. apt's package
     lists), and a command that is not readonly changes only that part, so it makes the host forget
     the facts of that scope alone. None: any part (a command with no scope may change anything).
+
+    Intent that code acts on is a field here, set where the command is built, never found by
+    searching argv: ``retry`` (a :class:`RetryPolicy`; the step context's ``check`` follows it),
+    ``kind`` (what the command is for, a name its builder exports, e.g. ``apt.APT_GET``) and
+    ``lock`` (a host-wide lock the command takes or waits for, e.g. dpkg's: planners put one wait
+    for it before the first command that takes it). They survive :meth:`with_options`.
     """
 
     argv: tuple[Arg, ...]
@@ -136,6 +169,9 @@ class Command:
     idempotent: bool = True
     readonly: bool = False
     scope: str | None = None
+    retry: RetryPolicy | None = None
+    kind: str | None = None
+    lock: str | None = None
 
     def __post_init__(self) -> None:
         if not self.argv:
@@ -155,6 +191,10 @@ class Command:
     def shell_line(self) -> str:
         """The real shell line (secrets included). Only transports call this."""
         return self._render(_plain)
+
+    def masked_argv(self) -> tuple[str, ...]:
+        """The arguments as they may be shown (``***`` for secrets, masked text): for results and errors."""
+        return tuple(_masked(a) for a in self.argv)
 
     def argv_values(self) -> list[str]:
         """The real argv (secrets included), for transports that exec without a shell."""

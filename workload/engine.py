@@ -111,7 +111,7 @@ class HostOutcome:
             return ""
         first = str(self.error).splitlines()[0]
         last = self.steps[-1] if self.steps else None
-        if last is not None and last.status in ("failed", "interrupted") and last.label not in first:
+        if last is not None and last.status in ("failed", "interrupted") and not _names_step(self.error):
             return f"{last.label}: {first}"
         return first
 
@@ -121,6 +121,7 @@ class HostOutcome:
             "status": self.status,
             "duration_s": round(self.duration_s, 3),
             "error": str(self.error) if self.error else None,
+            "error_fields": self.error.fields() if self.error else None,
             "labels": dict(self.labels),
             "steps": [
                 {"step": s.label, "status": s.status, "duration_s": round(s.duration_s, 3), "message": s.message}
@@ -238,7 +239,7 @@ class Engine:
         outcome = HostOutcome(
             name=spec.name,
             status="interrupted",
-            error=Interrupted(f"[{spec.name}] not started: {self.cancel_reason or 'the run was stopped'}"),
+            error=Interrupted(f"not started: {self.cancel_reason or 'the run was stopped'}", host=spec.name),
             labels=dict(spec.labels),
         )
         self.reporter.host_finished(spec.name, outcome)
@@ -250,13 +251,13 @@ class Engine:
         host: Host | None = None
         try:
             if self.cancel.is_set():
-                raise Interrupted(f"[{spec.name}] not started: {self.cancel_reason or 'the run was stopped'}")
+                raise Interrupted(f"not started: {self.cancel_reason or 'the run was stopped'}", host=spec.name)
             host = self.open_host(spec)
             host.default_sink = None
             with self._lock:
                 self._open[spec.name] = host
             if self.cancel.is_set():  # stopped while we were opening: stop() did not see this host
-                raise Interrupted(f"[{spec.name}] not started: {self.cancel_reason or 'the run was stopped'}")
+                raise Interrupted(f"not started: {self.cancel_reason or 'the run was stopped'}", host=spec.name)
             if plan_only:
                 self._plan_host(host, outcome)
             else:
@@ -269,7 +270,8 @@ class Engine:
             if self.cancel.is_set():
                 # Whatever broke after a stop (a killed command, a closed connection) is the stop.
                 outcome.status = "interrupted"
-                outcome.error = Interrupted(f"[{spec.name}] stopped: {self.cancel_reason}: {exc.message}")
+                outcome.error = Interrupted(f"stopped: {self.cancel_reason}: {exc.message}", host=spec.name)
+                outcome.error.__cause__ = exc  # what it stopped (its step, for ``reason``)
             else:
                 outcome.status, outcome.error = "failed", exc
                 if self.options.fail_fast and not plan_only:
@@ -277,8 +279,9 @@ class Engine:
         except Exception as exc:  # a bug: this host fails, the others and the run folder are kept
             outcome.status = "failed"
             outcome.error = HostBug(
-                f"[{spec.name}] internal error: {type(exc).__name__}: {exc}",
+                f"internal error: {type(exc).__name__}: {exc}",
                 hint=f"a bug in workload; the traceback is in {self._save_traceback(spec.name)}",
+                host=spec.name,
             )
         finally:
             with self._lock:
@@ -368,7 +371,7 @@ class Engine:
         impossible = {index: exc for index, _step, exc in self._preflight(host, state, steps, exports)}
         for index, step in steps:
             if self.cancel.is_set():
-                raise Interrupted(f"[{host.name}] stopped before {step.label}: {self.cancel_reason}")
+                raise Interrupted(f"stopped before {step.label}: {self.cancel_reason}", host=host.name)
             ctx = self._context(host, state, index, step, exports)
             ctx.dry_run = True
             self.reporter.step_started(host.name, step)
@@ -420,8 +423,8 @@ class Engine:
             outcome.steps.append(result)
             self.reporter.step_finished(host.name, step, result)
         _index, step, first = impossible[0]
-        problem = _problem(first, host.name, step.label)
-        others = [f"{s.label}: {_problem(e, host.name, s.label)}" for _i, s, e in impossible[1:]]
+        problem = first.message_in(host.name, step.label)
+        others = [f"{s.label}: {e.message_in(host.name, s.label)}" for _i, s, e in impossible[1:]]
         lines = [problem, PREFLIGHT_NOTE]
         lines += [f"also impossible here: {text}" for text in others]
         raise StepError(step.label, "\n".join(lines), host=host.name, hint=first.hint)
@@ -494,7 +497,7 @@ class Engine:
             return
         self._host_line(host.name, f"== waiting {wait_s:.0f}s for the next round (MinimumExecutionInterval)")
         if self.cancel.wait(min(wait_s, threading.TIMEOUT_MAX)):  # a wait past TIMEOUT_MAX overflows
-            raise Interrupted(f"[{host.name}] stopped between rounds: {self.cancel_reason}")
+            raise Interrupted(f"stopped between rounds: {self.cancel_reason}", host=host.name)
 
     def _run_step(
         self,
@@ -508,7 +511,7 @@ class Engine:
         iteration: int = 1,
     ) -> None:
         if self.cancel.is_set():
-            raise Interrupted(f"[{host.name}] stopped before {step.label}: {self.cancel_reason}")
+            raise Interrupted(f"stopped before {step.label}: {self.cancel_reason}", host=host.name)
         ctx = self._context(host, state, index, step, exports)
         ctx.iteration = iteration
         self._host_line(host.name, f"== {step.label} (iteration {iteration})")
@@ -538,10 +541,11 @@ class Engine:
                 # The command died because we killed it: report the stop, not the symptom.
                 result.status = "interrupted"
                 result.message = f"{self.cancel_reason} ({exc.message.splitlines()[0]})"
-                raise Interrupted(f"[{host.name}] {step.label}: {result.message}") from exc
+                raise Interrupted(result.message, host=host.name, step=step.label) from exc
             result.message = str(exc)
-            if not isinstance(exc, StepError) and not str(exc).startswith(f"[{host.name}]"):
-                raise StepError(step.label, str(exc), host=host.name) from exc
+            if exc.host != host.name and exc.step is None:
+                # Said where it happened (this host, this step), unless the error already says so.
+                raise StepError(step.label, exc.message, host=host.name, hint=exc.hint) from exc
             raise
         finally:
             result.duration_s = time.monotonic() - started
@@ -569,10 +573,8 @@ class Engine:
 
     def _reboot(self, ctx: StepContext, step: Step, state: HostState) -> None:
         """Reboot a remote host and wait for it; stop a local run with RebootRequired."""
-        from workload.hosts.local import LocalHost
-
         host = ctx.host
-        if isinstance(host, LocalHost):
+        if host.is_local:
             boot_id = read_boot_id(host)
             with self._lock:
                 rebooted_for = self._rebooted_for.get(host.name)
@@ -581,8 +583,9 @@ class Engine:
                 raise step.fail("the host still needs a reboot after rebooting", ctx)
             state.set(PENDING_REBOOT_KEY, {"step": step.label, "boot_id": boot_id})
             raise RebootRequired(
-                f"[{host.name}] {step.label} needs a reboot to take effect",
+                f"{step.label} needs a reboot to take effect",
                 hint="reboot this machine, then run the same command again: it resumes where it stopped",
+                host=host.name,
             )
         from workload.hosts.reboot import prepare_reboot, reboot
 
@@ -605,7 +608,7 @@ class Engine:
         deadline = time.monotonic() + self.options.reboot_timeout_s
         while True:
             if self.cancel.is_set():
-                raise Interrupted(f"[{host.name}] stopped while waiting for the reboot: {self.cancel_reason}")
+                raise Interrupted(f"stopped while waiting for the reboot: {self.cancel_reason}", host=host.name)
             left = deadline - time.monotonic()
             try:
                 wait_for_reboot(host, boot_id_before=boot_id, marker=marker, timeout_s=min(REBOOT_POLL_SLICE_S, left))
@@ -706,13 +709,14 @@ def _with_preflight_note(error: WorkloadError) -> str:
     return f"{text}\n  hint: {error.hint}" if error.hint else text
 
 
-def _problem(error: WorkloadError, host: str, label: str) -> str:
-    """An error's message without the ``[host] step: `` prefix it starts with (to re-word it)."""
-    message = error.message
-    for prefix in (f"[{host}] {label}: ", f"[{host}] ", f"{label}: "):
-        if message.startswith(prefix):
-            return message[len(prefix) :]
-    return message
+def _names_step(error: BaseException | None) -> bool:
+    """Whether the error (or one it was raised from) says which step it is about (its ``step`` field)."""
+    seen = 0
+    while isinstance(error, WorkloadError) and seen < 10:
+        if error.step is not None:
+            return True
+        error, seen = error.__cause__, seen + 1
+    return False
 
 
 def read_boot_id(host: Host) -> str:

@@ -25,22 +25,66 @@ EXIT_INTERRUPTED = 130
 
 
 class WorkloadError(Exception):
-    """Base of all expected errors. ``str(err)`` is the complete one-line-first message."""
+    """Base of all expected errors: fields, turned into text only when shown.
+
+    ``problem`` says what went wrong, in words, without saying where; ``host`` and ``step`` say
+    where (None: not known where it was raised, or not about one host/step); ``hint`` says what
+    to do. Code that decides by an error (the engine: whose host, which step) reads these fields,
+    never the text. :meth:`render` builds the text from them (``[host] step: problem``, then
+    ``  hint: ...``) each time it is asked, so context added later is part of it; ``str(err)``
+    is that text. The CLI is the one place that shows it to the user.
+    """
 
     exit_code: int = EXIT_INTERNAL
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(
+        self, problem: str, *, host: str | None = None, step: str | None = None, hint: str | None = None
+    ) -> None:
         # Messages are shown and logged (console, host.log, run.json): URL passwords and registered
         # secrets a step put into its message are masked here, once, for every error.
-        message = mask_text(message)
-        super().__init__(message)
-        self.message = message
+        problem = mask_text(problem)
+        super().__init__(problem)
+        self.problem = problem
+        self.host = host
+        self.step = step
         self.hint = mask_text(hint) if hint is not None else None
 
-    def __str__(self) -> str:
+    def describe(self) -> str:
+        """The problem in words without where it happened (subclasses add their details: output lines)."""
+        return self.problem
+
+    @property
+    def message(self) -> str:
+        """``[host] step: problem`` (the parts that are known), without the hint."""
+        return self.message_in()
+
+    def message_in(self, host: str | None = None, step: str | None = None) -> str:
+        """The message for a line that already names ``host`` and ``step``: those parts left out."""
+        shown_host = self.host if self.host != host else None
+        shown_step = self.step if self.step != step else None
+        where = " ".join(part for part in (f"[{shown_host}]" if shown_host else "", shown_step or "") if part)
+        if not where:
+            return self.describe()
+        return f"{where}: {self.describe()}" if shown_step else f"{where} {self.describe()}"
+
+    def render(self) -> str:
+        """The complete text: :attr:`message`, then the hint on its own line."""
         if self.hint:
             return f"{self.message}\n  hint: {self.hint}"
         return self.message
+
+    def fields(self) -> dict[str, object]:
+        """The error as data (run.json): its kind, where, the problem, the hint."""
+        return {
+            "kind": type(self).__name__,
+            "host": self.host,
+            "step": self.step,
+            "problem": self.describe(),
+            "hint": self.hint,
+        }
+
+    def __str__(self) -> str:
+        return self.render()
 
 
 class UsageError(WorkloadError):
@@ -58,9 +102,11 @@ class ProfileError(WorkloadError):
     exit_code = EXIT_USAGE
 
     def __init__(self, location: str, problem: str, *, hint: str | None = None) -> None:
-        super().__init__(f"{location}: {problem}" if location else problem, hint=hint)
+        super().__init__(problem, hint=hint)
         self.location = location
-        self.problem = problem
+
+    def describe(self) -> str:
+        return f"{mask_text(self.location)}: {self.problem}" if self.location else self.problem
 
 
 class ConnectError(WorkloadError):
@@ -68,9 +114,10 @@ class ConnectError(WorkloadError):
 
     exit_code = EXIT_CONNECT
 
+    host: str
+
     def __init__(self, host: str, problem: str, *, hint: str | None = None) -> None:
-        super().__init__(f"[{host}] {problem}", hint=hint)
-        self.host = host
+        super().__init__(problem, host=host, hint=hint)
 
 
 def _tail(text: str, lines: int) -> list[str]:
@@ -80,10 +127,14 @@ def _tail(text: str, lines: int) -> list[str]:
 class CommandFailed(WorkloadError):
     """A command exited non-zero where success was required.
 
-    The message names the host, the (masked) command, the exit code and the last lines of output.
+    Keeps the command's whole result as fields: ``host``, ``command`` (the masked display form),
+    ``argv`` (the masked arguments), ``returncode`` (None when it was killed), ``stdout``,
+    ``stderr`` (masked as they streamed), ``duration_s``; :attr:`tail` is the last lines of output
+    the message shows.
     """
 
     exit_code = EXIT_STEP_FAILED
+    host: str
 
     def __init__(
         self,
@@ -93,22 +144,43 @@ class CommandFailed(WorkloadError):
         stdout: str = "",
         stderr: str = "",
         *,
+        argv: tuple[str, ...] = (),
+        duration_s: float | None = None,
         reason: str | None = None,
         hint: str | None = None,
         tail_lines: int = 12,
     ) -> None:
-        self.host = host
-        self.command = command
+        self.command = mask_text(command)
+        self.argv = tuple(mask_text(a) for a in argv)
         self.returncode = returncode
         self.stdout = stdout
         self.stderr = stderr
+        self.duration_s = duration_s
+        self.tail_lines = tail_lines
         what = reason or f"exited with code {returncode}"
-        parts = [f"[{host}] command {what}: {command}"]
-        tail = _tail(stderr, tail_lines) or _tail(stdout, tail_lines)
-        if tail:
-            parts.append("  last output:")
-            parts.extend(f"    {line}" for line in tail)
-        super().__init__("\n".join(parts), hint=hint)
+        super().__init__(f"command {what}: {command}", host=host, hint=hint)
+
+    @property
+    def tail(self) -> list[str]:
+        """The last lines of output (stderr's, or stdout's when stderr is empty), masked."""
+        lines = _tail(self.stderr, self.tail_lines) or _tail(self.stdout, self.tail_lines)
+        return [mask_text(line) for line in lines]
+
+    def describe(self) -> str:
+        tail = self.tail
+        if not tail:
+            return self.problem
+        return "\n".join([self.problem, "  last output:", *(f"    {line}" for line in tail)])
+
+    def fields(self) -> dict[str, object]:
+        return {
+            **super().fields(),
+            "problem": self.problem,
+            "command": self.command,
+            "argv": list(self.argv),
+            "exit_code": self.returncode,
+            "last_output": self.tail,
+        }
 
 
 class CommandTimeout(CommandFailed):
@@ -126,11 +198,10 @@ class StepError(WorkloadError):
 
     exit_code = EXIT_STEP_FAILED
 
+    step: str
+
     def __init__(self, step: str, problem: str, *, host: str | None = None, hint: str | None = None) -> None:
-        where = f"[{host}] {step}" if host else step
-        super().__init__(f"{where}: {problem}", hint=hint)
-        self.step = step
-        self.host = host
+        super().__init__(problem, host=host, step=step, hint=hint)
 
 
 class RebootRequired(WorkloadError):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import sys
 import threading
 from typing import Any, Literal
 
@@ -141,9 +140,7 @@ class HostState:
         return dict(self._data)
 
     def _change(self, op: Literal["set", "merge"], key: str, value: Any) -> None:
-        from workload.hosts.local import LocalHost
-
-        python = sys.executable if isinstance(self._host, LocalHost) else "python3"
+        python = self._host.python
         change = json.dumps({"op": op, "key": key, "value": value})
         with self._lock:
             # scope: it changes no fact a step reads, so the facts read so far stay remembered

@@ -145,6 +145,9 @@ class Change:
 
     summary: str
     commands: tuple[Command, ...] = ()
+    #: What the change acts on (a disk's device path), for an apply that records it: set by the
+    #: planner, so nobody looks for it in the commands' argv.
+    target: str | None = None
 
 
 @dataclass(frozen=True)
@@ -230,7 +233,7 @@ class StepContext:
     def stop_if_cancelled(self, what: str) -> None:
         """Raise :class:`~workload.errors.Interrupted` when the run was stopped, before ``what`` starts."""
         if self.cancel.is_set():
-            raise Interrupted(f"[{self.host.name}] stopped before {what}: {self.cancel.reason}")
+            raise Interrupted(f"stopped before {what}: {self.cancel.reason}", host=self.host.name)
 
     def log(self, message: str) -> None:
         """A line for the step log and the console (URL passwords and known secrets masked)."""
@@ -273,8 +276,21 @@ class StepContext:
         return result
 
     def check(self, command: Command, *, echo: bool = False, hint: str | None = None) -> CommandResult:
-        """Like :meth:`run` but raises :class:`~workload.errors.CommandFailed` on failure."""
-        result = self.run(command, echo=echo)
+        """Like :meth:`run` but raises :class:`~workload.errors.CommandFailed` on failure.
+
+        A command with a :attr:`~workload.commands.Command.retry` policy runs again as it says (a
+        stop ends the pause at once, and the next run then raises Interrupted); a command without
+        one runs once, whatever its argv.
+        """
+        policy = command.retry
+        attempt = 1
+        while True:
+            result = self.run(command, echo=echo)
+            if result.ok or policy is None or not policy.retries(attempt, result.stderr):
+                break
+            self.cancel.wait(policy.pause_s(attempt))
+            attempt += 1
+            self.log(f"retrying (attempt {attempt} of {policy.attempts})")
         raise_for_result(result, hint=hint, sudo_used=command.sudo or command.user is not None)
         return result
 

@@ -182,9 +182,7 @@ def _names(value: str, known: tuple[str, ...], param: str) -> list[str]:
 
 def _is_local(host: Host) -> bool:
     """Whether the runner's folders are the controller's own (no copying back)."""
-    from workload.hosts.local import LocalHost
-
-    return isinstance(host, LocalHost)
+    return host.files_are_local
 
 
 class LoadGenExecutor(Step):

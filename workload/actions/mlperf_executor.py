@@ -182,11 +182,10 @@ class MLPerfExecutor(Step):
         An SSH host's daemon is reached over the host's own SSH connection (same keys, same host-key
         check, sudo when the user may not open the socket); ``tcp://`` URLs are used as given.
         """
-        from workload.hosts.ssh import SshHost
         from workload.mlperf.container import connect
 
         url = self.p.DockerBaseUrl
-        if isinstance(ctx.host, SshHost) and not (url or "").startswith("tcp://"):
+        if ctx.host.can_open_channels and not (url or "").startswith("tcp://"):
             from workload.mlperf.docker_ssh import connect_over_host
 
             return connect_over_host(ctx.host, url, log=ctx.log)

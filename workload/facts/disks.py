@@ -527,7 +527,7 @@ def read_lsblk(host: Host) -> tuple[BlockDevice, ...]:
         columns = columns.replace("MOUNTPOINTS", "MOUNTPOINT")
         result = host.run(cmd("lsblk", "--json", "--bytes", "--output", columns, timeout=60, readonly=True))
     if not result.ok:
-        raise FactError(f"[{host.name}] lsblk failed (exit {result.returncode}): {result.stderr.strip()[-300:]}")
+        raise FactError(f"lsblk failed (exit {result.returncode}): {result.stderr.strip()[-300:]}", host=host.name)
     return parse_lsblk(result.stdout)
 
 
@@ -557,7 +557,7 @@ def read_disk_facts(host: Host) -> DiskFacts:
         )
     )
     if not found.ok:
-        raise FactError(f"[{host.name}] findmnt failed (exit {found.returncode}): {found.stderr.strip()[-300:]}")
+        raise FactError(f"findmnt failed (exit {found.returncode}): {found.stderr.strip()[-300:]}", host=host.name)
     mounts = parse_findmnt(found.stdout)
     try:
         swaps = parse_swaps(host.read_text("/proc/swaps"))

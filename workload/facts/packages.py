@@ -153,9 +153,9 @@ INSTALLED_QUERY = cmd("dpkg-query", "-W", "-f", DPKG_QUERY_FORMAT, "*", timeout=
 def read_installed(host: Host) -> dict[str, InstalledPackage]:
     result = host.run(INSTALLED_QUERY)
     if result.returncode == 127:
-        raise FactError(f"[{host.name}] dpkg-query is missing: this is not a Debian/Ubuntu system")
+        raise FactError("dpkg-query is missing: this is not a Debian/Ubuntu system", host=host.name)
     if not result.ok:
-        raise FactError(f"[{host.name}] dpkg-query failed (exit {result.returncode}): {result.stderr.strip()}")
+        raise FactError(f"dpkg-query failed (exit {result.returncode}): {result.stderr.strip()}", host=host.name)
     return parse_dpkg_query(result.stdout)
 
 
@@ -251,7 +251,7 @@ def read_apt_policy(host: Host, names: Iterable[str]) -> dict[str, AptPolicy]:
         return {}
     result = host.run(query)
     if not result.ok:
-        raise FactError(f"[{host.name}] apt-cache policy failed (exit {result.returncode}): {result.stderr.strip()}")
+        raise FactError(f"apt-cache policy failed (exit {result.returncode}): {result.stderr.strip()}", host=host.name)
     return parse_apt_policy(result.stdout)
 
 

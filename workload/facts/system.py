@@ -72,7 +72,7 @@ def read_os_release(host: Host) -> OsRelease:
             return parse_os_release(host.read_text(path))
         except FileNotFoundError:
             continue
-    raise FactError(f"[{host.name}] neither /etc/os-release nor /usr/lib/os-release exists: cannot tell the OS")
+    raise FactError("neither /etc/os-release nor /usr/lib/os-release exists: cannot tell the OS", host=host.name)
 
 
 # -- architecture and kernel -------------------------------------------------------------------------
@@ -99,14 +99,14 @@ def read_architecture(host: Host) -> Architecture:
     result = host.run(ARCHITECTURE_QUERY)
     lines = result.stdout.splitlines()
     if not result.ok or not lines:
-        raise FactError(f"[{host.name}] `uname -m` failed: {result.stderr.strip()}")
+        raise FactError(f"`uname -m` failed: {result.stderr.strip()}", host=host.name)
     return parse_architecture(lines[0], lines[1] if len(lines) > 1 else "")
 
 
 def read_kernel(host: Host) -> str:
     result = probe(host, "uname", "-r")
     if not result.ok or not result.stdout.strip():
-        raise FactError(f"[{host.name}] `uname -r` failed: {result.stderr.strip()}")
+        raise FactError(f"`uname -r` failed: {result.stderr.strip()}", host=host.name)
     return result.stdout.strip()
 
 
@@ -173,7 +173,7 @@ def parse_lscpu(text: str) -> CpuInfo:
 def read_cpu(host: Host) -> CpuInfo:
     result = host.run(cmd("lscpu", env={"LC_ALL": "C"}, timeout=60, readonly=True))
     if not result.ok:
-        raise FactError(f"[{host.name}] `lscpu` failed (exit {result.returncode}): {result.stderr.strip()}")
+        raise FactError(f"`lscpu` failed (exit {result.returncode}): {result.stderr.strip()}", host=host.name)
     return parse_lscpu(result.stdout)
 
 
@@ -291,7 +291,7 @@ def read_user_home(host: Host, username: str | None) -> UserHome:
     user = parse_user_home(result.stdout)
     if user is None:
         who = username or result.stdout.strip() or "the current user"
-        raise FactError(f"[{host.name}] user {who!r} does not exist on this host (no passwd entry)")
+        raise FactError(f"user {who!r} does not exist on this host (no passwd entry)", host=host.name)
     return user
 
 

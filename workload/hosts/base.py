@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from workload.commands import MASK, Command, Secret, cmd, mask_text
 from workload.errors import EXIT_STEP_FAILED, CommandFailed, CommandTimeout, ConnectError, UsageError, WorkloadError
@@ -50,7 +50,6 @@ class ConnectionLost(ConnectError):
 
     def __init__(self, host: str, problem: str, *, command: str | None = None, hint: str | None = None) -> None:
         super().__init__(host, problem, hint=hint)
-        self.problem = problem
         self.command = command
 
 
@@ -63,8 +62,7 @@ class FileTransferError(WorkloadError):
     exit_code = EXIT_STEP_FAILED
 
     def __init__(self, host: str, path: str, problem: str, *, hint: str | None = None) -> None:
-        super().__init__(f"[{host}] {path}: {problem}", hint=hint)
-        self.host = host
+        super().__init__(f"{path}: {problem}", host=host, hint=hint)
         self.path = path
 
 
@@ -80,6 +78,8 @@ class CommandResult:
     duration_s: float
     timed_out: bool = False
     truncated: bool = False
+    #: The command's arguments as they may be shown (secrets masked).
+    argv: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -172,6 +172,38 @@ class Host(abc.ABC):
     #: Incremented by transports each time a new connection is opened. Code that must notice that
     #: a connection was replaced (``wait_for_reboot``) compares it before and after.
     connection_generation: int = 0
+
+    # -- capabilities: what callers ask instead of checking a transport's type -----------------
+    # A new transport (a Slurm node, say) sets these and every caller follows; no caller names a
+    # transport class.
+    #: The host is the controller itself: rebooting it would end this process, so a step's reboot
+    #: stops the run with RebootRequired (resume after rebooting) instead of waiting for the host.
+    is_local: ClassVar[bool] = False
+    #: The host's files are the controller's files: a result folder on it is used where it is,
+    #: not copied back into the run folder.
+    files_are_local: ClassVar[bool] = False
+    #: :meth:`exec_channel` works: a raw byte stream to a command over this host's own connection
+    #: (the Docker API is dialled through it: :mod:`workload.mlperf.docker_ssh`).
+    can_open_channels: ClassVar[bool] = False
+
+    @property
+    def python(self) -> str:
+        """The Python interpreter workload's own helper scripts run with on this host."""
+        return "python3"
+
+    @property
+    def has_connected(self) -> bool:
+        """Whether this object has reached the host at least once (a sampler waits for it)."""
+        return self.connection_generation > 0
+
+    def sampling_copy(self) -> Host | None:
+        """A second host object for the same machine, for a sampler thread: its own connection,
+        no new host keys recorded, one connect attempt per use. None: this transport has none."""
+        return None
+
+    def exec_channel(self, shell_line: str, *, timeout: float | None = None) -> Any:
+        """A raw channel running ``shell_line`` on the host (only where :attr:`can_open_channels`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot open channels")
 
     _identity: HostIdentity | None = None
     #: Whether ``sudo -n true`` works, probed once and only when a sudo password is configured
@@ -411,6 +443,7 @@ class Host(abc.ABC):
             result = CommandResult(
                 host=self.name,
                 command=command.display(),
+                argv=command.masked_argv(),
                 returncode=part.returncode,
                 stdout=part.stdout,
                 stderr=part.stderr,
@@ -500,6 +533,7 @@ class Host(abc.ABC):
         result = CommandResult(
             host=self.name,
             command=command.display(),
+            argv=command.masked_argv(),
             returncode=TIMEOUT_EXIT if timed_out else code,
             stdout=out.text(),
             stderr=err.text(),
@@ -525,7 +559,7 @@ class Host(abc.ABC):
         out.close()
         err.close()
         if code != 0 or timed_out:
-            raise CommandFailed(self.name, shell_line, code, out.text(), err.text())
+            raise CommandFailed(self.name, shell_line, code, out.text(), err.text(), argv=("sh", "-c", shell_line))
         return out.text()
 
     def __repr__(self) -> str:
@@ -556,6 +590,8 @@ def raise_for_result(result: CommandResult, *, hint: str | None = None, sudo_use
             None,
             result.stdout,
             result.stderr,
+            argv=result.argv,
+            duration_s=result.duration_s,
             reason=f"was killed at its timeout after {result.duration_s:.1f}s",
             hint=hint,
         )
@@ -569,7 +605,16 @@ def raise_for_result(result: CommandResult, *, hint: str | None = None, sudo_use
             hint = hint or "the sudo password was refused: check --sudo-password-env / --ask-sudo-password"
         elif sudo_used and "is not in the sudoers file" in result.stderr:
             hint = hint or "this user may not use sudo here: connect as root or as a user listed in /etc/sudoers"
-        raise CommandFailed(result.host, result.command, result.returncode, result.stdout, result.stderr, hint=hint)
+        raise CommandFailed(
+            result.host,
+            result.command,
+            result.returncode,
+            result.stdout,
+            result.stderr,
+            argv=result.argv,
+            duration_s=result.duration_s,
+            hint=hint,
+        )
 
 
 def probe(host: Host, *argv: str) -> CommandResult:

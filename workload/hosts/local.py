@@ -15,6 +15,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +37,20 @@ _TICK_S = 0.2
 
 class LocalHost(Host):
     """The local machine, through ``subprocess``."""
+
+    is_local = True
+    files_are_local = True
+
+    @property
+    def python(self) -> str:
+        return sys.executable  # the controller's own interpreter (its packages are this project's)
+
+    @property
+    def has_connected(self) -> bool:
+        return True
+
+    def sampling_copy(self) -> Host:
+        return LocalHost(self.name)
 
     def __init__(self, name: str = "local", *, sudo_password: Secret | None = None) -> None:
         self.name = name

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from workload.commands import Command, cmd
 from workload.errors import CommandFailed, ConnectError, RebootRequired
 from workload.hosts.base import ConnectionLost, Host, raise_for_result
-from workload.hosts.local import LocalHost
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +79,11 @@ def prepare_reboot(host: Host, *, marker: str = DEFAULT_MARKER) -> RebootTicket:
 
     (For example when a test bed restarts a container from outside.)
     """
-    if isinstance(host, LocalHost):
+    if host.is_local:
         raise RebootRequired(
-            f"[{host.name}] this machine must be rebooted to go on",
+            "this machine must be rebooted to go on",
             hint="reboot it, then run the same command again: finished steps are skipped",
+            host=host.name,
         )
     boot_id = read_boot_id(host)
     token = f"{boot_id} {uuid.uuid4().hex}\n"

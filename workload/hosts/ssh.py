@@ -138,6 +138,17 @@ class SshHost(Host):
         assert transport is not None  # _ensure returns only connected clients
         return transport
 
+    can_open_channels = True
+
+    def sampling_copy(self) -> SshHost:
+        """The same user, port and credentials; host keys only as already recorded (the engine's
+        connection records a new one when ``--accept-new-host-key`` says so; a sampler never does),
+        and one connect attempt per use, so a host that is down costs one connect timeout at most."""
+        from dataclasses import replace
+
+        options = replace(self.options, accept_new_host_keys=False, connect_attempts=1, sudo_password=None)
+        return SshHost(self.hostname, port=self.port, user=self.user, options=options, name=self.name)
+
     def exec_channel(self, shell_line: str, *, timeout: float | None = None) -> paramiko.Channel:
         """A raw channel running ``shell_line`` on this host's (verified, reconnecting) connection.
 

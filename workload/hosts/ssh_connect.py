@@ -43,10 +43,6 @@ class SshTarget:
 class TransientConnectError(ConnectError):
     """A connect attempt failed for a reason that may go away (the only kind that is retried)."""
 
-    def __init__(self, host: str, problem: str, *, hint: str | None = None) -> None:
-        super().__init__(host, problem, hint=hint)
-        self.problem = problem
-
 
 def open_client(
     target: SshTarget, options: ConnectOptions, client_factory: Callable[[], paramiko.SSHClient]

@@ -24,7 +24,7 @@ from docker.transport.sshconn import SSHConnection, SSHConnectionPool
 
 from workload.commands import cmd
 from workload.errors import ConnectError
-from workload.hosts.ssh import SshHost
+from workload.hosts.base import Host
 
 #: The daemon socket ``docker`` uses when DOCKER_HOST is not set.
 DEFAULT_SOCKET = "/var/run/docker.sock"
@@ -153,7 +153,7 @@ class _DialAdapter(BaseHTTPAdapter):  # type: ignore[misc]  # docker-py is untyp
 class HostDialer:
     """Opens ``docker [-H unix://SOCKET] system dial-stdio`` channels on an SSH host's connection."""
 
-    def __init__(self, host: SshHost, socket_path: str | None) -> None:
+    def __init__(self, host: Host, socket_path: str | None) -> None:
         self.host = host
         self.socket_path = socket_path
         self.sudo = self._needs_sudo()
@@ -174,7 +174,7 @@ class HostDialer:
         return not self.host.run(cmd("test", "-w", path, timeout=60)).ok
 
     def __call__(self, timeout: float | None) -> paramiko.Channel:
-        channel = self.host.exec_channel(self.line, timeout=timeout)
+        channel: paramiko.Channel = self.host.exec_channel(self.line, timeout=timeout)
         if self._prefix:
             channel.sendall(self._prefix)
         self._last = channel
@@ -192,7 +192,7 @@ class HostDialer:
 
 
 def connect_over_host(
-    host: SshHost, socket_url: str | None, *, timeout: int = 600, log: Callable[[str], None] | None = None
+    host: Host, socket_url: str | None, *, timeout: int = 600, log: Callable[[str], None] | None = None
 ) -> Any:
     """A ``docker.DockerClient`` for the daemon on ``host``, over the host's SSH connection.
 
@@ -227,7 +227,7 @@ def connect_over_host(
         hint = "check that dockerd runs there and DockerBaseUrl names its socket (unix:///var/run/docker.sock)"
         if dialer.sudo:
             hint = (
-                f"{host.user} may not open the Docker socket, so the dial runs through sudo: allow sudo "
+                f"{host.identity.user} may not open the Docker socket, so the dial runs through sudo: allow sudo "
                 "(--sudo-password-env when it asks for a password) or add the user to the docker group; " + hint
             )
         raise ConnectError(

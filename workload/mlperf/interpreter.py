@@ -234,10 +234,8 @@ class Interpreter:
         return why
 
     def _keep(self, found: Sequence[results.Found], log_dir: str) -> None:
-        from workload.hosts.local import LocalHost
-
         for item in found:
-            if isinstance(self.ctx.host, LocalHost):
+            if self.ctx.host.files_are_local:
                 self.ctx.results.append(Path(item.directory))
             else:
                 destination = self.ctx.host_dir / "mlperf" / posixpath.basename(log_dir)

@@ -113,12 +113,13 @@ def read_host_system(host: Host) -> HostSystem:
     inventory = read_gpus(host)
     if not inventory.driver_loaded:
         raise FactError(
-            f"[{host.name}] cannot list the GPUs ({inventory.message or inventory.status}); "
-            "a custom system entry needs a working NVIDIA driver"
+            f"cannot list the GPUs ({inventory.message or inventory.status}); "
+            "a custom system entry needs a working NVIDIA driver",
+            host=host.name,
         )
     try:
         return from_facts(
             [(g.name, g.memory_mib) for g in inventory.gpus], read_cpu(host), read_memory(host).total_bytes
         )
     except ValueError as exc:
-        raise FactError(f"[{host.name}] {exc}") from None
+        raise FactError(f"{exc}", host=host.name) from None

@@ -20,7 +20,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,7 +27,6 @@ from typing import Any, Protocol
 from workload.commands import Command
 from workload.errors import WorkloadError
 from workload.hosts.base import Host
-from workload.hosts.local import LocalHost
 from workload.monitors.hostsample import PROC_ARGV, HostSampler
 from workload.monitors.nvsmi import EVENT_FIELD, LEGACY_EVENT_FIELD, invalid_field, parse_query, query_argv
 from workload.monitors.stats import HostStats
@@ -53,19 +51,11 @@ class Cancel(Protocol):
 def own_connection(host: Host) -> Host | None:
     """A new Host object for the same machine as ``host``, with a connection of its own.
 
-    SSH: the same user, port and credentials; host keys only as already recorded (the engine's
-    connection records a new one when ``--accept-new-host-key`` says so; a sampler never does),
-    and one connect attempt per use, so a host that is down costs one connect timeout per interval
-    at most. None for a transport this module does not know.
+    The transport makes it (:meth:`~workload.hosts.base.Host.sampling_copy`: over SSH the same
+    user, port and credentials, host keys only as already recorded, one connect attempt per use).
+    None for a transport that has none.
     """
-    if isinstance(host, LocalHost):
-        return LocalHost(host.name)
-    from workload.hosts.ssh import SshHost  # loaded already when host is one
-
-    if isinstance(host, SshHost):
-        options = replace(host.options, accept_new_host_keys=False, connect_attempts=1, sudo_password=None)
-        return SshHost(host.hostname, port=host.port, user=host.user, options=options, name=host.name)
-    return None
+    return host.sampling_copy()
 
 
 class HostMonitor:

@@ -102,7 +102,7 @@ class TelemetryMonitor:
         """Sample ``host`` (through a connection of its own) from when ``ready()`` is true; default: once
         ``host`` has connected (a local host is always ready). A host added twice is sampled once."""
         if ready is None:
-            ready = (lambda: True) if isinstance(host, LocalHost) else (lambda: host.connection_generation > 0)
+            ready = lambda: host.has_connected  # noqa: E731  (read at each poll, not now)
         with self._lock:
             if self._stopped or not self._started or host.name in self._monitors:
                 return
