@@ -300,13 +300,8 @@ def _report_results(
     main_metric: dict[str, str] = {}
     for outcome in outcomes:
         for path in outcome.results:
-            part = collect(path, host=outcome.name)
-            # Inventory labels (rack=r12) go into each metric's metadata; parsed values win. The
-            # metrics of one result share one metadata dict, updated in place before any writing.
-            for metadata in {id(m.metadata): m.metadata for r in part.results for m in r.metrics}.values():
-                for key, value in outcome.labels.items():
-                    metadata.setdefault(key, value)
-            merged.extend(part)
+            # inventory labels (rack=r12) go into each metric's metadata; parsed values win
+            merged.extend(collect(path, host=outcome.name, labels=outcome.labels))
         headline = merged.headline_for_host(outcome.name)
         if headline:
             main_metric[outcome.name] = headline
