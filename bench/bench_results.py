@@ -186,8 +186,10 @@ def main() -> int:
     parser.add_argument(
         "--compare-root",
         type=Path,
-        default=None,
-        help="another checkout (e.g. `git archive BASE | tar -x -C DIR`): its CLI runs interleaved with this one's",
+        action="append",
+        default=[],
+        help="another checkout (e.g. `git archive BASE | tar -x -C DIR`): its CLI runs interleaved with this one's"
+        " (repeatable)",
     )
     args = parser.parse_args()
     report = Report("bench_results", settings={k: v for k, v in vars(args).items() if k != "json"})
@@ -207,17 +209,16 @@ def main() -> int:
         if args.cli:
             variants.append(("table", lambda r: run_cli(runs, None)))
             variants.append(("--output", lambda r: run_cli(runs, tmp / "out-cli")))
-            if args.compare_root is not None:
-                other = args.compare_root.resolve()
-                variants.append(("table (compare)", lambda r: run_cli(runs, None, other)))
-                variants.append(("--output (compare)", lambda r: run_cli(runs, tmp / "out-cli", other)))
+            for i, other in enumerate(p.resolve() for p in args.compare_root):
+                variants.append((f"table (compare {i + 1})", lambda r, o=other: run_cli(runs, None, o)))
+                variants.append((f"--output (compare {i + 1})", lambda r, o=other: run_cli(runs, tmp / "out-cli", o)))
         names = [name for name, _ in variants]
 
         def progress(r: int, measured: list[list[Any]]) -> None:
             for name, got in zip(names, measured, strict=True):
                 if isinstance(got[r], ProcessRun):
                     what = f"`workload results{' --output' if name.startswith('--output') else ''}`"
-                    print(_cli_line(what + (" compare" if "compare" in name else ""), got[r], n))
+                    print(_cli_line(what + (name[name.index("("):] if "(" in name else ""), got[r], n))
                 else:
                     print(_line(f"run {r + 1}" if name == "library" else "  1 proc", got[r], n))
             sys.stdout.flush()
@@ -233,8 +234,9 @@ def main() -> int:
         rss_goal = Goal("<=", 300.0) if args.files >= LARGE else None
         for name, got in zip(names, measured, strict=True):
             label = {"table": "cli `workload results`", "--output": "cli `workload results --output`"}.get(name, name)
-            if "(compare)" in name:
-                label = f"{label} (compare: {args.compare_root})"
+            if "(compare " in name:
+                which = int(name.rsplit(" ", 1)[1].rstrip(")"))
+                label = f"{name} = {args.compare_root[which - 1]}"
             if isinstance(got[0], ProcessRun):
                 wall, cpu = [g.wall_s for g in got], [g.cpu_s for g in got]
                 report.add(
@@ -244,13 +246,13 @@ def main() -> int:
                 wall, cpu = [g["total"] for g in got], [g["cpu"] for g in got]
             report.add(figure(f"{label} wall", wall, unit="s", goal=time_goal))
             report.add(figure(f"{label} CPU per 1,000 files", [c / n * 1000 for c in cpu], unit="CPU-s"))
-        if args.compare_root is not None and args.cli:
-            by_name = dict(zip(names, measured, strict=True))
-            for this, other in (("table", "table (compare)"), ("--output", "--output (compare)")):
-                a, b = by_name[this], by_name[other]
+        by_name = dict(zip(names, measured, strict=True))
+        for i in range(len(args.compare_root) if args.cli else 0):
+            for this in ("table", "--output"):
+                a, b = by_name[this], by_name[f"{this} (compare {i + 1})"]
                 for what, get in (("peak RSS", lambda g: g.peak_rss_mib), ("CPU", lambda g: g.cpu_s)):
                     ratio = paired_ratios([get(g) for g in a], [get(g) for g in b])
-                    report.add(figure(f"{this} {what} ratio this/compare", ratio, digits=3))
+                    report.add(figure(f"{this} {what} ratio this/compare {i + 1}", ratio, digits=3))
         if args.baseline and args.library:
             ratio = paired_ratios([g["total"] for g in measured[1]], [g["total"] for g in measured[0]])
             report.add(figure("wall ratio 1 proc/pool", ratio, digits=2))

@@ -30,8 +30,8 @@ class WorkloadError(Exception):
     exit_code: int = EXIT_INTERNAL
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
-        # Messages are shown and logged (console, host.log, run.json): URL passwords and registered
-        # secrets a step put into its message are masked here, once, for every error.
+        # Messages are shown and logged (console, host.log, run.json): URL passwords a step put into
+        # its message are masked here, once; the run masks its own secret values where it shows them.
         message = mask_text(message)
         super().__init__(message)
         self.message = message
