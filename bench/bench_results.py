@@ -218,7 +218,7 @@ def main() -> int:
             for name, got in zip(names, measured, strict=True):
                 if isinstance(got[r], ProcessRun):
                     what = f"`workload results{' --output' if name.startswith('--output') else ''}`"
-                    print(_cli_line(what + (name[name.index("("):] if "(" in name else ""), got[r], n))
+                    print(_cli_line(what + (name[name.index("(") :] if "(" in name else ""), got[r], n))
                 else:
                     print(_line(f"run {r + 1}" if name == "library" else "  1 proc", got[r], n))
             sys.stdout.flush()
