@@ -51,11 +51,14 @@ def encode(result: BenchmarkResult) -> Encoded:
         d = m.__dict__
         meta = d["metadata"]
         ctx = (d["tool_name"], d["tool_version"], d["scenario_name"], d["start_time"], d["end_time"], d["host"], meta)
-        # one context per distinct (fields, metadata dict): a result's metrics usually share one
-        at = next((j for j, c in enumerate(contexts) if c[6] is meta and c[:6] == ctx[:6]), None)
-        if at is None:
-            at = len(contexts)
-            contexts.append(ctx)
+        # one context per distinct (fields, metadata dict): a result's metrics usually share one, the last
+        at = len(contexts) - 1
+        if at < 0 or contexts[at][6] is not meta or contexts[at][:6] != ctx[:6]:
+            found = next((j for j, c in enumerate(contexts) if c[6] is meta and c[:6] == ctx[:6]), None)
+            if found is None:
+                found = len(contexts)
+                contexts.append(ctx)
+            at = found
         rows.append((d["name"], d["value"], d["unit"], d["relativity"].value, d["categorization"].value,
                      d["description"], d["verbosity"], at))  # fmt: skip
         if m is result.headline or (lazy and headline < 0 and m == result.headline):
