@@ -192,7 +192,10 @@ def main() -> int:
         " (repeatable)",
     )
     args = parser.parse_args()
-    report = Report("bench_results", settings={k: v for k, v in vars(args).items() if k != "json"})
+    report = Report(
+        "bench_results",
+        settings={k: ([str(p) for p in v] if k == "compare_root" else v) for k, v in vars(args).items() if k != "json"},
+    )
     tmp = Path(tempfile.mkdtemp(prefix="bench-results-"))
     try:
         runs = tmp / "runs"
