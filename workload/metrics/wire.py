@@ -1,14 +1,13 @@
 """Compact form of a :class:`BenchmarkResult`, for the large-archive path only: the process pool of
-:mod:`.collection` (``PARALLEL_MIN_DIRS`` result directories or more).
+:mod:`.collection` (``PARALLEL_MIN_DIRS`` result directories or more). ``build()`` returns the model.
 
-``build()`` returns the model; this module exists for two measured reasons (``bench/bench_results.py``,
-see bench/README.md for the side-by-side figures with and without it):
-
-* memory: a parent holding every Metric object of 50,000 result files (~180,000 metrics... ~1 kB each)
-  goes over the 300 MB goal; :class:`LazyMetrics` holds a result's metrics as rows (~150 bytes) and
-  makes the objects when they are read, so ``workload results`` on such a tree stays within it;
-* CPU: pickling pydantic models between processes goes through ``__getstate__``/``__setstate__`` per
-  object; a result of ~30 metrics travels as a few tuples of strings and floats instead.
+Why it is kept, measured (``bench/bench_results.py --large --no-library --compare-root``, 50,008 result
+files, 3 interleaved rounds, one run, 2-core machine at load 25-39): with the pool sending pickled
+models and the parent holding every Metric object, ``workload results`` peaks at 383 MiB (table) and
+407 MiB (``--output``), over the 300 MB goal; with this form, 190 MiB and 215 MiB (paired ratio 0.50
+and 0.53). A Metric object costs ~1 kB, its row here ~150 bytes: :class:`LazyMetrics` keeps a result's
+metrics as rows in the parent and makes the objects when they are read (the JSONL, the CSV, ``--json``).
+Rows also pickle as plain tuples between processes (pydantic pickles per object).
 
 Contract: ``decode(encode(r)) == r`` for every result, and the metrics of one result that shared one
 ``metadata`` dict before ``encode`` share one dict after ``decode``. Objects are made with the model's
