@@ -19,7 +19,10 @@ the parse workers are separate processes; goal <= 300 MB, judged when ``--files`
 50,000), each with the interval of its median (see ``_measure.py``).
 
     .venv/bin/python bench/bench_results.py [--files 10000 | --large] [--hosts 4] [--rounds 5] [--baseline]
-        [--no-cli] [--no-library] [--json]
+        [--no-cli] [--no-library] [--compare-root DIR] [--json]
+
+``--compare-root DIR`` also runs the CLI variants of another checkout (the same interpreter, its package on
+``PYTHONPATH``), interleaved round by round with this one's, and prints the paired ratios this/other.
 """
 
 from __future__ import annotations
@@ -135,13 +138,17 @@ def _cpu_self_and_children() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def run_cli(runs: Path, out: Path | None) -> ProcessRun:
-    """``workload results RUNS`` (``--output OUT`` when given) in a fresh interpreter, measured."""
+def run_cli(runs: Path, out: Path | None, root: Path = ROOT) -> ProcessRun:
+    """``workload results RUNS`` (``--output OUT`` when given) in a fresh interpreter, measured.
+
+    ``root``: the checkout whose ``workload`` package runs (``--compare-root``: another commit's, same venv).
+    """
     command = [sys.executable, "-m", "workload", "results", str(runs)]
     if out is not None:
         shutil.rmtree(out, ignore_errors=True)
         command += ["--output", str(out)]
-    run = run_process(command, cwd=ROOT, check=False)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    run = run_process(command, cwd=root, env=env, check=False)
     if run.returncode != 0:
         proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
         raise SystemExit(f"workload results failed ({run.returncode}): {proc.stderr[-2000:]}")
@@ -176,8 +183,19 @@ def main() -> int:
     parser.add_argument("--baseline", action="store_true", help="also time the single-process path")
     parser.add_argument("--no-cli", dest="cli", action="store_false", help="skip the `workload results` runs")
     parser.add_argument("--no-library", dest="library", action="store_false", help="skip the in-process runs")
+    parser.add_argument(
+        "--compare-root",
+        type=Path,
+        action="append",
+        default=[],
+        help="another checkout (e.g. `git archive BASE | tar -x -C DIR`): its CLI runs interleaved with this one's"
+        " (repeatable)",
+    )
     args = parser.parse_args()
-    report = Report("bench_results", settings={k: v for k, v in vars(args).items() if k != "json"})
+    report = Report(
+        "bench_results",
+        settings={k: ([str(p) for p in v] if k == "compare_root" else v) for k, v in vars(args).items() if k != "json"},
+    )
     tmp = Path(tempfile.mkdtemp(prefix="bench-results-"))
     try:
         runs = tmp / "runs"
@@ -194,12 +212,16 @@ def main() -> int:
         if args.cli:
             variants.append(("table", lambda r: run_cli(runs, None)))
             variants.append(("--output", lambda r: run_cli(runs, tmp / "out-cli")))
+            for i, other in enumerate(p.resolve() for p in args.compare_root):
+                variants.append((f"table (compare {i + 1})", lambda r, o=other: run_cli(runs, None, o)))
+                variants.append((f"--output (compare {i + 1})", lambda r, o=other: run_cli(runs, tmp / "out-cli", o)))
         names = [name for name, _ in variants]
 
         def progress(r: int, measured: list[list[Any]]) -> None:
             for name, got in zip(names, measured, strict=True):
                 if isinstance(got[r], ProcessRun):
-                    print(_cli_line(f"`workload results{' --output' if name == '--output' else ''}`", got[r], n))
+                    what = f"`workload results{' --output' if name.startswith('--output') else ''}`"
+                    print(_cli_line(what + (name[name.index("(") :] if "(" in name else ""), got[r], n))
                 else:
                     print(_line(f"run {r + 1}" if name == "library" else "  1 proc", got[r], n))
             sys.stdout.flush()
@@ -215,6 +237,9 @@ def main() -> int:
         rss_goal = Goal("<=", 300.0) if args.files >= LARGE else None
         for name, got in zip(names, measured, strict=True):
             label = {"table": "cli `workload results`", "--output": "cli `workload results --output`"}.get(name, name)
+            if "(compare " in name:
+                which = int(name.rsplit(" ", 1)[1].rstrip(")"))
+                label = f"{name} = {args.compare_root[which - 1]}"
             if isinstance(got[0], ProcessRun):
                 wall, cpu = [g.wall_s for g in got], [g.cpu_s for g in got]
                 report.add(
@@ -224,6 +249,13 @@ def main() -> int:
                 wall, cpu = [g["total"] for g in got], [g["cpu"] for g in got]
             report.add(figure(f"{label} wall", wall, unit="s", goal=time_goal))
             report.add(figure(f"{label} CPU per 1,000 files", [c / n * 1000 for c in cpu], unit="CPU-s"))
+        by_name = dict(zip(names, measured, strict=True))
+        for i in range(len(args.compare_root) if args.cli else 0):
+            for this in ("table", "--output"):
+                a, b = by_name[this], by_name[f"{this} (compare {i + 1})"]
+                for what, get in (("peak RSS", lambda g: g.peak_rss_mib), ("CPU", lambda g: g.cpu_s)):
+                    ratio = paired_ratios([get(g) for g in a], [get(g) for g in b])
+                    report.add(figure(f"{this} {what} ratio this/compare {i + 1}", ratio, digits=3))
         if args.baseline and args.library:
             ratio = paired_ratios([g["total"] for g in measured[1]], [g["total"] for g in measured[0]])
             report.add(figure("wall ratio 1 proc/pool", ratio, digits=2))

@@ -68,7 +68,7 @@ def test_description_and_metadata_secrets_are_masked_in_show_and_profile_json(tm
     text = json.dumps(resolved.to_json())
     for secret in ("Hunter2Pass", "MetaPass77", "tok-ABCDEF-123", "k-998877", "ghp_NestedTok1"):
         assert secret not in text
-        assert secret not in mask_text(f"later a log line says {secret}")  # registered for every display
+        assert secret not in resolved.secrets.mask(f"later a log line says {secret}")  # the run masks it everywhere
     assert "team-a" in text and "https://ci:***@mirror.example/r.git" in text
     for args in (["show", str(path)], ["show", str(path), "--json"]):
         code, output = _cli(*args)
@@ -91,7 +91,7 @@ def test_numeric_values_of_password_parameters_are_secret(tmp_path: Path) -> Non
     document = _clone_profile(Repo="https://github.com/o/r.git", SudoPassword=31415926)
     resolved = resolve_profile(load_profile(str(_profile(tmp_path, document))))
     assert resolved.to_json()["Parameters"]["SudoPassword"] == "***"
-    assert "31415926" not in mask_text("the password is 31415926")
+    assert "31415926" not in resolved.secrets.mask("the password is 31415926")
 
 
 def test_parameters_parse_error_does_not_echo_a_piece_of_a_value() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workload.metrics import outputs, wire
-from workload.metrics.build import build_parts
+from workload.metrics.build import build
 from workload.metrics.collection import collect, find_result_dirs, parse_dir
 from workload.metrics.outputs import OutputContext, write_outputs
 
@@ -22,9 +22,9 @@ def encoded_results() -> list[wire.Encoded]:
     for directory, names in find_result_dirs(FIX).items():
         if "/" in names[0] or names[0].startswith("verify_"):
             continue  # endpoints and compliance folders are not built from LoadGen files
-        parts = build_parts(parse_dir(directory, names), host="h")
-        if parts is not None:
-            found.append(parts)
+        result = build(parse_dir(directory, names), host="h")
+        if result is not None:
+            found.append(wire.encode(result))
     return found
 
 
@@ -51,7 +51,7 @@ def test_lazy_metrics_read_like_the_eager_list() -> None:
 def test_metadata_updated_in_place_stays_and_changes_materialise() -> None:
     result = wire.decode(encoded_results()[0], lazy=True)
     first = next(iter(result.metrics))
-    first.metadata["profile"] = "P"  # run_cmd adds run metadata this way
+    first.metadata["profile"] = "P"  # a metric's metadata dict is its result's, shared
     assert all(m.metadata["profile"] == "P" for m in result.metrics)
     extra = first.model_copy(update={"name": "extra"})
     result.metrics.append(extra)
@@ -59,10 +59,13 @@ def test_metadata_updated_in_place_stays_and_changes_materialise() -> None:
     assert result.metrics[0] is result.metrics[0]  # an ordinary list now
 
 
-def test_collected_results_keep_rows() -> None:
-    collection = collect(FIX / "nvidia")
-    assert collection.results
-    assert all(isinstance(r.metrics, wire.LazyMetrics) for r in collection.results)
+def test_only_the_process_pool_keeps_rows_and_both_paths_give_the_same_results() -> None:
+    serial = collect(FIX / "nvidia", workers=1)
+    assert serial.results
+    assert not any(isinstance(r.metrics, wire.LazyMetrics) for r in serial.results)  # build() gives the model
+    pooled = collect(FIX / "nvidia", workers=2)  # the large-archive path: wire rows between processes
+    assert all(isinstance(r.metrics, wire.LazyMetrics) for r in pooled.results)
+    assert pooled.results == serial.results and pooled.issues == serial.issues
 
 
 def _normalised(folder: Path) -> list[str]:

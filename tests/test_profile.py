@@ -288,8 +288,9 @@ def test_secret_parameters_are_masked_in_the_resolved_profile(tmp_path: Path) ->
     assert saved["Parameters"] == {"HfToken": "***", "RepoKey": "https://x.invalid/key.gpg", "MaxTokens": "1024"}
     assert saved["Actions"][0]["Parameters"]["Message"] == "https://u:***@h.invalid/r"
     assert resolved.steps[0].params.Message == "https://u:pw-in-url-77@h.invalid/r"  # type: ignore[attr-defined]
-    # Resolving registered the values: any later text that carries them is masked.
-    assert mask_text("token hf_abcdef123 and pw-in-url-77") == "token *** and ***"
+    # The resolved profile holds the values: any later text the run shows with them masks them.
+    assert resolved.secrets.mask("token hf_abcdef123 and pw-in-url-77") == "token *** and ***"
+    assert mask_text("token hf_abcdef123") == "token hf_abcdef123"  # no process-wide registry
     assert [is_secret(n, "v-123") for n in ("SshPassword", "api_key", "GitHubPAT", "Keyboard", "ClientSecret")] == [
         True,
         True,

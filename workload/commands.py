@@ -8,12 +8,14 @@ unquoted. A deliberate shell pipeline is spelled :func:`shell` so it can be foun
 Secrets (passwords, tokens) are wrapped in :class:`Secret`; they render as ``***`` in
 :meth:`Command.display` (logs, ``plan`` output, error messages) and as their value only in
 :meth:`Command.shell_line`. Two kinds of secret also hide inside plain text, and
-:func:`mask_text` masks both wherever text is displayed or logged (command displays, step logs,
-command output, error messages, ``plan``/``show``): the password of a URL
-(``https://user:TOKEN@host/...``) or a token given as its user (``https://TOKEN@host/...``; not an
-SSH login name), see :func:`mask_url_passwords`, and values registered with
-:func:`register_secret` (the values of profile parameters named like secrets, passwords read
-from the environment). The real values stay in the argv that runs.
+:func:`mask_text` masks both: the password of a URL (``https://user:TOKEN@host/...``) or a token
+given as its user (``https://TOKEN@host/...``; not an SSH login name), see
+:func:`mask_url_passwords`, and the values of a run's :class:`Secrets` (the values of profile
+parameters named like secrets, passwords read from the environment). A :class:`Secrets` is held by
+the run (``ResolvedProfile.secrets``, the engine) and passed to what displays or logs text (step
+logs, host logs, the console, ``run.json``, ``plan``/``show``); there is no process-wide registry,
+so two runs in one process never mask (or leak) each other's values. The real values stay in the
+argv that runs.
 """
 
 from __future__ import annotations
@@ -50,14 +52,55 @@ _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*:)([^/\s@]+)@"
 #: name (``ssh://azureuser@10.0.0.4``) is not a secret and stays visible. Group 2 is the token.
 _URL_TOKEN_USER = re.compile(r"(?i)\b((?!(?:ssh|sftp|scp|git\+ssh|ssh\+git)://)[a-z][a-z0-9+.\-]*://)([^/\s:@]+)@")
 
-#: Registered secret values shorter than this are not masked inside other text: masking every
-#: "abc" or "true" in every log line would garble logs and hide nothing (such values are still
-#: masked as whole parameter values and as Secret arguments).
+#: Secret values shorter than this are not masked inside other text: masking every "abc" or "true"
+#: in every log line would garble logs and hide nothing (such values are still masked as whole
+#: parameter values and as Secret arguments).
 MIN_MASKED_LENGTH = 4
 
-_registered: set[str] = set()
-_registered_lock = threading.Lock()
-_registered_sorted: tuple[str, ...] = ()
+
+class Secrets:
+    """The secret values one run masks in every text it displays or logs (see the module docstring).
+
+    Made by whoever learns the values (``resolve_profile`` from the profile, the CLI from password
+    variables) and handed to the run; thread-safe, as a fleet's hosts mask from their own threads.
+    Values shorter than :data:`MIN_MASKED_LENGTH` are ignored.
+    """
+
+    __slots__ = ("_lock", "_sorted", "_values")
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._values: set[str] = set()
+        self._sorted: tuple[str, ...] = ()
+        self._lock = threading.Lock()
+        self.add(*values)
+
+    def add(self, *values: str) -> None:
+        """Mask ``values`` from now on."""
+        with self._lock:
+            new = {v for v in values if len(v) >= MIN_MASKED_LENGTH} - self._values
+            if new:
+                self._values |= new
+                # longest first, so a secret that contains another is masked whole
+                self._sorted = tuple(sorted(self._values, key=len, reverse=True))
+
+    def union(self, *values: str | Secret) -> Secrets:
+        """A new :class:`Secrets` with these values and ``values`` (this one unchanged)."""
+        return Secrets([*self._sorted, *(v.value if isinstance(v, Secret) else v for v in values)])
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The values, longest first."""
+        return self._sorted
+
+    def mask(self, text: str) -> str:
+        """``text`` with URL passwords and these values replaced by ``***``."""
+        return mask_text(text, self)
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def __repr__(self) -> str:
+        return f"Secrets({len(self._sorted)} values)"
 
 
 def mask_url_passwords(text: str) -> str:
@@ -76,26 +119,10 @@ def url_passwords(text: str) -> list[str]:
     return found + [m.group(2) for m in _URL_TOKEN_USER.finditer(text) if m.group(2) != MASK]
 
 
-def register_secret(value: str) -> None:
-    """Mask ``value`` in every text this process displays or logs from now on (:func:`mask_text`).
-
-    For secrets that travel as plain text (a token in a profile parameter a step passes on).
-    Values shorter than :data:`MIN_MASKED_LENGTH` are ignored here.
-    """
-    global _registered_sorted
-    if len(value) < MIN_MASKED_LENGTH:
-        return
-    with _registered_lock:
-        if value not in _registered:
-            _registered.add(value)
-            # Longest first, so a secret that contains another is masked whole.
-            _registered_sorted = tuple(sorted(_registered, key=len, reverse=True))
-
-
-def mask_text(text: str) -> str:
-    """``text`` with URL passwords and registered secrets replaced by ``***``."""
+def mask_text(text: str, secrets: Secrets | None = None) -> str:
+    """``text`` with URL passwords and the values of ``secrets`` (the run's, when it has any) replaced by ``***``."""
     text = mask_url_passwords(text)
-    for secret in _registered_sorted:
+    for secret in secrets.values if secrets is not None else ():
         if secret in text:
             text = text.replace(secret, MASK)
     return text
@@ -105,8 +132,8 @@ def _plain(arg: Arg) -> str:
     return arg.value if isinstance(arg, Secret) else arg
 
 
-def _masked(arg: Arg) -> str:
-    return MASK if isinstance(arg, Secret) else mask_text(arg)
+def _masked(arg: Arg, secrets: Secrets | None = None) -> str:
+    return MASK if isinstance(arg, Secret) else mask_text(arg, secrets)
 
 
 _EMPTY_ENV: Mapping[str, Arg] = MappingProxyType({})
@@ -184,9 +211,9 @@ class Command:
                 raise ValueError(f"invalid environment variable name {key!r}")
 
     # -- rendering -------------------------------------------------------------------------------
-    def display(self) -> str:
+    def display(self, secrets: Secrets | None = None) -> str:
         """The masked, human-readable form: for logs, plans and error messages."""
-        return self._render(_masked)
+        return self._render(lambda arg: _masked(arg, secrets))
 
     def shell_line(self) -> str:
         """The real shell line (secrets included). Only transports call this."""
@@ -259,6 +286,6 @@ def quote_all(args: Iterable[Arg]) -> str:
     return " ".join(shlex.quote(_masked(a)) for a in args)
 
 
-def masked_arg(arg: Arg) -> str:
+def masked_arg(arg: Arg, secrets: Secrets | None = None) -> str:
     """One argument as it may be shown: ``***`` for a Secret, :func:`mask_text` for text."""
-    return _masked(arg)
+    return _masked(arg, secrets)

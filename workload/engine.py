@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from workload.commands import Secrets, mask_text
 from workload.errors import FactError, HostBug, Interrupted, OutputError, RebootRequired, StepError, WorkloadError
 from workload.hosts.base import Host, HostSpec
 from workload.profile import ResolvedProfile
@@ -89,6 +90,17 @@ class StepOutcome:
     plan: StepPlan | None = None
 
 
+def _masked(value: object, secrets: Secrets | None) -> object:
+    """``value`` (an error's fields) with every text in it masked, lists and dicts walked."""
+    if isinstance(value, str):
+        return mask_text(value, secrets)
+    if isinstance(value, list):
+        return [_masked(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {key: _masked(item, secrets) for key, item in value.items()}
+    return value
+
+
 @dataclass
 class HostOutcome:
     name: str
@@ -115,16 +127,22 @@ class HostOutcome:
             return f"{last.label}: {first}"
         return first
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, secrets: Secrets | None = None) -> dict[str, Any]:
+        """The outcome as ``run.json`` records it, texts masked (URL passwords, the run's ``secrets``)."""
         return {
             "host": self.name,
             "status": self.status,
             "duration_s": round(self.duration_s, 3),
-            "error": str(self.error) if self.error else None,
-            "error_fields": self.error.fields() if self.error else None,
+            "error": mask_text(str(self.error), secrets) if self.error else None,
+            "error_fields": _masked(self.error.fields(), secrets) if self.error else None,
             "labels": dict(self.labels),
             "steps": [
-                {"step": s.label, "status": s.status, "duration_s": round(s.duration_s, 3), "message": s.message}
+                {
+                    "step": s.label,
+                    "status": s.status,
+                    "duration_s": round(s.duration_s, 3),
+                    "message": mask_text(s.message, secrets),
+                }
                 for s in self.steps
             ],
             "results": [str(p) for p in self.results],
@@ -174,8 +192,11 @@ class Engine:
         open_host: HostFactory,
         options: RunOptions | None = None,
         reporter: Reporter | None = None,
+        secrets: Secrets | None = None,
     ) -> None:
         self.profile = profile
+        #: What this run masks in every text it logs (the profile's, plus e.g. connection passwords).
+        self.secrets = secrets if secrets is not None else profile.secrets
         self.folder = folder
         self.open_host = open_host
         self.options = options or RunOptions()
@@ -330,10 +351,12 @@ class Engine:
             options=self.options.step_options,
             cancel=self.cancel,
             write_errors=self.write_errors,
+            secrets=self.secrets,
         )
 
     def _host_line(self, host: str, text: str) -> None:
-        """Every progress line of a host goes to ``<host>/host.log`` and to the reporter."""
+        """Every progress line of a host goes to ``<host>/host.log`` and to the reporter (masked)."""
+        text = mask_text(text, self.secrets)
         self._write_host_log(host, text)
         self.reporter.line(host, text)
 
@@ -345,6 +368,7 @@ class Engine:
         per-step logs next to it.
         """
         stamp = time.strftime("%H:%M:%S")
+        text = mask_text(text, self.secrets)
         lines = "".join(f"{stamp} [{host}] {line}\n" for line in text.rstrip("\n").splitlines() or [""])
         try:
             append_text(self.folder.host_dir(host) / "host.log", lines)  # never through a planted link

@@ -40,8 +40,8 @@ class WorkloadError(Exception):
     def __init__(
         self, problem: str, *, host: str | None = None, step: str | None = None, hint: str | None = None
     ) -> None:
-        # Messages are shown and logged (console, host.log, run.json): URL passwords and registered
-        # secrets a step put into its message are masked here, once, for every error.
+        # Messages are shown and logged (console, host.log, run.json): URL passwords a step put into
+        # its message are masked here, once; the run masks its own secret values where it shows them.
         problem = mask_text(problem)
         super().__init__(problem)
         self.problem = problem

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from workload.commands import MASK, mask_text
+from workload.commands import MASK, Secrets, mask_text
 from workload.errors import UsageError
 
 #: Words that make a parameter name a secret's name (``GitHubToken``, ``SshPassword``, ``api_key``).
@@ -59,38 +59,38 @@ def is_secret(name: str, value: Any) -> bool:
     return bool(words & KEY_WORDS) and "://" not in value
 
 
-def display_value(name: str, value: Any) -> Any:
+def display_value(name: str, value: Any, secrets: Secrets | None = None) -> Any:
     """A parameter value as it may be displayed or written to the run folder.
 
-    ``***`` for a secret (:func:`is_secret`); texts with URL passwords and registered secrets masked.
+    ``***`` for a secret (:func:`is_secret`); texts with URL passwords and the run's ``secrets`` masked.
     """
     if is_secret(name, value):
         return MASK
     if isinstance(value, str):
-        return mask_text(value)
+        return mask_text(value, secrets)
     return value
 
 
-def display_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+def display_parameters(parameters: Mapping[str, Any], secrets: Secrets | None = None) -> dict[str, Any]:
     """:func:`display_value` of each parameter."""
-    return {key: display_value(key, value) for key, value in parameters.items()}
+    return {key: display_value(key, value, secrets) for key, value in parameters.items()}
 
 
-def display_tree(value: Any, name: str = "") -> Any:
+def display_tree(value: Any, name: str = "", secrets: Secrets | None = None) -> Any:
     """A JSON value (a profile's ``Metadata``, ``Description``) as it may be shown or written.
 
     Objects are masked key by key (:func:`display_value`, recursively), lists item by item, texts
     with :func:`~workload.commands.mask_text`.
     """
     if isinstance(value, Mapping):
-        return {key: display_tree(item, str(key)) for key, item in value.items()}
+        return {key: display_tree(item, str(key), secrets) for key, item in value.items()}
     if isinstance(value, list):
-        return [display_tree(item, name) for item in value]
-    return display_value(name, value)
+        return [display_tree(item, name, secrets) for item in value]
+    return display_value(name, value, secrets)
 
 
 def secret_values(value: Any, name: str = "") -> Iterator[str]:
-    """Every secret text in a JSON value, by the rules of :func:`display_tree` (for registering them)."""
+    """Every secret text in a JSON value, by the rules of :func:`display_tree` (for a run's ``Secrets``)."""
     from workload.commands import url_passwords
 
     if isinstance(value, Mapping):

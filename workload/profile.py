@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from workload.commands import register_secret
+from workload.commands import Secrets
 from workload.errors import ProfileError, UsageError
 from workload.params import CaseInsensitiveDict, display_parameters, display_tree, secret_values
 from workload.resources import profile_dir, shipped_profiles
@@ -85,11 +85,14 @@ class ResolvedProfile:
     minimum_interval_s: float = 0.0
     #: The profile's ``Monitors`` (e.g. ``NvidiaSmiMonitor``): they set how telemetry is sampled.
     monitors: list[Step] = field(default_factory=list)
+    #: The secret values of this profile (secret-looking parameters, URL passwords, also in the
+    #: Description and Metadata): the run masks them in everything it displays or logs.
+    secrets: Secrets = field(default_factory=Secrets)
 
     @property
     def shown_description(self) -> str:
         """The description as it may be printed (URL passwords and known secrets masked)."""
-        return str(display_tree(self.description, "Description"))
+        return str(display_tree(self.description, "Description", self.secrets))
 
     @property
     def dependencies(self) -> list[Step]:
@@ -106,23 +109,26 @@ class ResolvedProfile:
         and share, not a way to hand credentials on.
         """
 
+        def shown(parameters: dict[str, Any]) -> dict[str, Any]:
+            return display_parameters(parameters, self.secrets)
+
         def section(kind: StepKind) -> list[dict[str, Any]]:
             return [
-                {"Type": s.type_name, "Parameters": display_parameters(s.params.model_dump(exclude_none=True))}
+                {"Type": s.type_name, "Parameters": shown(s.params.model_dump(exclude_none=True))}
                 for s in self.steps
                 if s.kind == kind
             ]
 
-        document: dict[str, Any] = {"Description": display_tree(self.description, "Description")}
+        document: dict[str, Any] = {"Description": display_tree(self.description, "Description", self.secrets)}
         if self.minimum_interval_s:
             document["MinimumExecutionInterval"] = format_timespan(self.minimum_interval_s)
         return document | {
-            "Metadata": display_tree(self.metadata),
-            "Parameters": display_parameters(self.parameters),
+            "Metadata": display_tree(self.metadata, secrets=self.secrets),
+            "Parameters": shown(self.parameters),
             "Dependencies": section("dependency"),
             "Actions": section("action"),
         } | ({"Monitors": [
-            {"Type": m.type_name, "Parameters": display_parameters(m.params.model_dump(exclude_none=True))}
+            {"Type": m.type_name, "Parameters": shown(m.params.model_dump(exclude_none=True))}
             for m in self.monitors
         ]} if self.monitors else {})  # fmt: skip
 
@@ -249,8 +255,8 @@ def resolve_profile(
     matches nothing while others do, and an override no step can see (not a profile parameter
     and not referenced), become :attr:`ResolvedProfile.warnings`.
 
-    The values of secret-looking parameters and URL passwords are registered with
-    :func:`workload.commands.register_secret`, so every log and display masks them.
+    The values of secret-looking parameters and URL passwords are the resolved profile's
+    :attr:`ResolvedProfile.secrets`, which the run masks in every log and display.
     """
     doc = loaded.document
     label = loaded.path.name
@@ -273,9 +279,8 @@ def resolve_profile(
     monitors = [s for s in all_steps if s.kind == "monitor"]
     all_steps = [s for s in all_steps if s.kind != "monitor"]
     steps = _filter_scenarios(all_steps, scenarios, warnings)
-    _register_secrets(params.to_dict(), all_steps)
-    for secret in secret_values({"Description": doc.Description, "Metadata": doc.Metadata}):
-        register_secret(secret)
+    secrets = _secrets_of(params.to_dict(), all_steps)
+    secrets.add(*secret_values({"Description": doc.Description, "Metadata": doc.Metadata}))
     interval = 0.0
     if doc.MinimumExecutionInterval:
         try:
@@ -292,6 +297,7 @@ def resolve_profile(
         warnings=warnings,
         minimum_interval_s=interval,
         monitors=monitors,
+        secrets=secrets,
     )
 
 
@@ -395,14 +401,15 @@ def _unused_overrides(doc: ProfileDocument, overrides: Mapping[str, str]) -> lis
     return warnings
 
 
-def _register_secrets(parameters: Mapping[str, Any], steps: Sequence[Step]) -> None:
-    """Register secret-looking values and URL passwords, so logs and displays mask them."""
+def _secrets_of(parameters: Mapping[str, Any], steps: Sequence[Step]) -> Secrets:
+    """The secret-looking values and URL passwords of the parameters and steps, for logs and displays to mask."""
     values = [(key, value) for key, value in parameters.items()]
     for step in steps:
         values += list(step.params.model_dump(exclude_none=True).items())
+    secrets = Secrets()
     for key, value in values:
-        for secret in secret_values(value, key):
-            register_secret(secret)
+        secrets.add(*secret_values(value, key))
+    return secrets
 
 
 def kind_count(steps: Sequence[Step], kind: StepKind) -> int:

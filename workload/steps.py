@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticUseDefault
 
-from workload.commands import Command, mask_text
+from workload.commands import Command, Secrets, mask_text
 from workload.errors import Interrupted, OutputError, StepError
 from workload.facts.fact import Fact, HostFacts, queries_of
 from workload.hosts.base import CommandResult, Host, LineSink, raise_for_result
@@ -229,6 +229,8 @@ class StepContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     #: Log files that could not be written (shared by the run; the CLI reports them).
     write_errors: list[OutputError] = field(default_factory=list)
+    #: The run's secret values (the engine's): masked in every line this context logs.
+    secrets: Secrets = field(default_factory=Secrets)
 
     def stop_if_cancelled(self, what: str) -> None:
         """Raise :class:`~workload.errors.Interrupted` when the run was stopped, before ``what`` starts."""
@@ -237,7 +239,7 @@ class StepContext:
 
     def log(self, message: str) -> None:
         """A line for the step log and the console (URL passwords and known secrets masked)."""
-        message = mask_text(message)
+        message = mask_text(message, self.secrets)
         self._write_log(message)
         if self.console is not None:
             self.console(message)
@@ -245,7 +247,9 @@ class StepContext:
     def _write_log(self, line: str) -> None:
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            append_text(self.log_path, mask_text(line).rstrip("\n") + "\n")  # never through a planted link
+            append_text(
+                self.log_path, mask_text(line, self.secrets).rstrip("\n") + "\n"
+            )  # never through a planted link
         except (OSError, ValueError) as exc:
             # A full disk must not stop the benchmark that is running (or hide its result):
             # the failure is recorded once and reported by the CLI (exit 8), naming the file.

@@ -24,7 +24,7 @@ from rich.progress import Progress, ProgressColumn, SpinnerColumn, Task, TaskID,
 from rich.table import Table
 from rich.text import Text
 
-from workload.commands import mask_text
+from workload.commands import Secrets, mask_text
 from workload.steps import StepParameters
 
 if TYPE_CHECKING:
@@ -96,8 +96,11 @@ class ConsoleReporter:
         show_parameters: bool = False,
         total_steps: int | None = None,
         planning: bool = False,
+        secrets: Secrets | None = None,
     ) -> None:
         self.console = console
+        #: the run's secret values, masked in every text shown (with URL passwords)
+        self.secrets = secrets
         self.planning = planning
         self.verbose = verbose
         self.show_parameters = show_parameters
@@ -155,7 +158,7 @@ class ConsoleReporter:
                 if self.ticker is not None:
                     self.ticker.start(host, step.label)
                 if self.show_parameters and not self.multi:
-                    for key, value in shown_parameters(step).items():
+                    for key, value in shown_parameters(step, self.secrets).items():
                         self.console.print(styled((f"      {key} = {value!r}", "dim")))
 
     def step_finished(self, host: str, step: Step, outcome: StepOutcome) -> None:
@@ -163,55 +166,56 @@ class ConsoleReporter:
             if self.ticker is not None:
                 self.ticker.stop(host)
             status = STATUS_STYLE.get(outcome.status, (outcome.status, ""))
+            message = mask_text(outcome.message, self.secrets)
             detail = ""
-            if outcome.status == "unchanged" and outcome.message:
-                detail = f": {mask_text(outcome.message)}"
+            if outcome.status == "unchanged" and message:
+                detail = f": {message}"
             if self.multi:
-                self._multi_step_finished(host, step, outcome, status, detail)
+                self._multi_step_finished(host, step, outcome, status, detail, message)
                 return
             if outcome.status == "planned" and outcome.plan is not None:
-                render_plan(self.console, outcome.plan, indent="    ", full=self.verbose > 0)
+                render_plan(self.console, outcome.plan, indent="    ", full=self.verbose > 0, secrets=self.secrets)
                 return
             if outcome.status in ("failed", "interrupted"):
                 if self.planning and outcome.status == "failed":
                     self.console.print(styled("    ", ("would fail if run now:", "red")))
                 else:
                     self.console.print(styled("    ", status, f" after {outcome.duration_s:.1f}s"))
-                for line in outcome.message.splitlines():
+                for line in message.splitlines():
                     self.console.print(styled("    ", (line, "red")), highlight=False)
                 return
             self.console.print(styled("    ", status, f"{detail} ({outcome.duration_s:.1f}s)"))
 
     def _multi_step_finished(
-        self, host: str, step: Step, outcome: StepOutcome, status: tuple[str, str], detail: str
+        self, host: str, step: Step, outcome: StepOutcome, status: tuple[str, str], detail: str, message: str
     ) -> None:
         prefix = (f"[{host}]", "bold")
         if self.progress is not None:
             # Only what needs attention goes above the live lines; the rest is in host.log.
             if outcome.status in ("failed", "interrupted"):
-                first = outcome.message.splitlines()[0] if outcome.message else ""
+                first = message.splitlines()[0] if message else ""
                 self.progress.console.print(styled(prefix, f" {step.label} ", status, f": {first}"), highlight=False)
             return
         self.console.print(styled(prefix, f" {step.label}: ", status, f"{detail} ({outcome.duration_s:.1f}s)"))
         if outcome.status in ("failed", "interrupted"):
-            for line in outcome.message.splitlines():
+            for line in message.splitlines():
                 self.console.print(styled(prefix, "   ", (line, "red")), highlight=False)
 
     def line(self, host: str, text: str) -> None:
         if self.ticker is not None and text.startswith("-> "):
-            self.ticker.start(host, mask_text(text[3:]))
+            self.ticker.start(host, mask_text(text[3:], self.secrets))
         if self.verbose <= 0 and not text.startswith("->"):
             return
         with self._lock:
             target = self.progress.console if self.progress is not None else self.console
-            target.print(styled((f"[{host}]", "dim"), f" {mask_text(text)}"), highlight=False)
+            target.print(styled((f"[{host}]", "dim"), f" {mask_text(text, self.secrets)}"), highlight=False)
 
     def host_finished(self, host: str, outcome: HostOutcome) -> None:
         with self._lock:
             style = HOST_STYLE.get(outcome.status, "yellow")
             text = styled((outcome.status, style), f" ({outcome.steps_done} step(s) done)")
             if outcome.reason and outcome.status != "ok":
-                text.append(f": {_shorten(outcome.reason, 80)}")
+                text.append(f": {_shorten(mask_text(outcome.reason, self.secrets), 80)}")
             if self.progress is not None:
                 # A total makes the task "finished": its elapsed time stops at the host's end.
                 self.progress.update(self._tasks[host], description=text.plain, line=text, total=1, completed=1)
@@ -225,14 +229,14 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def shown_parameters(step: Step) -> dict[str, object]:
+def shown_parameters(step: Step, secrets: Secrets | None = None) -> dict[str, object]:
     """A step's resolved parameters as they may be shown (secrets masked), without the engine's
     generic ones left at their defaults."""
     from workload.params import display_parameters
 
     generic = set(StepParameters.model_fields) - step.params.model_fields_set - {"Scenario"}
     shown = {k: v for k, v in step.params.model_dump(exclude_none=True).items() if k not in generic}
-    return display_parameters(shown)
+    return display_parameters(shown, secrets)
 
 
 def make_console(*, stderr: bool = False) -> Console:
@@ -245,7 +249,7 @@ def make_console(*, stderr: bool = False) -> Console:
     return console
 
 
-def compact_command(command: Command) -> str:
+def compact_command(command: Command, secrets: Secrets | None = None) -> str:
     """A command's masked display with embedded shell scripts shortened to a label.
 
     An argument after ``-c`` that is long or spans lines is shown as ``<script NAME, N chars>``
@@ -254,7 +258,7 @@ def compact_command(command: Command) -> str:
     """
     from workload.commands import masked_arg
 
-    argv = [masked_arg(arg) for arg in command.argv]
+    argv = [masked_arg(arg, secrets) for arg in command.argv]
     parts: list[str] = []
     for index, text in enumerate(argv):
         after_c = index > 0 and argv[index - 1] == "-c"
@@ -265,24 +269,33 @@ def compact_command(command: Command) -> str:
             parts.append(shlex.quote(text))
     shown = " ".join(parts)
     if command.env:
-        shown = "env " + " ".join(shlex.quote(f"{k}={masked_arg(v)}") for k, v in command.env.items()) + " " + shown
+        shown = (
+            "env "
+            + " ".join(shlex.quote(f"{k}={masked_arg(v, secrets)}") for k, v in command.env.items())
+            + " "
+            + shown
+        )
     if command.cwd:
-        shown = f"cd {shlex.quote(masked_arg(command.cwd))} && {shown}"
+        shown = f"cd {shlex.quote(masked_arg(command.cwd, secrets))} && {shown}"
     return shown
 
 
-def render_plan(console: Console, plan: StepPlan, *, indent: str = "", full: bool = False) -> None:
+def render_plan(
+    console: Console, plan: StepPlan, *, indent: str = "", full: bool = False, secrets: Secrets | None = None
+) -> None:
     """A plan in words: each change with its exact (masked) commands, or the no-op reason.
 
-    Every text is masked (:func:`~workload.commands.mask_text`): steps write parameter values,
-    such as a repository URL with a token, into summaries and notes.
+    Every text is masked (:func:`~workload.commands.mask_text` with the run's ``secrets``): steps write
+    parameter values, such as a repository URL with a token, into summaries and notes.
     """
     if not plan.changed:
-        console.print(styled(indent, ("no change", "cyan"), f": {mask_text(plan.noop_reason or 'nothing to do')}"))
+        console.print(
+            styled(indent, ("no change", "cyan"), f": {mask_text(plan.noop_reason or 'nothing to do', secrets)}")
+        )
     for change in plan.changes:
-        console.print(styled(indent, ("+", "green"), f" {mask_text(change.summary)}"))
+        console.print(styled(indent, ("+", "green"), f" {mask_text(change.summary, secrets)}"))
         for command in change.commands:
-            shown = command.display() if full else compact_command(command)
+            shown = command.display(secrets) if full else compact_command(command, secrets)
             console.print(styled(f"{indent}    $ {shown}"), highlight=False, soft_wrap=True)
     if plan.reboot_required:
         console.print(
@@ -293,7 +306,7 @@ def render_plan(console: Console, plan: StepPlan, *, indent: str = "", full: boo
             )
         )
     for note in plan.notes:
-        console.print(styled((f"{indent}note: {mask_text(note)}", "dim")))
+        console.print(styled((f"{indent}note: {mask_text(note, secrets)}", "dim")))
 
 
 def hosts_table(outcomes: list[HostOutcome], main_metric: dict[str, str], *, total_steps: int | None = None) -> Table:

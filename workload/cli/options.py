@@ -12,8 +12,8 @@ import click
 
 if TYPE_CHECKING:
     from workload.commands import Secret
-    from workload.engine import HostFactory
-    from workload.hosts.base import HostSpec
+    from workload.hosts.base import Host, HostSpec
+    from workload.hosts.options import ConnectOptions
     from workload.profile import ResolvedProfile
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -125,16 +125,34 @@ def resolve_from_options(profile: str, parameters: tuple[str, ...], scenarios: s
     return resolved
 
 
-def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:
+@dataclass(frozen=True)
+class HostOpener:
+    """Opens a host spec with the connection options (a ``HostFactory``); knows their secret values."""
+
+    options: ConnectOptions
+    specs: tuple[HostSpec, ...]
+
+    def __call__(self, spec: HostSpec) -> Host:
+        from workload.hosts import open_host
+
+        return open_host(spec, self.options)
+
+    @property
+    def secrets(self) -> list[Secret]:
+        """The passwords of the connection options and the inventory, for the run to mask in its texts."""
+        found = [self.options.password, self.options.sudo_password, *(s.password for s in self.specs)]
+        return [s for s in found if s is not None]
+
+
+def build_targets(targets: Targets) -> tuple[list[HostSpec], HostOpener]:
     """The host specs to work on and a factory that opens each with the connection options.
 
     Everything that can be checked without connecting is checked here, before the engine starts,
     as a :class:`~workload.errors.UsageError` naming the option or the inventory line: key files
     exist, password variables are set, a sudo password prompt has a terminal to prompt on.
     """
-    from workload.commands import register_secret
     from workload.errors import UsageError
-    from workload.hosts import ConnectOptions, open_host, secret_from_env
+    from workload.hosts import ConnectOptions, secret_from_env
     from workload.hosts.base import parse_host_spec
     from workload.inventory import load_inventory
 
@@ -164,7 +182,6 @@ def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:
         password = secret_from_env(targets.sudo_password_env)
     elif targets.ask_sudo_password:
         password = _prompt_sudo_password()
-        register_secret(password.value)
     options = ConnectOptions(
         key_filename=identity,
         password=ssh_password,
@@ -172,11 +189,7 @@ def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:
         accept_new_host_keys=targets.accept_new_host_key,
         sudo_password=password,
     )
-
-    def factory(spec: HostSpec) -> Any:
-        return open_host(spec, options)
-
-    return specs, factory
+    return specs, HostOpener(options, tuple(specs))
 
 
 def check_key_file(path: str, where: str) -> None:

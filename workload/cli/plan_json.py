@@ -6,27 +6,28 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from workload.commands import mask_text
+from workload.commands import Secrets, mask_text
 
 if TYPE_CHECKING:
     from workload.engine import HostOutcome
 
 
-def _step(step: Any) -> dict[str, Any]:
+def _step(step: Any, secrets: Secrets | None) -> dict[str, Any]:
     plan = step.plan
-    entry: dict[str, Any] = {"step": step.label, "status": step.status, "message": mask_text(step.message or "")}
+    message = mask_text(step.message or "", secrets)
+    entry: dict[str, Any] = {"step": step.label, "status": step.status, "message": message}
     if plan is not None:
         entry["changes"] = [
-            {"summary": mask_text(change.summary), "commands": [c.display() for c in change.commands]}
+            {"summary": mask_text(change.summary, secrets), "commands": [c.display(secrets) for c in change.commands]}
             for change in plan.changes
         ]
-        entry["no_change_reason"] = mask_text(plan.noop_reason) if plan.noop_reason else None
+        entry["no_change_reason"] = mask_text(plan.noop_reason, secrets) if plan.noop_reason else None
         entry["reboot_required"] = plan.reboot_required
-        entry["notes"] = [mask_text(n) for n in plan.notes]
+        entry["notes"] = [mask_text(n, secrets) for n in plan.notes]
     return entry
 
 
-def plan_document(profile: str, outcomes: Sequence[HostOutcome], exit_code: int) -> str:
+def plan_document(profile: str, outcomes: Sequence[HostOutcome], exit_code: int, secrets: Secrets | None = None) -> str:
     """``{"profile", "exit_code", "hosts": [{"host", "status", "error", "steps": [...]}]}``.
 
     Each step: label, status (``planned``, ``unchanged``, ``failed``...), message, and its plan:
@@ -37,8 +38,8 @@ def plan_document(profile: str, outcomes: Sequence[HostOutcome], exit_code: int)
         {
             "host": o.name,
             "status": o.status,
-            "error": str(o.error) if o.error is not None else None,
-            "steps": [_step(s) for s in o.steps],
+            "error": mask_text(str(o.error), secrets) if o.error is not None else None,
+            "steps": [_step(s, secrets) for s in o.steps],
         }
         for o in outcomes
     ]

@@ -55,7 +55,7 @@ def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | Non
     click.echo(f"{resolved.name}: {resolved.shown_description}")
     click.echo(f"  file: {resolved.path}")
     click.echo("Parameters:")
-    for key, value in display_parameters(resolved.parameters).items():
+    for key, value in display_parameters(resolved.parameters, resolved.secrets).items():
         click.echo(f"  {key} = {json.dumps(value)}")
     for title, steps in (("Dependencies", resolved.dependencies), ("Actions", resolved.actions)):
         click.echo(f"{title}:")
@@ -63,6 +63,6 @@ def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | Non
             click.echo("  (none)")
         for step in steps:
             click.echo(f"  {step.label}")
-            for key, value in display_parameters(step.params.model_dump(exclude_none=True)).items():
+            for key, value in display_parameters(step.params.model_dump(exclude_none=True), resolved.secrets).items():
                 click.echo(f"      {key} = {json.dumps(value, default=str)}")
     return 0

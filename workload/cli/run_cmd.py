@@ -14,6 +14,7 @@ from workload.cli.options import Targets, build_targets, host_options, parameter
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from workload.commands import Secrets
     from workload.engine import HostOutcome
 
 
@@ -105,6 +106,8 @@ def run_command(
         raise UsageError("--iterations and --timeout cannot be used together (as in VirtualClient)")
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
+    # what this run masks in everything it shows or logs: the profile's secrets and the passwords it connects with
+    secrets = resolved.secrets.union(*factory.secrets)
     if only_failed is not None:
         unfinished = set(unfinished_hosts(only_failed))
         specs = [spec for spec in specs if spec.name in unfinished]
@@ -135,14 +138,16 @@ def run_command(
     )
     console.print(styled((resolved.name, "bold"), f" on {len(specs)} host(s); run folder ", (str(folder.root), "cyan")))
     total_steps = len(resolved.dependencies if dependencies_only else resolved.steps)
-    engine_reporter = ConsoleReporter(console, hosts=[s.name for s in specs], verbose=verbose, total_steps=total_steps)
+    engine_reporter = ConsoleReporter(
+        console, hosts=[s.name for s in specs], verbose=verbose, total_steps=total_steps, secrets=secrets
+    )
     from workload.cli import telemetry_hook
 
     # Telemetry of every host (workload.monitors), each sampled while the engine works on it.
-    monitor, factory, reporter = telemetry_hook.attach(
+    monitor, open_host, reporter = telemetry_hook.attach(
         folder.root, resolved, dependencies_only, factory, engine_reporter
     )
-    engine = Engine(resolved, folder, factory, options, reporter)
+    engine = Engine(resolved, folder, open_host, options, reporter, secrets=secrets)
     if monitor is not None:
         monitor.start(cancel=engine.cancel)
     try:
@@ -156,7 +161,7 @@ def run_command(
     write_errors: list[OutputError] = list(engine.write_errors)
     stopped = engine.interrupted or any(o.status == "interrupted" for o in outcomes)
     try:
-        _write_run_json(folder, resolved.name, specs, options, outcomes, started_at)
+        _write_run_json(folder, resolved.name, specs, options, outcomes, started_at, secrets)
     except OSError as exc:
         write_errors.append(OutputError.from_os_error("run.json", folder.root / "run.json", exc))
     metrics_code, main_metric = _report_results(
@@ -173,7 +178,7 @@ def run_command(
         console.print(hosts_table(outcomes, main_metric, total_steps=total_steps))
     for outcome in outcomes:
         if outcome.error is not None:
-            console.print(styled(("error: ", "red"), str(outcome.error)), highlight=False)
+            console.print(styled(("error: ", "red"), secrets.mask(str(outcome.error))), highlight=False)
     console.print(styled(f"run folder: {folder.root}"))
     for problem in write_errors:
         console.print(styled(("error: ", "red"), str(problem)), highlight=False)
@@ -300,13 +305,8 @@ def _report_results(
     main_metric: dict[str, str] = {}
     for outcome in outcomes:
         for path in outcome.results:
-            part = collect(path, host=outcome.name)
-            # Inventory labels (rack=r12) go into each metric's metadata; parsed values win. The
-            # metrics of one result share one metadata dict, updated in place before any writing.
-            for metadata in {id(m.metadata): m.metadata for r in part.results for m in r.metrics}.values():
-                for key, value in outcome.labels.items():
-                    metadata.setdefault(key, value)
-            merged.extend(part)
+            # inventory labels (rack=r12) go into each metric's metadata; parsed values win
+            merged.extend(collect(path, host=outcome.name, labels=outcome.labels))
         headline = merged.headline_for_host(outcome.name)
         if headline:
             main_metric[outcome.name] = headline
@@ -329,7 +329,13 @@ def _report_results(
 
 
 def _write_run_json(
-    folder: Any, profile_name: str, specs: list[Any], options: Any, outcomes: list[HostOutcome], started_at: str
+    folder: Any,
+    profile_name: str,
+    specs: list[Any],
+    options: Any,
+    outcomes: list[HostOutcome],
+    started_at: str,
+    secrets: Secrets,
 ) -> None:
     from dataclasses import asdict
 
@@ -341,10 +347,10 @@ def _write_run_json(
         {
             "run_id": folder.run_id,
             "profile": profile_name,
-            **run_metadata(started_at, COMMAND_LINE or None),
+            **run_metadata(started_at, COMMAND_LINE or None, secrets=secrets),
             "hosts": [{"name": s.name, "labels": s.labels} for s in specs],
             "options": {k: v for k, v in asdict(options).items() if k != "step_options"},
-            "outcomes": [o.to_json() for o in outcomes],
+            "outcomes": [o.to_json(secrets) for o in outcomes],
         },
     )
 
@@ -395,6 +401,7 @@ def plan_command(
     del output_dir  # accepted for run's command lines; plan writes nothing to keep
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
+    secrets = resolved.secrets.union(*factory.secrets)
     console = make_console(stderr=as_json)
     console.print(styled((resolved.name, "bold"), f": {resolved.shown_description}"))
     with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
@@ -403,13 +410,15 @@ def plan_command(
         outcomes: list[HostOutcome] = []
         for spec in specs:  # one host at a time so the plans print in order
             console.print(styled(("\n== host " + spec.name + " ==", "bold")))
-            reporter = ConsoleReporter(console, hosts=[spec.name], show_parameters=True, verbose=verbose, planning=True)
-            engine = Engine(resolved, folder, factory, options, reporter)
+            reporter = ConsoleReporter(
+                console, hosts=[spec.name], show_parameters=True, verbose=verbose, planning=True, secrets=secrets
+            )
+            engine = Engine(resolved, folder, factory, options, reporter, secrets=secrets)
             outcomes += engine.run([spec], plan_only=True)
     problems = [s for o in outcomes for s in o.steps if s.status == "failed"]
     errors = [o for o in outcomes if o.error is not None]
     for outcome in errors:
-        console.print(styled(("error: ", "red"), str(outcome.error)), highlight=False)
+        console.print(styled(("error: ", "red"), secrets.mask(str(outcome.error))), highlight=False)
     console.print(
         styled(
             f"\n{sum(len(o.steps) for o in outcomes)} step plan(s) on {len(specs)} host(s); "
@@ -420,5 +429,5 @@ def plan_command(
     if as_json:
         from workload.cli.plan_json import plan_document
 
-        click.echo(plan_document(resolved.name, outcomes, code))
+        click.echo(plan_document(resolved.name, outcomes, code, secrets))
     return code

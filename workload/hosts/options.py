@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from workload.commands import Secret, register_secret
+from workload.commands import Secret
 from workload.errors import UsageError
 
 
@@ -55,8 +55,8 @@ def secret_from_env(variable: str, *, what: str = "--sudo-password-env", hint: s
 
     Raises :class:`UsageError` naming ``what`` (the option, or an inventory's ``file:line``) when
     the variable is unset or empty: a password given on the command line itself would end up in
-    shell history and ``ps`` output. The value is registered with
-    :func:`~workload.commands.register_secret`, so it is masked in every log line.
+    shell history and ``ps`` output. The run that uses it masks it in every text it shows or logs
+    (see :class:`~workload.commands.Secrets`; the CLI adds it to the run's).
     """
     if not variable or not variable.replace("_", "").isalnum():
         raise UsageError(f"{what} {variable!r}: not an environment variable name", hint="e.g. WORKLOAD_PASSWORD")
@@ -66,5 +66,4 @@ def secret_from_env(variable: str, *, what: str = "--sudo-password-env", hint: s
             f"{what} {variable}: the environment variable {variable} is not set or empty",
             hint=hint or f"export {variable}=... first (or use --ask-sudo-password to be prompted)",
         )
-    register_secret(value)
     return Secret(value)

@@ -11,10 +11,19 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
-from workload.metrics import judge, names, submission, verdict, wire
-from workload.metrics.model import BenchmarkResult, Categorization, Metadata, Relativity
+from workload.metrics import judge, names, submission, verdict
+from workload.metrics.model import (
+    BenchmarkResult,
+    Categorization,
+    Metadata,
+    MetadataValue,
+    Metric,
+    Relativity,
+)
 from workload.metrics.parsers import accuracy_txt
 from workload.metrics.raw import RawResult, Scalar
 from workload.metrics.rules import detect_round, rules_for
@@ -132,14 +141,40 @@ def _vc_scenario_key(values: dict[str, Scalar], scenario: str | None) -> str | N
     return next((k for k in _NVIDIA_SCENARIO_KEYS.get(scenario or "", ()) if number(k)), None)
 
 
-def build(raw: RawResult, *, host: str | None = None) -> BenchmarkResult | None:
-    """The result of one directory, or None when nothing usable was parsed there."""
-    parts = build_parts(raw, host=host)
-    return wire.decode(parts) if parts is not None else None
+#: the fields a result's metrics share (see :func:`metrics_of`)
+CONTEXT_FIELDS = ("tool_name", "tool_version", "scenario_name", "start_time", "end_time", "host", "metadata")
+#: a metric's own fields: (name, value, unit, relativity, categorization, description, verbosity)
+Row = tuple[str, float, str, Relativity, Categorization, str, int]
 
 
-def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | None:
-    """:func:`build`'s result in :mod:`.wire` form (plain tuples: cheap to make and to send between processes)."""
+def metrics_of(rows: Iterable[Row], context: Mapping[str, Any]) -> list[Metric]:
+    """The metrics of ``rows``, each with the fields of ``context`` (tool_name, tool_version, scenario_name,
+    start_time, end_time, host, metadata); the metrics of one result share its one metadata dict."""
+    return [
+        Metric.trusted(
+            {
+                "name": n,
+                "value": v,
+                "unit": u,
+                "relativity": r,
+                "categorization": c,
+                "description": d,
+                "verbosity": verbosity,
+                **context,
+            }
+        )
+        for n, v, u, r, c, d, verbosity in rows
+    ]
+
+
+def build(
+    raw: RawResult, *, host: str | None = None, extra_metadata: Mapping[str, MetadataValue] | None = None
+) -> BenchmarkResult | None:
+    """The result of one directory, or None when nothing usable was parsed there.
+
+    ``extra_metadata`` (a submission's system description, inventory labels) goes into the metadata of
+    every metric under the keys the result does not set itself: parsed values win.
+    """
     if not raw.has_data:
         return None
     values = raw.values
@@ -216,16 +251,19 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
         if isinstance(values.get(extra), str):
             meta[extra] = values[extra]
     meta = {k: v for k, v in meta.items() if v is not None}
-    context = ("MLPerf", loadgen_version, scenario_name, start, end, host, meta)
+    for key, given in (extra_metadata or {}).items():
+        meta.setdefault(key, given)
+    context = {"tool_name": "MLPerf", "tool_version": loadgen_version, "scenario_name": scenario_name,
+               "start_time": start, "end_time": end, "host": host, "metadata": meta}  # fmt: skip
 
     def metric(
         name: str, value: float, unit: str, rel: Relativity, cat: Categorization, verbosity: int, description: str
-    ) -> wire.MetricRow:
-        # a row of the one context above: the Metric objects are made once, where they are used
-        return (name, value, unit, rel, cat, description, verbosity, 0)
+    ) -> Row:
+        # the metrics are made at the end, all with the one context above
+        return (name, value, unit, rel, cat, description, verbosity)
 
-    perf_metrics: list[wire.MetricRow] = []
-    headline: wire.MetricRow | None = None
+    perf_metrics: list[Row] = []
+    headline: Row | None = None
     seen: set[str] = set()
     headline_notes: list[str] = []
     loadgen_scenario = "Server" if scenario == "Interactive" else scenario
@@ -297,7 +335,7 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
                 continue
             seen.add(spec.name)
             add((spec.name, float(value), spec.unit, spec.relativity, Categorization.PERFORMANCE, spec.description,
-                 spec.verbosity, 0))  # fmt: skip
+                 spec.verbosity))  # fmt: skip
         es_key = {"SingleStream": "early_stopping_latency_ss", "MultiStream": "early_stopping_latency_ms"}.get(
             scenario or ""
         )
@@ -320,7 +358,7 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
                 )
             )
 
-    acc_metrics: list[wire.MetricRow] = []
+    acc_metrics: list[Row] = []
     acc = Categorization.ACCURACY
     for check in checks:
         base = f"accuracy_{names.slug(check.name)}"
@@ -459,7 +497,12 @@ def build_parts(raw: RawResult, *, host: str | None = None) -> wire.Encoded | No
     if values.get("satisfies_query_constraint") is False:
         notes.append("satisfies_query_constraint is false (NVIDIA heuristic; not a validity signal)")
 
-    fields = (model, benchmark_full, scenario, test_mode, system, config_name, validity, accuracy_pass, reasons,
-              fixes, notes, raw.directory, [os.path.basename(f) for f in raw.files], host, loadgen_version)  # fmt: skip
-    # the headline, when there is one, was inserted first
-    return fields, [context], perf_metrics + acc_metrics, 0 if headline is not None else -1, wire.check_rows(checks)
+    metrics = metrics_of(perf_metrics + acc_metrics, context)
+    return BenchmarkResult.trusted({
+        "model": model, "benchmark_full": benchmark_full, "scenario": scenario, "test_mode": test_mode,
+        "system": system, "config_name": config_name, "validity": validity, "accuracy_pass": accuracy_pass,
+        "accuracy_checks": checks,
+        "headline": metrics[0] if headline is not None else None,  # the headline, when there is one, came first
+        "invalid_reasons": reasons, "fixes": fixes, "notes": notes, "metrics": metrics, "source": raw.directory,
+        "files": [os.path.basename(f) for f in raw.files], "host": host, "loadgen_version": loadgen_version,
+    })  # fmt: skip

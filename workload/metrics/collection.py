@@ -12,11 +12,12 @@ fail the :class:`~workload.metrics.verdict.Verdict`) and every other result is s
 
 from __future__ import annotations
 
+import functools
 import gc
 import multiprocessing as mp
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -24,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workload.metrics import submission
-from workload.metrics.build import build_parts
-from workload.metrics.model import BenchmarkResult, Metric, ParseIssue
+from workload.metrics.build import build
+from workload.metrics.model import BenchmarkResult, MetadataValue, Metric, ParseIssue
 from workload.metrics.parsers import PARSERS, compliance, endpoints
 from workload.metrics.raw import RawResult
-from workload.metrics.wire import Encoded, decode
+from workload.metrics.wire import Encoded, decode, encode
 
 #: the largest file read; result files are kB, a 64 MiB "metadata.json" is not one
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -211,50 +212,59 @@ def parse_dir(directory: str, file_names: list[str]) -> RawResult:
 
 
 Job = tuple[str, list[str], str | None]
+#: a worker's answer for one job: its issues as (path, problem) pairs, its result in :mod:`.wire` form
 _Done = tuple[list[tuple[str, str]], Encoded | None]
 
 
-def _parts_of(directory: str, file_names: list[str], host: str | None) -> tuple[list[ParseIssue], Encoded | None]:
-    """Parse and build one directory: (its issues, its result in wire form or None). Never raises.
+def _result_of(
+    directory: str, file_names: list[str], host: str | None, labels: Mapping[str, MetadataValue] | None = None
+) -> tuple[list[ParseIssue], BenchmarkResult | None]:
+    """Parse and build one directory: (its issues, its result or None). Never raises.
 
     The result's metadata gets the submission's system description (``systems/<system>.json``) and
-    measurement description (``measurements.json``) when the directory is part of a submission tree.
+    measurement description (``measurements.json``) when the directory is part of a submission tree,
+    then ``labels`` (e.g. inventory labels), each under the keys not set yet: parsed values win.
     A directory whose result files gave neither a result nor an issue is itself an issue: a folder of
     result files is never skipped in silence.
     """
     try:
+        extra: dict[str, MetadataValue] = {}
+        problems: list[ParseIssue] = []
+        for describe in (submission.system_description, submission.measurement_description):
+            described, problem = describe(directory)
+            for key, value in (described or {}).items():
+                extra.setdefault(key, value)
+            if problem is not None:
+                problems.append(problem)
+        for key, value in (labels or {}).items():
+            extra.setdefault(key, value)
+        result: BenchmarkResult | None
         if file_names and file_names[0] in compliance.VERIFY_FILES:
-            issues, parts = compliance.build(directory, file_names, host)
+            issues, result = compliance.build(directory, file_names, host, extra)
         elif file_names and compliance.AUDIT_FILE.match(file_names[0]):
-            issues, parts = compliance.build_audit(directory, file_names, host)
+            issues, result = compliance.build_audit(directory, file_names, host, extra)
         elif any(endpoints.is_endpoints_name(name) for name in file_names):
-            issues, parts = endpoints.build(directory, file_names, host)
+            issues, result = endpoints.build(directory, file_names, host, extra)
         else:
             raw = parse_dir(directory, file_names)
-            issues, parts = raw.issues, build_parts(raw, host=host)
+            issues, result = raw.issues, build(raw, host=host, extra_metadata=extra)
     except Exception as exc:  # same contract as parse_dir: report, keep going
         return [ParseIssue(path=directory, problem=f"could not build a result ({exc!r})")], None
-    if parts is None:
+    if result is None:
         if not issues:
             listed = ", ".join(file_names)
             issues = [ParseIssue(path=directory, problem=f"holds result files ({listed}) but none gave a result")]
         return issues, None
-    for describe in (submission.system_description, submission.measurement_description):
-        described, problem = describe(directory)
-        if described:
-            submission.add_metadata(parts, described)
-        if problem is not None:
-            issues = [*issues, problem]
-    return issues, parts
+    return [*issues, *problems], result
 
 
-def _parse_chunk(jobs: list[Job]) -> list[_Done]:
-    """Worker side: parse a chunk of directories; results and issues as plain tuples (cheap to pickle)."""
+def _parse_chunk(jobs: list[Job], labels: Mapping[str, MetadataValue] | None = None) -> list[_Done]:
+    """Worker side: parse a chunk of directories; results in :mod:`.wire` form (see there why)."""
     with gc_paused():
         out: list[_Done] = []
         for directory, file_names, host in jobs:
-            issues, parts = _parts_of(directory, file_names, host)
-            out.append(([(i.path, i.problem) for i in issues], parts))
+            issues, result = _result_of(directory, file_names, host, labels)
+            out.append(([(i.path, i.problem) for i in issues], encode(result) if result is not None else None))
         return out
 
 
@@ -272,7 +282,10 @@ def _workers_for(n_dirs: int, workers: int | None) -> int:
 
 
 def _parse_all(
-    jobs: list[Job], workers: int, while_parsing: Callable[[], object] | None = None
+    jobs: list[Job],
+    workers: int,
+    while_parsing: Callable[[], object] | None = None,
+    labels: Mapping[str, MetadataValue] | None = None,
 ) -> Iterator[tuple[list[ParseIssue], BenchmarkResult | None]]:
     """Every job's (issues, result), in job order; in ``workers`` forked processes when > 1.
 
@@ -290,7 +303,7 @@ def _parse_all(
         try:
             with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
                 # map() submits every chunk (and forks the workers) before it returns
-                parsed = pool.map(_parse_chunk, chunks)
+                parsed = pool.map(functools.partial(_parse_chunk, labels=labels), chunks)
                 hook, while_parsing = while_parsing, None  # called once, even if the pool breaks below
                 if hook is not None:
                     hook()
@@ -306,8 +319,7 @@ def _parse_all(
     if while_parsing is not None:
         while_parsing()
     for directory, file_names, host in jobs[done:]:
-        issues, parts = _parts_of(directory, file_names, host)
-        yield issues, decode(parts, lazy=True) if parts is not None else None
+        yield _result_of(directory, file_names, host, labels)
 
 
 @contextmanager
@@ -346,12 +358,16 @@ def find_jobs(targets: Sequence[tuple[Path, str | None]]) -> tuple[list[Job], li
 
 
 def parse_jobs(
-    jobs: list[Job], *, workers: int | None = None, while_parsing: Callable[[], object] | None = None
+    jobs: list[Job],
+    *,
+    workers: int | None = None,
+    while_parsing: Callable[[], object] | None = None,
+    labels: Mapping[str, MetadataValue] | None = None,
 ) -> Collection:
-    """Parse and build every job (see :func:`collect_many` for ``workers`` and ``while_parsing``); never raises."""
+    """Parse and build every job (see :func:`collect_many` for the keywords); never raises."""
     collection = Collection()
     with gc_paused():
-        for issues, result in _parse_all(jobs, _workers_for(len(jobs), workers), while_parsing):
+        for issues, result in _parse_all(jobs, _workers_for(len(jobs), workers), while_parsing, labels):
             collection.issues.extend(issues)
             if result is not None:
                 collection.results.append(result)
@@ -363,6 +379,7 @@ def collect_many(
     *,
     workers: int | None = None,
     while_parsing: Callable[[], object] | None = None,
+    labels: Mapping[str, MetadataValue] | None = None,
 ) -> Collection:
     """:func:`collect` for several (path, host) pairs at once, sharing one process pool.
 
@@ -371,9 +388,11 @@ def collect_many(
     Results come in target order, then directory order, as if each target were collected in turn.
     ``while_parsing`` (the caller's own start-up work, e.g. imports) is called exactly once, while the
     worker processes parse (or before a serial parse), so that it costs no wall time of its own.
+    ``labels`` (e.g. a host's inventory labels, ``rack=r12``) go into every metric's metadata under the
+    keys the result does not set itself.
     """
     jobs, issues = find_jobs(targets)
-    collection = parse_jobs(jobs, workers=workers, while_parsing=while_parsing)
+    collection = parse_jobs(jobs, workers=workers, while_parsing=while_parsing, labels=labels)
     collection.issues[:0] = issues
     return collection
 
@@ -384,10 +403,12 @@ def collect(
     host: str | None = None,
     workers: int | None = None,
     while_parsing: Callable[[], object] | None = None,
+    labels: Mapping[str, MetadataValue] | None = None,
 ) -> Collection:
-    """Parse every result under ``path`` (a folder, or one result file) for ``host``.
+    """Parse every result under ``path`` (a folder, or one result file) for ``host`` (``labels``: see
+    :func:`collect_many`).
 
     Never raises: a missing path or unparseable files are reported in ``Collection.issues``.
     Large folders are parsed in a process per CPU (see :func:`collect_many`, also for ``while_parsing``).
     """
-    return collect_many([(path, host)], workers=workers, while_parsing=while_parsing)
+    return collect_many([(path, host)], workers=workers, while_parsing=while_parsing, labels=labels)

@@ -11,18 +11,17 @@ expects (``tools/submission/submission_checker/constants.py``, ``SYSTEM_PATH`` a
 
 :func:`system_description` finds ``systems/<system>.json`` for any folder below ``results``,
 ``compliance`` or ``measurements`` and returns the fields that go into every metric's metadata.
-:func:`encode` builds the :mod:`.wire` form of a result that is not made from LoadGen keys (compliance
-verdicts); :func:`add_metadata` adds keys to an encoded result's metadata.
+:func:`result` builds a result that is not made from LoadGen keys (compliance verdicts).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
-from workload.metrics import wire
-from workload.metrics.model import MetadataValue, ParseIssue
+from workload.metrics.model import BenchmarkResult, Categorization, MetadataValue, Metric, ParseIssue, Relativity
 
 #: the tree folders under which ``<system>`` is the next path component (submission checker layout)
 _TREE_DIRS = ("results", "compliance", "measurements")
@@ -162,23 +161,11 @@ def measurement_description(directory: str) -> tuple[dict[str, MetadataValue] | 
     return _described(measurements_json_path(directory), MEASUREMENT_FIELDS)
 
 
-def add_metadata(encoded: wire.Encoded, extra: dict[str, MetadataValue]) -> None:
-    """Add ``extra`` to the metadata of every metric of ``encoded`` (keys already there are kept)."""
-    seen: set[int] = set()
-    for context in encoded[1]:
-        meta = context[6]
-        if id(meta) in seen:
-            continue
-        seen.add(id(meta))
-        for key, value in extra.items():
-            meta.setdefault(key, value)
-
-
 #: name, value, unit, relativity, categorization, verbosity, description
 MetricSpec = tuple[str, float, str, str, str, int, str]
 
 
-def encode(
+def result(
     *,
     identity: dict[str, str | None],
     validity: str | None,
@@ -190,8 +177,10 @@ def encode(
     host: str | None,
     metadata: dict[str, MetadataValue],
     metrics: list[MetricSpec],
-) -> wire.Encoded:
-    """A result in :mod:`.wire` form (no headline, no accuracy checks), every metric sharing ``metadata``."""
+    extra_metadata: Mapping[str, MetadataValue] | None = None,
+) -> BenchmarkResult:
+    """A result (no headline, no accuracy checks), every metric sharing one metadata dict: the identity,
+    ``metadata``, then ``extra_metadata`` under the keys not set yet (as :func:`workload.metrics.build.build`)."""
     model = identity.get("model")
     benchmark = identity.get("benchmark_full")
     meta: dict[str, MetadataValue] = {
@@ -206,11 +195,28 @@ def encode(
     }
     meta.update(metadata)
     meta = {k: v for k, v in meta.items() if v is not None}
+    for key, value in (extra_metadata or {}).items():
+        meta.setdefault(key, value)
     name = model or benchmark or os.path.basename(directory.rstrip("/"))
-    context = ("MLPerf", None, name, None, None, host, meta)
-    rows: list[wire.MetricRow] = [(n, v, u, r, c, d, verb, 0) for n, v, u, r, c, verb, d in metrics]
-    fixes: list[str] = []
-    scenario, test_mode, system = identity.get("scenario"), identity.get("test_mode"), identity.get("system")
-    fields: tuple[Any, ...] = (model, benchmark, scenario, test_mode, system, None, validity, accuracy_pass,
-                               reasons, fixes, notes, directory, files, host, None)  # fmt: skip
-    return fields, [context], rows, -1, []
+    context = {"tool_name": "MLPerf", "tool_version": None, "scenario_name": name, "start_time": None,
+               "end_time": None, "host": host, "metadata": meta}  # fmt: skip
+    made = [
+        Metric.trusted({"name": n, "value": v, "unit": u, "relativity": Relativity(r),
+                        "categorization": Categorization(c), "description": d, "verbosity": verb, **context})
+        for n, v, u, r, c, verb, d in metrics
+    ]  # fmt: skip
+    return BenchmarkResult(
+        model=model,
+        benchmark_full=benchmark,
+        scenario=identity.get("scenario"),
+        test_mode=identity.get("test_mode"),
+        system=identity.get("system"),
+        validity=validity,
+        accuracy_pass=accuracy_pass,
+        invalid_reasons=reasons,
+        notes=notes,
+        metrics=made,
+        source=directory,
+        files=files,
+        host=host,
+    )

@@ -1,10 +1,17 @@
-"""Plain-tuple form of a :class:`BenchmarkResult`, for handing results between processes cheaply.
+"""Compact form of a :class:`BenchmarkResult`, for the large-archive path only: the process pool of
+:mod:`.collection` (``PARALLEL_MIN_DIRS`` result directories or more). ``build()`` returns the model.
 
-Pickling pydantic models goes through ``__getstate__``/``__setstate__`` per object (tens of
-microseconds each, and enums are re-validated on load); a result of ~30 metrics becomes a few
-tuples of strings and floats here instead. Contract: ``decode(encode(r)) == r`` for every result
-``build()`` makes, and the metrics of one result that shared one ``metadata`` dict before
-``encode`` share one dict after ``decode`` (callers update it in place, see ``run_cmd``).
+Why it is kept, measured (``bench/bench_results.py --large --no-library --compare-root``, 50,008 result
+files, 3 interleaved rounds, one run, 2-core machine at load 25-39): with the pool sending pickled
+models and the parent holding every Metric object, ``workload results`` peaks at 383 MiB (table) and
+407 MiB (``--output``), over the 300 MB goal; with this form, 190 MiB and 215 MiB (paired ratio 0.50
+and 0.53). A Metric object costs ~1 kB, its row here ~150 bytes: :class:`LazyMetrics` keeps a result's
+metrics as rows in the parent and makes the objects when they are read (the JSONL, the CSV, ``--json``).
+Rows also pickle as plain tuples between processes (pydantic pickles per object).
+
+Contract: ``decode(encode(r)) == r`` for every result, and the metrics of one result that shared one
+``metadata`` dict before ``encode`` share one dict after ``decode``. Objects are made with the model's
+own :meth:`Metric.trusted` (no other pydantic internals here).
 """
 
 from __future__ import annotations
@@ -13,18 +20,9 @@ import sys
 from collections.abc import Iterator
 from typing import Any, SupportsIndex
 
-from pydantic import BaseModel
-
 from workload.metrics.model import AccuracyCheck, BenchmarkResult, Categorization, Metric, Relativity
 
 _REL = {r.value: r for r in Relativity}
-# the four slots Metric.trusted sets (see model._trusted), as descriptor setters: no attribute lookup per call
-_new = object.__new__
-_SET_DICT = BaseModel.__dict__["__dict__"].__set__
-_SET_FIELDS = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
-_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
-_METRIC_FIELDS = set(Metric.model_fields)
 _CAT = {c.value: c for c in Categorization}
 
 # (tool_name, tool_version, scenario_name, start_time, end_time, host, metadata)
@@ -44,7 +42,6 @@ _CHECK_FIELDS = ("name", "value", "threshold", "upper_limit", "passed")
 def encode(result: BenchmarkResult) -> Encoded:
     """``result`` as tuples of plain values (see the module contract)."""
     contexts: list[Context] = []
-    index: dict[int, int] = {}
     rows: list[MetricRow] = []
     headline = -1
     # a LazyMetrics list makes new objects on each read: its headline is found by value
@@ -53,11 +50,14 @@ def encode(result: BenchmarkResult) -> Encoded:
         d = m.__dict__
         meta = d["metadata"]
         ctx = (d["tool_name"], d["tool_version"], d["scenario_name"], d["start_time"], d["end_time"], d["host"], meta)
-        at = index.get(id(meta))
-        if at is None or contexts[at][:6] != ctx[:6]:
-            at = len(contexts)
-            contexts.append(ctx)
-            index[id(meta)] = at
+        # one context per distinct (fields, metadata dict): a result's metrics usually share one, the last
+        at = len(contexts) - 1
+        if at < 0 or contexts[at][6] is not meta or contexts[at][:6] != ctx[:6]:
+            found = next((j for j, c in enumerate(contexts) if c[6] is meta and c[:6] == ctx[:6]), None)
+            if found is None:
+                found = len(contexts)
+                contexts.append(ctx)
+            at = found
         rows.append((d["name"], d["value"], d["unit"], d["relativity"].value, d["categorization"].value,
                      d["description"], d["verbosity"], at))  # fmt: skip
         if m is result.headline or (lazy and headline < 0 and m == result.headline):
@@ -81,31 +81,16 @@ def check_rows(checks: list[AccuracyCheck]) -> list[tuple[Any, ...]]:
 
 def _metrics_of(rows: list[MetricRow], contexts: list[Context]) -> list[Metric]:
     """The Metric objects of ``rows`` (each row's context from ``contexts``)."""
-    # Metric.trusted inlined (a third of the decode time was its two calls per metric)
-    new, cls, set_dict, set_fields, set_extra, set_private = (
-        _new,
-        Metric,
-        _SET_DICT,
-        _SET_FIELDS,
-        _SET_EXTRA,
-        _SET_PRIVATE,
-    )
-    fields_set, rel, cat = _METRIC_FIELDS, _REL, _CAT
-    metrics: list[Metric] = []
-    add = metrics.append
-    for name, value, unit, r, c, desc, verbosity, at in rows:
-        ctx = contexts[at]
-        metric = new(cls)
-        set_dict(metric, {
+    trusted, rel, cat = Metric.trusted, _REL, _CAT
+    return [
+        trusted({
             "name": name, "value": value, "unit": unit, "relativity": rel[r], "categorization": cat[c],
             "description": desc, "verbosity": verbosity, "tool_name": ctx[0], "tool_version": ctx[1],
             "scenario_name": ctx[2], "start_time": ctx[3], "end_time": ctx[4], "host": ctx[5], "metadata": ctx[6],
-        })  # fmt: skip
-        set_fields(metric, fields_set)
-        set_extra(metric, None)
-        set_private(metric, None)
-        add(metric)
-    return metrics
+        })
+        for name, value, unit, r, c, desc, verbosity, at in rows
+        for ctx in (contexts[at],)
+    ]  # fmt: skip
 
 
 class LazyMetrics(list[Metric]):

@@ -30,10 +30,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 
-from workload.metrics import rules, submission, thresholds, wire
+from workload.metrics import rules, submission, thresholds
 from workload.metrics.build import layout_identity
-from workload.metrics.model import Categorization, MetadataValue, ParseIssue, Relativity
+from workload.metrics.model import BenchmarkResult, Categorization, MetadataValue, ParseIssue, Relativity
 from workload.metrics.parsers import accuracy_txt
 from workload.metrics.raw import RawResult
 
@@ -111,7 +112,9 @@ def _delta_check(test_dir: str, benchmark: str | None) -> tuple[bool, str]:
     return True, f"baseline and compliance accuracy within {limit:g} % ({', '.join(judged)})"
 
 
-def build(directory: str, names: list[str], host: str | None) -> tuple[list[ParseIssue], wire.Encoded | None]:
+def build(
+    directory: str, names: list[str], host: str | None, extra_metadata: Mapping[str, MetadataValue] | None = None
+) -> tuple[list[ParseIssue], BenchmarkResult | None]:
     """The compliance verdict of the TEST0x folder ``directory`` from its verify files ``names``."""
     test = os.path.basename(directory.rstrip("/"))
     identity: dict[str, str | None] = dict(layout_identity(directory))
@@ -188,7 +191,7 @@ def build(directory: str, names: list[str], host: str | None) -> tuple[list[Pars
         "compliance_verdict": "PASS" if overall else "FAIL",
         "validity_rule": "compliance verdict of the verify files, as compliance_check.py of the submission checker",
     }
-    encoded = submission.encode(
+    encoded = submission.result(
         identity=identity,
         validity="VALID" if overall else "INVALID",
         accuracy_pass=None,
@@ -199,11 +202,14 @@ def build(directory: str, names: list[str], host: str | None) -> tuple[list[Pars
         host=host,
         metadata=metadata,
         metrics=metrics,
+        extra_metadata=extra_metadata,
     )
     return issues, encoded
 
 
-def build_audit(directory: str, names: list[str], host: str | None) -> tuple[list[ParseIssue], wire.Encoded | None]:
+def build_audit(
+    directory: str, names: list[str], host: str | None, extra_metadata: Mapping[str, MetadataValue] | None = None
+) -> tuple[list[ParseIssue], BenchmarkResult | None]:
     """The compliance verdict of an endpoints result's ``audit`` folder from its ``audit_<test>.json`` files."""
     identity: dict[str, str | None] = dict(layout_identity(os.path.dirname(directory.rstrip("/"))))
     benchmark = identity.get("benchmark_full")
@@ -246,7 +252,7 @@ def build_audit(directory: str, names: list[str], host: str | None) -> tuple[lis
         "compliance_verdict": "PASS" if overall else "FAIL",
         "validity_rule": "compliance verdict of the audit files, as compliance_check.py of the submission checker",
     }
-    encoded = submission.encode(identity=identity, validity="VALID" if overall else "INVALID", accuracy_pass=None,
+    encoded = submission.result(identity=identity, validity="VALID" if overall else "INVALID", accuracy_pass=None,
                                 reasons=reasons, notes=[], directory=directory, files=files, host=host,
-                                metadata=metadata, metrics=metrics)  # fmt: skip
+                                metadata=metadata, metrics=metrics, extra_metadata=extra_metadata)  # fmt: skip
     return issues, encoded

@@ -24,11 +24,19 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from workload.metrics import build as build_mod
-from workload.metrics import submission, wire
-from workload.metrics.model import AccuracyCheck, Categorization, MetadataValue, ParseIssue, Relativity
+from workload.metrics import submission
+from workload.metrics.model import (
+    AccuracyCheck,
+    BenchmarkResult,
+    Categorization,
+    MetadataValue,
+    ParseIssue,
+    Relativity,
+)
 from workload.metrics.parsers import endpoint_rules
 from workload.metrics.raw import PRIO_DETAIL, RawResult, finite_float
 
@@ -220,8 +228,11 @@ def _judge(
     return reasons, notes
 
 
-def build(directory: str, names: list[str], host: str | None) -> tuple[list[ParseIssue], wire.Encoded | None]:
-    """The result of the endpoints scenario folder ``directory`` (``names``: its files found by the walk)."""
+def build(
+    directory: str, names: list[str], host: str | None, extra_metadata: Mapping[str, MetadataValue] | None = None
+) -> tuple[list[ParseIssue], BenchmarkResult | None]:
+    """The result of the endpoints scenario folder ``directory`` (``names``: its files found by the walk;
+    ``extra_metadata`` as :func:`workload.metrics.build.build` takes it)."""
     raw = RawResult(directory=directory)
     ident = build_mod.layout_identity(directory)
     if not ident:  # Interactive (not a LoadGen scenario): the folder name is the truth, the layout the same
@@ -336,20 +347,39 @@ def build(directory: str, names: list[str], host: str | None) -> tuple[list[Pars
             reasons.append(f"no accuracy target known for {benchmark}: the run cannot be judged valid")
     if summary is not None:
         raw.put("result_validity", "VALID" if not reasons else "INVALID", PRIO_DETAIL, summary_path)
-    encoded = build_mod.build_parts(raw, host=host)
-    if encoded is None:
-        return raw.issues, None
-    fields = encoded[0]
-    fields[8][:] = reasons  # the checker's reasons replace LoadGen-based explanations
-    fields[9][:] = []
-    fields[10][:] = [*notes, *(n for n in fields[10] if "min_duration" not in n)]
     meta: dict[str, MetadataValue] = {"validity_rule": _RULE, "result_format": "mlcommons-endpoints"}
     version = summary.get("version") if summary is not None else None
     if isinstance(version, str):
         meta["endpoints_version"] = version
-    submission.add_metadata(encoded, meta)
-    encoded[2].extend((n, v, u, r, c, d, verb, 0) for n, v, u, r, c, verb, d in extra)
-    return raw.issues, encoded
+    result = build_mod.build(raw, host=host, extra_metadata={**(extra_metadata or {}), **meta})
+    if result is None:
+        return raw.issues, None
+    # the extra figures share the result's context (tool, scenario name, times, host, the one metadata dict)
+    first = result.metrics[0].__dict__ if result.metrics else None
+    context = (
+        {k: first[k] for k in build_mod.CONTEXT_FIELDS}
+        if first is not None
+        else {
+            "tool_name": "MLPerf",
+            "tool_version": result.loadgen_version,
+            "scenario_name": result.model or "",
+            "start_time": None,
+            "end_time": None,
+            "host": host,
+            "metadata": {},
+        }
+    )
+    added = build_mod.metrics_of(
+        ((n, v, u, Relativity(r), Categorization(c), d, verb) for n, v, u, r, c, verb, d in extra), context
+    )
+    return raw.issues, result.model_copy(
+        update={
+            "invalid_reasons": reasons,  # the checker's reasons replace LoadGen-based explanations
+            "fixes": [],
+            "notes": [*notes, *(n for n in result.notes if "min_duration" not in n)],
+            "metrics": [*result.metrics, *added],
+        }
+    )
 
 
 def is_endpoints_name(name: str) -> bool:
