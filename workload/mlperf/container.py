@@ -22,6 +22,7 @@ from typing import Any
 from workload.commands import Command, cmd
 from workload.errors import BenchmarkFailed, ConnectError, Interrupted
 from workload.hosts.base import DEFAULT_CAPTURE_LIMIT, LineSink, OutputCollector
+from workload.mlperf.docker_errors import docker_failures
 from workload.mlperf.harness import CONTAINER_WORKDIR
 
 LABEL = "workload.mlperf"
@@ -371,7 +372,6 @@ class HarnessContainer:
         terminal's Ctrl-C (make passes it on, the harness exits); what is left after the grace
         period dies with the container (``docker kill``), which the next run recreates.
         """
-        import docker
 
         self.stopped = True
         with self._lock:
@@ -383,24 +383,23 @@ class HarnessContainer:
             # As root: the exec'd commands may run as another user. kill -1 spares PID 1 and itself.
             created = self.client.api.exec_create(self.spec.name, cmd=["sh", "-c", "kill -TERM -1"], user="0:0")
             self.client.api.exec_start(created["Id"])
-        except docker.errors.DockerException as exc:
+        except docker_failures() as exc:
             self.log(f"could not signal the container's processes: {exc}")
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and self._any_running(running):
             time.sleep(0.1)
         if self._any_running(running):
             self.log(f"the commands did not stop within {grace_s:g}s; killing the container {self.spec.name}")
-            with contextlib.suppress(docker.errors.DockerException):
+            with contextlib.suppress(*docker_failures()):
                 self.client.containers.get(self.spec.name).kill()
 
     def _any_running(self, exec_ids: Sequence[str]) -> bool:
-        import docker
 
         for exec_id in exec_ids:
             try:
                 if self.client.api.exec_inspect(exec_id).get("Running"):
                     return True
-            except docker.errors.DockerException:
+            except docker_failures():
                 continue
         return False
 
