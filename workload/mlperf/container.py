@@ -330,6 +330,12 @@ class HarnessContainer:
         """
         self._check_not_stopped(argv)
         self.ensure_running()
+        # An SSH host's client (mlperf.docker_ssh) guards each exec so that a lost connection ends it.
+        guard = getattr(self.client, "workload_exec_guard", None)
+        with guard(self.spec.name) if guard is not None else contextlib.nullcontext():
+            return self._exec(argv, on_line=on_line, env=env)
+
+    def _exec(self, argv: Sequence[str], *, on_line: LineSink | None, env: Mapping[str, str] | None) -> tuple[int, str]:
         api = self.client.api
         created = api.exec_create(
             self.spec.name,
