@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 import requests
 
 from tests.test_mlperf_executor import action, bed, run  # noqa: F401  (bed is a fixture)
-from workload.errors import EXIT_CONNECT, EXIT_STEP_FAILED, HostBug, WorkloadError
+from workload.errors import EXIT_CONNECT, EXIT_STEP_FAILED, CommandTimeout, HostBug, WorkloadError
 from workload.mlperf.container import ContainerSpec, HarnessContainer, tar_context
 from workload.mlperf.docker_errors import DockerConnectionLost, DockerError, docker_boundary, operation_of
 
@@ -216,3 +217,28 @@ def test_a_removal_already_in_progress_is_a_conflict_with_a_hint(tmp_path: Path)
     assert text.startswith("[vm3] Docker operation `docker rm mlperf-x` failed while starting the harness container")
     assert "409" in text and "removal of container mlperf-x is already in progress" in text
     assert "another client is changing the same container" in text
+
+
+@pytest.mark.slow
+def test_an_exec_past_its_timeout_is_killed_in_the_container_and_named(
+    docker_engine: Any, sleeper: str, tmp_path: Path
+) -> None:
+    client = docker_engine.client
+    name = f"workload-test-timeout-{uuid.uuid4().hex[:10]}"
+    box = HarnessContainer(client, spec(name, sleeper, tmp_path), lambda line: None, host_name="vm4")
+    try:
+        started = time.monotonic()
+        with pytest.raises(CommandTimeout) as info:
+            # Prints, then goes silent: no output reaches us until the deadline.
+            box.exec(["sh", "-c", "echo generating engines; sleep 61.5; echo never"], on_line=None, timeout_s=2)
+        assert time.monotonic() - started < 20
+        top = str(client.containers.get(name).top(ps_args="-eo pid,args")["Processes"])
+        assert "sleep 61.5" not in top  # ended in the container, which stays up for the next run
+        assert client.containers.get(name).status == "running"
+    finally:
+        box.remove()
+    text = str(info.value)
+    assert text.startswith("[vm4] command was killed at its timeout (2s) after ")
+    assert f"docker exec {name} sh -c 'echo generating engines; sleep 61.5; echo never'" in text.splitlines()[0]
+    assert text.split("last output:", 1)[1].split("hint:")[0].strip() == "generating engines"
+    assert info.value.exit_code == EXIT_STEP_FAILED

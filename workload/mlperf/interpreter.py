@@ -136,7 +136,9 @@ class Interpreter:
     def _container(self, op: EnsureContainer) -> None:
         """The container object; it is (re)started by the first exec and checked before every one."""
         assert self.image is not None, "an image op comes before EnsureContainer"
-        container = HarnessContainer(self._docker(), self.container_spec(self.image), self.ctx.log)
+        container = HarnessContainer(
+            self._docker(), self.container_spec(self.image), self.ctx.log, host_name=self.ctx.host.name
+        )
         # Ctrl-C must reach the docker execs too: the host's transport does not run them.
         self._stack.enter_context(self.ctx.host.on_interrupt(container.stop))
         self.container = container
