@@ -180,6 +180,6 @@ class HostState:
             data[key] = value
         directory = posixpath.dirname(self.path)
         if not self._host.exists(directory):
-            self._host.check(cmd("mkdir", "-p", "--", directory))
+            self._host.check(cmd("mkdir", "-p", "--", directory, timeout=60))
         self._host.write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
         self._data = data

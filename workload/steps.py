@@ -201,6 +201,12 @@ class CancelToken:
         return self._event.wait(timeout)
 
 
+#: The timeout of a step's command that sets none (seconds): generous, since a command without
+#: its own bound may be an install, but finite. Long-running commands set their own
+#: (apt: installers.apt.APT_TIMEOUT_S, downloads: DOWNLOAD_TIMEOUT_S, image builds: 4 h).
+DEFAULT_COMMAND_TIMEOUT_S = 2 * 3600.0
+
+
 @dataclass
 class StepContext:
     """Everything a step may use on one host during one run."""
@@ -274,9 +280,16 @@ class StepContext:
         starts after Ctrl-C.
         """
         self.stop_if_cancelled(command.display())
+        if command.timeout is None:
+            # Nothing a step runs may hang a run for ever (a stuck install once held a fleet 12 minutes
+            # with no timeout firing); commands that may run long say so with their own timeout.
+            command = command.with_options(timeout=DEFAULT_COMMAND_TIMEOUT_S)
         self._write_log(f"$ {command.display()}")
         result = self.host.run(command, on_line=self.line_sink(echo=echo))
-        self._write_log(f"# exit {result.returncode} after {result.duration_s:.1f}s")
+        if result.timed_out:
+            self._write_log(f"# killed at its timeout ({command.timeout:g}s) after {result.duration_s:.1f}s")
+        else:
+            self._write_log(f"# exit {result.returncode} after {result.duration_s:.1f}s")
         return result
 
     def check(self, command: Command, *, echo: bool = False, hint: str | None = None) -> CommandResult:

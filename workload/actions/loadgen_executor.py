@@ -351,7 +351,7 @@ class LoadGenExecutor(Step):
     ) -> CommandResult:
         """One run of the runner with ``settings``; its files end in the local result folder."""
         out = self.host_dir(ctx, scenario, mode)
-        ctx.check(cmd("mkdir", "-p", out))
+        ctx.check(cmd("mkdir", "-p", out, timeout=60))
         ctx.host.write_text(posixpath.join(out, "settings.json"), json.dumps(settings.model_dump(), indent=2) + "\n")
         result = ctx.run(command, echo=True)
         if not _is_local(ctx.host):

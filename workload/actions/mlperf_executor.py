@@ -20,6 +20,7 @@ and configs (:mod:`workload.mlperf.system_support`).
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import time
 from typing import Any, ClassVar
@@ -28,6 +29,7 @@ from workload.commands import cmd
 from workload.errors import WorkloadError
 from workload.hosts.base import Host
 from workload.mlperf.container import ContainerSpec, HarnessContainer, container_name
+from workload.mlperf.docker_errors import docker_boundary, docker_failures
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.interpreter import Interpreter
 from workload.mlperf.ops import to_changes
@@ -166,8 +168,13 @@ class MLPerfExecutor(Step):
         if need_docker:
             try:
                 client = self._docker(ctx)
-                facts.container_status = HarnessContainer(client, self._spec(facts, "<image>", host), ctx.log).status()
-                client.close()
+                spec = self._spec(facts, "<image>", host)
+                try:
+                    with docker_boundary(host.name, doing=f"reading the state of the container {spec.name}"):
+                        facts.container_status = HarnessContainer(client, spec, ctx.log).status()
+                finally:
+                    with contextlib.suppress(*docker_failures()):
+                        client.close()
             except WorkloadError as exc:
                 facts.docker_problem = f"docker: {exc.message}"
         return facts

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import shlex
 import tarfile
 import threading
 import time
@@ -20,13 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workload.commands import Command, cmd
-from workload.errors import BenchmarkFailed, ConnectError, Interrupted
+from workload.errors import BenchmarkFailed, CommandTimeout, ConnectError, Interrupted
 from workload.hosts.base import DEFAULT_CAPTURE_LIMIT, LineSink, OutputCollector
+from workload.mlperf.docker_errors import docker_failures
 from workload.mlperf.harness import CONTAINER_WORKDIR
 
 LABEL = "workload.mlperf"
 #: Digest of the ContainerSpec a container was started from: a different spec (repo moved) recreates it.
 SPEC_LABEL = "workload.mlperf.spec"
+#: The timeout of one exec in the harness container (a setup stage downloading a data set, an
+#: engine build, a run): long, since a stage may take hours, but finite, so a hung harness ends.
+EXEC_TIMEOUT_S = 24 * 3600.0
 #: How long a fresh container must stay up before we call the launch good.
 SETTLE_S = 1.0
 
@@ -250,8 +255,12 @@ class HarnessContainer:
     starting (or recreating the container).
     """
 
-    def __init__(self, client: Any, spec: ContainerSpec, log: Callable[[str], None]) -> None:
+    def __init__(
+        self, client: Any, spec: ContainerSpec, log: Callable[[str], None], *, host_name: str = "local"
+    ) -> None:
         self.client = client
+        #: Names the host in errors (the daemon's host).
+        self.host_name = host_name
         self.spec = spec
         self.log = log
         self.stopped = False
@@ -321,14 +330,49 @@ class HarnessContainer:
         *,
         on_line: LineSink | None,
         env: Mapping[str, str] | None = None,
+        timeout_s: float | None = EXEC_TIMEOUT_S,
     ) -> tuple[int, str]:
         """Run ``argv`` in the container at /work as the spec's user; return (exit code, output tail).
 
         The container is checked (and recreated if gone) first. Output goes to ``on_line`` line by line.
-        Raises :class:`~workload.errors.Interrupted` when :meth:`stop` was called before or during it.
+        Raises :class:`~workload.errors.Interrupted` when :meth:`stop` was called before or during it,
+        and :class:`~workload.errors.CommandTimeout` (host, command, last output) when it ran past
+        ``timeout_s``: its processes in the container are then ended as by :meth:`stop`.
         """
         self._check_not_stopped(argv)
         self.ensure_running()
+        # An SSH host's client (mlperf.docker_ssh) guards each exec so that a lost connection ends it.
+        guard = getattr(self.client, "workload_exec_guard", None)
+        expired = threading.Event()
+        timer = None
+        if timeout_s is not None:
+            timer = threading.Timer(timeout_s, self._expire, args=(expired,))
+            timer.daemon = True
+            timer.start()
+        started = time.monotonic()
+        try:
+            with guard(self.spec.name) if guard is not None else contextlib.nullcontext():
+                code, output = self._exec(argv, on_line=on_line, env=env)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if expired.is_set():
+            raise CommandTimeout(
+                self.host_name,
+                f"docker exec {self.spec.name} {shlex.join(argv)}",
+                None,
+                output,
+                reason=f"was killed at its timeout ({timeout_s:g}s) after {time.monotonic() - started:.1f}s",
+                hint="a harness stage that really needs longer can be re-run; it resumes from what it finished",
+            )
+        return code, output
+
+    def _expire(self, expired: threading.Event) -> None:
+        """The exec ran past its timeout: end what runs in the container (SIGTERM, SIGKILL after 10 s)."""
+        expired.set()
+        self._signal_all(10.0, f"the command in the container {self.spec.name} ran past its timeout; stopping it")
+
+    def _exec(self, argv: Sequence[str], *, on_line: LineSink | None, env: Mapping[str, str] | None) -> tuple[int, str]:
         api = self.client.api
         created = api.exec_create(
             self.spec.name,
@@ -371,36 +415,36 @@ class HarnessContainer:
         terminal's Ctrl-C (make passes it on, the harness exits); what is left after the grace
         period dies with the container (``docker kill``), which the next run recreates.
         """
-        import docker
-
         self.stopped = True
+        self._signal_all(grace_s, f"stopping the commands running in the container {self.spec.name}")
+
+    def _signal_all(self, grace_s: float, why: str) -> None:
         with self._lock:
             running = list(self._running)
         if not running:
             return
-        self.log(f"stopping the commands running in the container {self.spec.name}")
+        self.log(why)
         try:
             # As root: the exec'd commands may run as another user. kill -1 spares PID 1 and itself.
             created = self.client.api.exec_create(self.spec.name, cmd=["sh", "-c", "kill -TERM -1"], user="0:0")
             self.client.api.exec_start(created["Id"])
-        except docker.errors.DockerException as exc:
+        except docker_failures() as exc:
             self.log(f"could not signal the container's processes: {exc}")
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and self._any_running(running):
             time.sleep(0.1)
         if self._any_running(running):
             self.log(f"the commands did not stop within {grace_s:g}s; killing the container {self.spec.name}")
-            with contextlib.suppress(docker.errors.DockerException):
+            with contextlib.suppress(*docker_failures()):
                 self.client.containers.get(self.spec.name).kill()
 
     def _any_running(self, exec_ids: Sequence[str]) -> bool:
-        import docker
 
         for exec_id in exec_ids:
             try:
                 if self.client.api.exec_inspect(exec_id).get("Running"):
                     return True
-            except docker.errors.DockerException:
+            except docker_failures():
                 continue
         return False
 

@@ -14,8 +14,11 @@ HTTP connection of the client is one ``dial-stdio`` channel.
 
 from __future__ import annotations
 
+import contextlib
+import posixpath
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import paramiko
@@ -235,4 +238,73 @@ def connect_over_host(
         ) from None
     if log is not None:
         log(f"Docker daemon on {host.name}: over its SSH connection (`{dialer.line}` per request)")
+    # HarnessContainer.exec runs every exec under this guard (see ExecGuard).
+    client.workload_exec_guard = ExecGuard(host, dialer)
     return client
+
+
+#: The guard's script: wait for the done file; on SIGTERM (the SSH wrapper's watchdog when the
+#: connection is lost, or Ctrl-C's interrupt) run the kill command given as arguments first.
+_GUARD_SCRIPT = (
+    "d=$1; shift; trap '\"$@\" >/dev/null 2>&1; exit 0' TERM; echo guard-ready; "
+    'while [ ! -e "$d" ]; do sleep 1 & wait $!; done; rm -f "$d"'
+)
+#: How long an exec waits for its guard to be up before it starts anyway.
+GUARD_READY_S = 15.0
+#: How long a guard may live: the longest exec it watches (a harness stage of many hours), bounded.
+GUARD_TIMEOUT_S = 48 * 3600.0
+
+
+class ExecGuard:
+    """Ties a ``docker exec`` on the dial-stdio channel to the SSH connection, as the watchdog does for commands.
+
+    dockerd keeps an exec'd process running when the client's connection goes away (no TTY, no
+    signal is sent), and sshd only closes ``dial-stdio``'s pipes. So while an exec runs, a guard
+    command runs on the host through the normal command path (:meth:`SshHost.run`), whose
+    wrapper's watchdog TERMs it when the connection drops; its trap then runs ``docker exec -u 0
+    NAME kill -TERM -1`` on the host, which ends every exec'd process in the container (as
+    :meth:`HarnessContainer.stop` does; PID 1 is spared, the next run reuses the container). When
+    the exec ends normally the guard is told through a done file and exits without killing.
+    """
+
+    def __init__(self, host: SshHost, dialer: HostDialer) -> None:
+        self.host = host
+        self.dialer = dialer
+
+    @contextlib.contextmanager
+    def __call__(self, container: str) -> Iterator[None]:
+        done = posixpath.join("/tmp", f"workload-exec-guard-{uuid.uuid4().hex}")
+        docker = ["docker"] + (["-H", f"unix://{self.dialer.socket_path}"] if self.dialer.socket_path else [])
+        kill = [*docker, "exec", "-u", "0:0", container, "sh", "-c", "kill -TERM -1"]
+        guard = cmd(
+            "sh", "-c", _GUARD_SCRIPT, "exec-guard", done, *kill, sudo=self.dialer.sudo, timeout=GUARD_TIMEOUT_S
+        )
+        ready = threading.Event()
+        thread = threading.Thread(
+            target=self._run_quietly, args=(guard, ready), name=f"exec-guard-{container}", daemon=True
+        )
+        thread.start()
+        # The exec starts once the guard runs (its trap set), so no window is left unguarded.
+        ready.wait(GUARD_READY_S)
+        connection = self.host.connect_attempts
+        try:
+            yield
+        finally:
+            # The guard is told to go, on the connection it runs on. After that connection was lost its
+            # watchdog acts; a touch would reconnect and could call the guard off before it fired.
+            if self.host.is_connected and self.host.connect_attempts == connection:
+                with contextlib.suppress(Exception):
+                    self.host.run(cmd("touch", done, timeout=60))
+            thread.join(5.0)
+
+    def _run_quietly(self, guard: Any, ready: threading.Event) -> None:
+        def sink(stream: str, line: str) -> None:
+            if line.strip() == "guard-ready":
+                ready.set()
+
+        # Its result is of no interest: it exits 0 when told, and a lost connection is the exec's to report.
+        try:
+            with contextlib.suppress(Exception):
+                self.host.run(guard, on_line=sink)
+        finally:
+            ready.set()  # a guard that could not start must not hold the exec up

@@ -112,7 +112,7 @@ def _tar(ctx: StepContext, folder: str) -> bytes:
     host = ctx.host
     tmp = host.run(cmd("mktemp", timeout=30)).stdout.strip()
     try:
-        ctx.check(cmd("tar", "-C", folder, "-cf", tmp, "."))
+        ctx.check(cmd("tar", "-C", folder, "-cf", tmp, ".", timeout=1800))
         return host.read_bytes(tmp)
     finally:
         host.run(cmd("rm", "-f", tmp, timeout=30))

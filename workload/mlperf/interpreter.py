@@ -13,6 +13,7 @@ at the end (results found are kept either way).
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import shlex
 import time
@@ -25,6 +26,7 @@ from typing import Any
 from workload.errors import StepError
 from workload.mlperf import image, results
 from workload.mlperf.container import ContainerSpec, HarnessContainer
+from workload.mlperf.docker_errors import docker_boundary, docker_failures
 from workload.mlperf.ops import (
     BuildHarness,
     BuildImage,
@@ -41,6 +43,12 @@ from workload.mlperf.planner import MLPerfPlan, plan_ops
 from workload.mlperf.settings import STATE_KEY, MLPerfFacts, MLPerfParameters
 from workload.mlperf.system_support import SystemSupport, system_text, tail
 from workload.steps import Step, StepContext
+
+
+def _doing(op: Op) -> str:
+    """What an op does, for error messages (its plan summary, lower-cased first letter)."""
+    summary = op.summary()
+    return summary[:1].lower() + summary[1:]
 
 
 @dataclass
@@ -88,7 +96,9 @@ class Interpreter:
                 handler = handlers.get(type(op))
                 if handler is None:
                     raise self.step.fail(f"internal: no handler for the plan operation {type(op).__name__}", self.ctx)
-                handler(op)
+                # The one place docker SDK exceptions become errors naming host, op and Docker call.
+                with docker_boundary(self.ctx.host.name, doing=_doing(op)):
+                    handler(op)
                 if isinstance(op, IdentifySystem) and self.blocked:
                     # The rule IdentifySystem carries: plan the rest again without what cannot run.
                     again = plan_ops(
@@ -107,7 +117,9 @@ class Interpreter:
 
     def _close(self) -> None:
         if self.client is not None:
-            self.client.close()
+            # Closing frees the client's connections; a broken one must not hide the run's own error.
+            with contextlib.suppress(*docker_failures()):
+                self.client.close()
 
     # -- handlers ------------------------------------------------------------------------------
     def _scratch(self, op: EnsureScratch) -> None:
@@ -124,7 +136,9 @@ class Interpreter:
     def _container(self, op: EnsureContainer) -> None:
         """The container object; it is (re)started by the first exec and checked before every one."""
         assert self.image is not None, "an image op comes before EnsureContainer"
-        container = HarnessContainer(self._docker(), self.container_spec(self.image), self.ctx.log)
+        container = HarnessContainer(
+            self._docker(), self.container_spec(self.image), self.ctx.log, host_name=self.ctx.host.name
+        )
         # Ctrl-C must reach the docker execs too: the host's transport does not run them.
         self._stack.enter_context(self.ctx.host.on_interrupt(container.stop))
         self.container = container

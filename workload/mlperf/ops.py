@@ -78,7 +78,7 @@ class EnsureScratch(Op):
         return f"make sure the scratch folders exist under {self.scratch}"
 
     def commands(self) -> tuple[Command, ...]:
-        return (cmd("mkdir", "-p", *(f"{self.scratch}/{d}" for d in self.folders)),)
+        return (cmd("mkdir", "-p", *(f"{self.scratch}/{d}" for d in self.folders), timeout=60),)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,76 @@
+"""A harness ``docker exec`` over an SSH host's dial-stdio channel dies with the SSH connection.
+
+Real parts: OpenSSH's sshd on 127.0.0.1 (its session ends when the client's socket goes), the
+test bed's private dockerd reached over that connection (``docker system dial-stdio``, the real
+``docker`` CLI), a real container and exec. The connection is cut the way a crash or a network cut
+does it (the client's socket closed under paramiko). Without the guard dockerd keeps the exec'd
+process running (nothing signals it); with it the process is gone within seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_mlperf_docker_errors import sleeper, spec  # noqa: F401  (sleeper is a fixture)
+from tests.testbed.sshd import SshServer, fresh_sshd, ssh_host  # noqa: F401  (fixture)
+from workload.mlperf.container import HarnessContainer
+from workload.mlperf.docker_ssh import connect_over_host
+
+pytestmark = pytest.mark.slow
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float) -> bool:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+def test_a_lost_connection_ends_the_exec_in_the_container(
+    fresh_sshd: SshServer,  # noqa: F811
+    docker_engine: Any,
+    sleeper: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    if shutil.which("docker") is None:
+        pytest.skip("needs the docker CLI (docker system dial-stdio) on this machine")
+    direct = docker_engine.client  # the test's own view of the daemon, not over SSH
+    name = f"workload-test-guard-{uuid.uuid4().hex[:10]}"
+    host = ssh_host(fresh_sshd)
+    client = connect_over_host(host, docker_engine.base_url)
+    box = HarnessContainer(client, spec(name, sleeper, tmp_path), lambda line: None)
+    box.ensure_running()
+    marker = f"sleep 4{uuid.uuid4().int % 1000}.5"
+
+    def in_container() -> bool:
+        return marker in str(direct.containers.get(name).top(ps_args="-eo pid,args")["Processes"])
+
+    def harness() -> None:
+        with contextlib.suppress(Exception):  # the connection goes: the exec fails, the test checks the container
+            box.exec(["sh", "-c", f"echo started; {marker}"], on_line=None)
+
+    runner = threading.Thread(target=harness, daemon=True)
+    try:
+        runner.start()
+        assert wait_for(in_container, 30), "the exec did not start"
+        transport = host._client.get_transport() if host._client else None
+        assert transport is not None
+        transport.sock.close()  # the client vanishes: crash, kill -9, network cut
+        assert wait_for(lambda: not in_container(), 15), "the exec'd process still runs in the container"
+        assert direct.containers.get(name).status == "running"  # only the exec'd processes were ended
+    finally:
+        with contextlib.suppress(Exception):
+            direct.containers.get(name).remove(force=True)
+        host.close()
+        runner.join(10)
