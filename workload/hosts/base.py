@@ -192,6 +192,11 @@ class Host(abc.ABC):
         return "python3"
 
     @property
+    def is_connected(self) -> bool:
+        """Whether the transport's connection is open now (a transport without one always is)."""
+        return True
+
+    @property
     def has_connected(self) -> bool:
         """Whether this object has reached the host at least once (a sampler waits for it)."""
         return self.connection_generation > 0

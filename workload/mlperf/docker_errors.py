@@ -60,8 +60,7 @@ class DockerError(WorkloadError):
 
     def __init__(self, host: str, operation: str, problem: str, *, doing: str | None, hint: str | None) -> None:
         where = f" while {doing}" if doing else ""
-        super().__init__(f"[{host}] Docker operation `{operation}` failed{where}: {problem}", hint=hint)
-        self.host = host
+        super().__init__(f"Docker operation `{operation}` failed{where}: {problem}", host=host, hint=hint)
         self.operation = operation
 
 

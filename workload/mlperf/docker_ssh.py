@@ -267,7 +267,7 @@ class ExecGuard:
     the exec ends normally the guard is told through a done file and exits without killing.
     """
 
-    def __init__(self, host: SshHost, dialer: HostDialer) -> None:
+    def __init__(self, host: Host, dialer: HostDialer) -> None:
         self.host = host
         self.dialer = dialer
 
@@ -286,13 +286,13 @@ class ExecGuard:
         thread.start()
         # The exec starts once the guard runs (its trap set), so no window is left unguarded.
         ready.wait(GUARD_READY_S)
-        connection = self.host.connect_attempts
+        connection = self.host.connection_generation
         try:
             yield
         finally:
             # The guard is told to go, on the connection it runs on. After that connection was lost its
             # watchdog acts; a touch would reconnect and could call the guard off before it fired.
-            if self.host.is_connected and self.host.connect_attempts == connection:
+            if self.host.is_connected and self.host.connection_generation == connection:
                 with contextlib.suppress(Exception):
                     self.host.run(cmd("touch", done, timeout=60))
             thread.join(5.0)
