@@ -176,3 +176,71 @@ def _run(op: Op, container: HarnessContainer, applied: Applied) -> None:
         applied.found += found
     else:
         raise AssertionError(f"unexpected op: {op}")
+
+
+def apply_v50(
+    params: MLPerfParameters,
+    facts: MLPerfFacts,
+    container: HarnessContainer,
+    system: HostSystem,
+    *,
+    run_id: str,
+    applied: Applied,
+) -> Applied:
+    """v5.0: the system check prints ``None``/``KnownSystem.<member>``; an unknown system becomes an entry of
+    custom_list.json plus a custom.py per scenario (v5.0's values), then the planned runs."""
+    from workload.mlperf.catalog import workload_setting
+    from workload.mlperf.rounds.v5_0 import V5_0Round
+
+    assert facts.nvidia_dir
+    nvidia = Path(facts.nvidia_dir)
+    plan = plan_ops(params, facts, run_id=run_id)
+    check_index = plan.ops.index(next(op for op in plan.ops if isinstance(op, IdentifySystem)))
+    for op in plan.ops[:check_index]:
+        _prepare(op, container, applied)
+    check = plan.ops[check_index]
+    assert isinstance(check, IdentifySystem)
+    code, output = _exec(container, applied, check.argv)
+    answers = [
+        line.strip() for line in output.splitlines() if line.strip() == "None" or line.startswith("KnownSystem.")
+    ]
+    answer = answers[-1] if answers else ""
+    if code != 0 or not answer:
+        raise BenchmarkFailed(f"the system check failed: {output}")
+    if answer == "None":
+        if not check.custom_support:
+            raise BenchmarkFailed("the v5.0 harness does not know this system and would run nothing")
+        harness = V5_0Round()
+        table = load_table(harness_round="v5.0")
+        sku = table.sku_for_gpu(system.gpu_name)
+        member = f"WL_{sku.sku}x{system.gpu_count}"
+        list_path = nvidia / harness.custom_list_path
+        existing = list_path.read_text() if list_path.exists() else None
+        list_path.write_text(harness.merge_custom_list(existing, harness.custom_list_block(system, sku)))
+        applied.written.append(harness.custom_list_path)
+        settings = plan.inputs.settings
+        for scenario in settings.scenarios:
+            classes = []
+            for version in settings.config_versions:
+                setting = workload_setting(settings.model, version)
+                high = setting.accuracy == "k_99_9"
+                classes.append(
+                    (
+                        setting,
+                        table.resolve(system.gpu_name, system.gpu_count, settings.model, scenario, high_accuracy=high),
+                    )
+                )
+            generated = harness.custom_config(
+                settings.model, scenario, member, member.upper(), classes, plan.inputs.version
+            )
+            target = nvidia / generated.path
+            if target.exists() and not is_ours(target.read_text()):
+                raise BenchmarkFailed(f"{generated.path} is not ours; not overwriting it")
+            target.write_text(generated.text)
+            applied.written.append(generated.path)
+        applied.system_name = member
+    else:
+        applied.system_name = answer.removeprefix("KnownSystem.")
+    for op in plan.after_system_check():
+        _run(op, container, applied)
+    return applied

@@ -12,11 +12,13 @@ the upstream file of each behaviour.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import ClassVar
 
 from workload.mlperf import custom_json
-from workload.mlperf.custom_system import CustomSystemError
-from workload.mlperf.gpuconfigs import SkuTable
+from workload.mlperf.catalog import WorkloadSetting
+from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
+from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.system import HostSystem
@@ -35,6 +37,20 @@ class V5_0Round(V4_1Round):
         """Our entry as JSON text (``{"WL_<SKU>x<n>": <Description>}``); :meth:`merge_custom_list` puts it in."""
         key, description = custom_json.entry(system, sku)
         return json.dumps({key: description}, indent=2) + "\n"
+
+    def custom_config(
+        self,
+        model: str,
+        scenario: str,
+        member: str,
+        class_base: str,
+        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
+        version: HarnessVersion,
+    ) -> GeneratedFile:
+        """v4.1's ``custom.py`` (same registry and layout); its values name this round's table."""
+        generated = super().custom_config(model, scenario, member, class_base, classes, version)
+        text = generated.text.replace("# Values: gpuconfigs/", "# Values: gpuconfigs/v5.0/", 1)
+        return GeneratedFile(generated.path, text)
 
     def merge_custom_list(self, existing: str | None, block: str) -> str:
         """custom_list.json with our entry of ``block`` set and every other entry kept."""
