@@ -30,7 +30,6 @@ class V5_0Round(V4_1Round):
     name: ClassVar[str] = "v5.0"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 0),)
     markers: ClassVar[tuple[str, ...]] = ()
-    #: Where a custom system is registered (relative to closed/NVIDIA).
     custom_list_path: ClassVar[str] = custom_json.CUSTOM_LIST_JSON
 
     def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:

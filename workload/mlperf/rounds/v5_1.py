@@ -157,6 +157,14 @@ class V5_1Round(V4_1Round):
     name: ClassVar[str] = "v5.1"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 1),)
     markers: ClassVar[tuple[str, ...]] = ()
+    creates_config_dirs: ClassVar[bool] = True
+    system_by_id: ClassVar[bool] = True
+
+    def refused_output(self, output: str) -> str | None:
+        fallback = minimal_fallback(output)
+        if not fallback:
+            return None
+        return f"the harness ran its minimal settings instead of this system's configs ({fallback[0]})"
 
     def _system_variables(self, inputs: PlanInputs) -> dict[str, str]:
         if not inputs.params.RequireCustomSystemSupport:
