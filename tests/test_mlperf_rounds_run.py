@@ -12,6 +12,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +35,7 @@ from workload.profile import load_profile, resolve_profile
 from workload.rundir import RunFolder
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
 
 B200X4 = {
     "gpu_name": "NVIDIA B200",
@@ -51,6 +58,13 @@ def harness_image(docker_engine: Any, freshvm_image: str) -> str:
     return tag
 
 
+def _free_port() -> int:
+    """A port nothing listens on (the container shares the host's network with other tests' servers)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def _bed(tmp_path: Path, docker_engine: Any, image: str, harness_round: str, machine: dict[str, Any]) -> Any:
     repo = tmp_path / "repo"
     nvidia = make_round_tree(repo, harness_round)
@@ -69,6 +83,7 @@ def _bed(tmp_path: Path, docker_engine: Any, image: str, harness_round: str, mac
         "image": image,
         "container": f"wl-rounds-{uuid.uuid4().hex[:8]}",
         "machine": machine,
+        "port": _free_port(),
     }
 
 
@@ -106,6 +121,7 @@ def action(bed: dict[str, Any], scenarios: str, **extra: Any) -> dict[str, Any]:
             "SystemDescription": json.dumps(bed["machine"]),
             "RequireCustomSystemSupport": True,
             "DockerName": bed["container"],
+            "LLMServerPort": bed["port"],
             **extra,
         },
     }
@@ -130,7 +146,8 @@ def run(bed: dict[str, Any], actions: list[dict[str, Any]]) -> Any:
 
 
 def calls(bed: dict[str, Any]) -> list[str]:
-    return (bed["scratch"] / "standin_calls.log").read_text().splitlines()
+    log: Path = bed["scratch"] / "standin_calls.log"
+    return log.read_text().splitlines()
 
 
 def processes(bed: dict[str, Any]) -> list[str]:
@@ -153,7 +170,8 @@ def test_v51_run_custom_b200_behind_a_server(bed51: dict[str, Any]) -> None:
     runs = [c for c in calls(bed51) if c.startswith("run_harness ")]
     assert len(servers) == 2 and len(runs) == 2
     assert all("--server_in_foreground" in c and "--core_type=trtllm_endpoint" in c for c in servers)
-    assert all("--trtllm_server_urls=127.0.0.1:30000" in c and "--accuracy_target=0.99" in c for c in runs)
+    url = f"--trtllm_server_urls=127.0.0.1:{bed51['port']}"
+    assert all(url in c and "--accuracy_target=0.99" in c for c in runs)
     # Results kept: <LOG_DIR>/WL_B200_SXM_180GBx4_TRT/llama2-70b-99/<Scenario>, and they parse.
     assert sorted(p.parts[-3:] for p in outcome.results) == [
         ("WL_B200_SXM_180GBx4_TRT", "llama2-70b-99", "Offline"),
@@ -221,3 +239,43 @@ def test_plan_shows_the_v51_server_commands(bed51: dict[str, Any], capsys: pytes
     out = capsys.readouterr().out
     assert "make run_llm_server" in out and "llm-server-probe" in out and "llm-server-stop" in out
     assert "--accuracy_target=0.99" in out and "SYSTEM_NAME=" in out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_during_a_served_v51_run_stops_harness_and_server(bed51: dict[str, Any], signum: int) -> None:
+    """``workload run`` in a long v5.1 run_harness against its LLM server: Ctrl-C (or SIGTERM) stops both."""
+    (bed51["scratch"] / "standin_run_harness_sleep").write_text("397.5\n")
+    started = bed51["scratch"] / "standin_run_harness_started"
+    profile = bed51["tmp"] / "profile.json"
+    profile.write_text(json.dumps({"Description": "MLPerf rounds test", "Actions": [action(bed51, "Offline")]}))
+    runs = bed51["tmp"] / "runs"
+    argv = [sys.executable, "-m", "workload", "run", "--profile", str(profile), "--output-dir", str(runs)]
+    env = {**os.environ, "WORKLOAD_STATE_PATH": str(bed51["tmp"] / "state.json"), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 300
+        while not (started.exists() and any("sleep 397.5" in p for p in _ps(bed51))):
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, "the harness run never started"
+            time.sleep(0.3)
+        running = _ps(bed51)
+        assert any("standin_server" in p for p in running), running  # the server answers the harness
+        proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out
+    assert _ps(bed51) == []  # neither the harness nor the server is left in the container
+    (folder,) = runs.iterdir()
+    (outcome,) = json.loads((folder / "run.json").read_text())["outcomes"]
+    assert outcome["status"] == "interrupted"
+    assert not list((bed51["nvidia"] / "build" / "logs").glob("*.server.pgid"))
+
+
+def _ps(bed: dict[str, Any]) -> list[str]:
+    try:
+        return processes(bed)
+    except Exception:  # the container is not there yet
+        return []
