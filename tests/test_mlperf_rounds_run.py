@@ -65,7 +65,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _bed(tmp_path: Path, docker_engine: Any, image: str, harness_round: str, machine: dict[str, Any]) -> Any:
+def _bed(tmp_path: Path, docker_engine: Any, image: str, harness_round: str, machine: dict[str, Any]) -> dict[str, Any]:
     repo = tmp_path / "repo"
     nvidia = make_round_tree(repo, harness_round)
     git("init", "-q", "-b", "main", cwd=repo)
@@ -279,3 +279,81 @@ def _ps(bed: dict[str, Any]) -> list[str]:
         return processes(bed)
     except Exception:  # the container is not there yet
         return []
+
+
+INTEL_B200X4 = {**B200X4, "cpu_model": "Intel(R) Xeon(R) Platinum 8570", "memory_bytes": 2 * 10**12}
+
+
+def _known_b200(tmp_path: Path, docker_engine: Any, image: str) -> dict[str, Any]:
+    """NVIDIA's own B200-SXM-180GBx4 (Intel CPU): v5.1 knows the system but has no config folder for it."""
+    return _bed(tmp_path, docker_engine, image, "v5.1", INTEL_B200X4)
+
+
+def _remove(bed: dict[str, Any]) -> None:
+    with contextlib.suppress(Exception):
+        bed["engine"].client.containers.get(bed["container"]).remove(force=True)
+
+
+def test_v51_known_system_without_configs_is_refused_before_setup(
+    tmp_path: Path, docker_engine: Any, harness_image: str
+) -> None:
+    bed = _known_b200(tmp_path, docker_engine, harness_image)
+    try:
+        outcome = run(bed, [action(bed, "Offline", RequireCustomSystemSupport=False)])
+    finally:
+        _remove(bed)
+    assert outcome.status == "failed"
+    text = str(outcome.error)
+    assert "configs/B200-SXM-180GBx4/Offline/llama2-70b.py" in text and "would run configs/minimal" in text
+    assert "nothing set up or run" in text
+    assert not (bed["scratch"] / "standin_calls.log").exists()
+
+
+def test_v51_a_run_the_harness_turns_minimal_is_refused_before_its_server_starts(
+    tmp_path: Path, docker_engine: Any, harness_image: str
+) -> None:
+    bed = _known_b200(tmp_path, docker_engine, harness_image)
+    # Someone's config for the system has no entry for the 99 % setting: the harness falls back to minimal for it.
+    nvidia: Path = bed["nvidia"]
+    path = nvidia / "configs" / "B200-SXM-180GBx4" / "Offline" / "llama2-70b.py"
+    path.parent.mkdir(parents=True)
+    text = (nvidia / "configs" / "B200-SXM-180GBx8" / "Offline" / "llama2-70b.py").read_text()
+    path.write_text(text.split("    C.WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget(0.99)")[0] + "}\n")
+    try:
+        outcome = run(bed, [action(bed, "Offline", RequireCustomSystemSupport=False)])
+        left = processes(bed)
+    finally:
+        _remove(bed)
+    assert outcome.status == "failed"
+    message = str(outcome.error)
+    assert "make generate_engines" in message and "minimal settings" in message
+    assert "Attempting to load minimal config" in message
+    assert not any(c.startswith(("run_llm_server", "run_harness")) for c in calls(bed))
+    assert left == []
+    assert path.read_text().startswith("# Stand-in")  # not ours: left as it was
+
+
+def test_v51_a_failing_harness_run_stops_its_server(bed51: dict[str, Any]) -> None:
+    (bed51["scratch"] / "standin_run_harness_sleep").write_text("not-a-number\n")
+    outcome = run(bed51, [action(bed51, "Offline")])
+    assert outcome.status == "failed"
+    assert "make run_harness (Offline PerformanceOnly) failed" in str(outcome.error)
+    assert [c.split()[0] for c in calls(bed51)][-2:] == ["run_llm_server", "run_harness"]
+    assert processes(bed51) == []
+    assert not list((bed51["nvidia"] / "build" / "logs").glob("*.server.pgid"))
+
+
+def test_v50_a_known_b200_uses_nvidias_own_class(tmp_path: Path, docker_engine: Any, harness_image: str) -> None:
+    bed = _bed(tmp_path, docker_engine, harness_image, "v5.0", {**INTEL_B200X4, "gpu_count": 8})
+    try:
+        outcome = run(bed, [action(bed, "Offline")])
+    finally:
+        _remove(bed)
+    assert outcome.status == "ok", outcome.error
+    nvidia: Path = bed["nvidia"]
+    assert not (nvidia / "code/common/systems/custom_list.json").exists()
+    assert not (nvidia / "configs/llama2-70b/Offline/custom.py").exists()
+    (result,) = outcome.results
+    # v5.0 replaces '-' by '_' in the detected id: results under B200_SXM_180GBx8_TRT.
+    assert result.parts[-3:] == ("B200_SXM_180GBx8_TRT", "llama2-70b-99", "Offline")
+    assert "368.48" in (result / "mlperf_log_summary.txt").read_text()  # NVIDIA's 47 x 8 QPS, x 0.98
