@@ -283,3 +283,13 @@ def test_an_unknown_b200x8_gets_what_nvidias_b200x8_file_sets(tmp_path: Path, sc
             assert value.items() <= ours[field].items(), field  # the stand-in keeps a subset of NVIDIA's flags
         else:
             assert ours.get(field) == value, field
+
+
+@pytest.mark.parametrize(
+    ("version", "registry"),
+    [((5, 0), "custom_list.json"), ((5, 1), "SYSTEM_NAME=WL_<SKU>x<count>"), ((4, 1), "custom_list.py")],
+)
+def test_plan_names_how_the_round_registers_a_custom_system(version: tuple[int, int], registry: str) -> None:
+    plan = plan_ops(params(RequireCustomSystemSupport=True), facts(version))
+    check = next(op for op in plan.ops if isinstance(op, IdentifySystem))
+    assert registry in check.summary()

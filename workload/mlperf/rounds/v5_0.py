@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from workload.mlperf import custom_json
@@ -20,6 +21,8 @@ from workload.mlperf.catalog import WorkloadSetting
 from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
+from workload.mlperf.ops import IdentifySystem, Op
+from workload.mlperf.rounds.base import PlanInputs
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.system import HostSystem
 
@@ -50,6 +53,11 @@ class V5_0Round(V4_1Round):
         generated = super().custom_config(model, scenario, member, class_base, classes, version)
         text = generated.text.replace("# Values: gpuconfigs/", "# Values: gpuconfigs/v5.0/", 1)
         return GeneratedFile(generated.path, text)
+
+    def system_check(self, inputs: PlanInputs) -> Op:
+        op = super().system_check(inputs)
+        assert isinstance(op, IdentifySystem)
+        return replace(op, registry="code/common/systems/custom_list.json, our entry")
 
     def merge_custom_list(self, existing: str | None, block: str) -> str:
         """custom_list.json with our entry of ``block`` set and every other entry kept."""

@@ -21,6 +21,7 @@ UPSTREAM.md`` names repository and commit):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from workload.errors import ProfileError
@@ -30,7 +31,7 @@ from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, re
 from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.llm_server import ServerSpec
-from workload.mlperf.ops import CollectResults, MakeTarget, Op
+from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op
 from workload.mlperf.results import Expected
 from workload.mlperf.rounds.base import PlanInputs
 from workload.mlperf.rounds.v4_1 import V4_1Round
@@ -159,6 +160,11 @@ class V5_1Round(V4_1Round):
     markers: ClassVar[tuple[str, ...]] = ()
     creates_config_dirs: ClassVar[bool] = True
     system_by_id: ClassVar[bool] = True
+
+    def system_check(self, inputs: PlanInputs) -> Op:
+        op = super().system_check(inputs)
+        assert isinstance(op, IdentifySystem)
+        return replace(op, registry="SYSTEM_NAME=WL_<SKU>x<count> with its own configs/<system>/ folder")
 
     def refused_output(self, output: str) -> str | None:
         fallback = minimal_fallback(output)
