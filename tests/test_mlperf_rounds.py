@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from workload.mlperf.ops import (
 )
 from workload.mlperf.planner import plan_ops
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds import DEFAULT, Checkout, choose_round, round_named
+from workload.mlperf.rounds import DEFAULT, ROUNDS, Checkout, choose_round, round_named
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts, setup_key
 
@@ -63,16 +64,22 @@ def test_a_round_no_adapter_knows_runs_as_the_default_and_says_so() -> None:
     assert choose_round(Checkout(None)).note is None
 
 
+#: Every version an adapter claims, oldest first: the list an unknown round's message names.
+KNOWN_TEXT = ", ".join(str(v) for v in sorted({v for adapter in ROUNDS for v in adapter.versions}))
+KNOWN = re.escape(KNOWN_TEXT)
+assert KNOWN_TEXT.startswith("v4.0, v4.1, v5.0")
+
+
 def test_the_parameter_overrides_detection() -> None:
     chosen = choose_round(Checkout(HarnessVersion(9, 9)), "4.0")
     assert isinstance(chosen.round, V4_1Round) and chosen.note is None
     assert round_named("v4.1") is V4_1Round
-    with pytest.raises(ValueError, match=r"unknown harness round 'v2\.0' \(known: v4\.0, v4\.1\)"):
+    with pytest.raises(ValueError, match=rf"unknown harness round 'v2\.0' \(known: {KNOWN}\)"):
         round_named("v2.0")
 
 
 def test_a_bad_round_parameter_is_refused_at_load_naming_the_known_ones() -> None:
-    with pytest.raises(ValidationError, match=r"known: v4\.0, v4\.1"):
+    with pytest.raises(ValidationError, match=rf"known: {KNOWN}"):
         params(HarnessRound="v3.1")
     assert params(HarnessRound=" ").HarnessRound is None
 

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workload.errors import StepError
-from workload.mlperf import image, results
+from workload.errors import BenchmarkFailed, StepError
+from workload.mlperf import image, llm_server, results
 from workload.mlperf.container import ContainerSpec, HarnessContainer
 from workload.mlperf.docker_errors import docker_boundary, docker_failures
+from workload.mlperf.harness import CONTAINER_WORKDIR
 from workload.mlperf.ops import (
     BuildHarness,
     BuildImage,
@@ -40,6 +41,7 @@ from workload.mlperf.ops import (
     UseImage,
 )
 from workload.mlperf.planner import MLPerfPlan, plan_ops
+from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.settings import STATE_KEY, MLPerfFacts, MLPerfParameters
 from workload.mlperf.system_support import SystemSupport, system_text, tail
 from workload.steps import Step, StepContext
@@ -71,6 +73,10 @@ class Interpreter:
     #: The last run's (exit code, output), read by the CollectResults after it; engines' output too.
     last_run: tuple[int, str, MakeTarget] | None = None
     engine_output: str = ""
+    #: The SYSTEM_NAME the system check decided (rounds that name systems by id).
+    system_name: str | None = None
+    #: LOG_DIRs of runs whose output the round refused (their results are not kept).
+    refused: set[str] = field(default_factory=set)
     client: Any = field(default=None, init=False)
     _stack: ExitStack = field(default_factory=ExitStack, init=False)
 
@@ -86,6 +92,8 @@ class Interpreter:
             BuildHarness: self._build_harness,
             MakeTarget: self._make_target,
             CollectResults: self._collect,
+            StartServer: self._start_server,
+            StopServer: self._stop_server,
         }
         ops: list[Op] = list(self.plan.ops)
         with self._stack:
@@ -99,10 +107,15 @@ class Interpreter:
                 # The one place docker SDK exceptions become errors naming host, op and Docker call.
                 with docker_boundary(self.ctx.host.name, doing=_doing(op)):
                     handler(op)
-                if isinstance(op, IdentifySystem) and self.blocked:
-                    # The rule IdentifySystem carries: plan the rest again without what cannot run.
+                if isinstance(op, IdentifySystem) and (self.blocked or self.system_name):
+                    # The rule IdentifySystem carries: plan the rest again without what cannot run (and, for
+                    # rounds that name systems by id, with the SYSTEM_NAME the check decided).
                     again = plan_ops(
-                        self.params, self.facts, run_id=self.plan.inputs.run_id, blocked=frozenset(self.blocked)
+                        self.params,
+                        self.facts,
+                        run_id=self.plan.inputs.run_id,
+                        blocked=frozenset(self.blocked),
+                        system_name=self.system_name,
                     )
                     ops = ops[: index + 1] + list(again.after_system_check())
                 index += 1
@@ -155,6 +168,7 @@ class Interpreter:
             self.plan.round,
         )
         self.blocked = support.prepare(op)
+        self.system_name = support.system_name
         settings = self.plan.inputs.settings
         for (scenario, benchmark), why in self.blocked.items():
             self.problems.append(f"no result for {benchmark} {scenario} ({', '.join(settings.test_modes)}): {why}")
@@ -180,6 +194,14 @@ class Interpreter:
 
     def _make_target(self, op: MakeTarget) -> None:
         code, output = self._make(op)
+        refused = self.plan.round.refused_output(output)
+        if refused is not None:
+            self.problems.append(f"make {op.target} ({','.join(op.scenarios)}): {refused}")
+            if op.log_dir is None:
+                raise StepError(self.step.label, "; ".join(self.problems), host=self.ctx.host.name)
+            self.refused.add(op.log_dir)
+            self.last_run = (code, output, op)
+            return
         if op.log_dir is None:
             if code != 0:
                 self.problems.append(
@@ -196,6 +218,9 @@ class Interpreter:
             )
 
     def _collect(self, op: CollectResults) -> None:
+        if any(op.log_dir.endswith("/" + refused) for refused in self.refused):
+            self.ctx.log(f"{op.test_mode}: results in {self._relative(op.log_dir)} not kept (the run was refused)")
+            return
         found = results.find_results(self.ctx.host, op.log_dir, op.test_mode)
         self._keep(found, op.log_dir)
         have = {f.expected for f in found}
@@ -204,6 +229,48 @@ class Interpreter:
             if expected not in have:
                 self.problems.append(f"no result for {expected}: {self._why(expected, self.engine_output + output)}")
         self.ctx.log(f"{op.test_mode}: {len(found)} result folder(s) in {self._relative(op.log_dir)}")
+
+    def _start_server(self, op: StartServer) -> None:
+        """Start the server detached; from here on it is stopped when the step ends, however it ends."""
+        container = self._running()
+        self.ctx.stop_if_cancelled(f"the LLM server for {op.what}")
+        self.ctx.log(f"$ docker exec {container.spec.name} {shlex.join(op.spec.argv)} (detached)")
+        self._stack.callback(self._stop_server_at_exit, op)
+        try:
+            llm_server.start(self._server_exec, op.spec)
+            took = llm_server.wait_ready(self._server_exec, op.spec)
+        except BenchmarkFailed as exc:
+            raise self.step.fail(str(exc), self.ctx) from None
+        self.ctx.log(f"LLM server for {op.what} answers on {op.spec.url} after {took:.0f}s")
+
+    def _stop_server(self, op: StopServer) -> None:
+        import docker
+
+        try:
+            llm_server.stop(self._root_exec, op.spec)
+        except (BenchmarkFailed, docker.errors.DockerException) as exc:
+            self.problems.append(f"could not stop the LLM server for {op.what}: {exc}")
+            return
+        self.ctx.log(f"LLM server for {op.what} stopped")
+
+    def _stop_server_at_exit(self, op: StartServer) -> None:
+        """The step is ending (done, failed, interrupted): stop the server if it still runs (a no-op if stopped)."""
+        try:
+            llm_server.stop(self._root_exec, op.spec)
+        except Exception as exc:  # the step's own outcome matters more: report and go on
+            self.ctx.log(f"could not stop the LLM server for {op.what}: {exc}")
+
+    def _server_exec(self, argv: Sequence[str]) -> tuple[int, str]:
+        return self._running().exec(list(argv), on_line=None)
+
+    def _root_exec(self, argv: Sequence[str]) -> tuple[int, str]:
+        """An exec as root that also works after the container's commands were stopped (Ctrl-C)."""
+        container = self._running()
+        api = container.client.api
+        created = api.exec_create(container.spec.name, cmd=list(argv), user="0:0", workdir=CONTAINER_WORKDIR)
+        output = api.exec_start(created["Id"]).decode("utf-8", "replace")
+        code = api.exec_inspect(created["Id"]).get("ExitCode")
+        return (code if isinstance(code, int) else -1), output
 
     # -- helpers -------------------------------------------------------------------------------
     def _running(self) -> HarnessContainer:

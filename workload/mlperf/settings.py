@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from workload.mlperf.catalog import (
     TEST_MODES,
@@ -68,6 +68,9 @@ class MLPerfParameters(StepParameters):
     DockerName: str | None = None
     #: The harness round adapter (``v4.1``...); default: recognised from the checkout (VERSION, layout).
     HarnessRound: str | None = None
+    #: Port of the LLM server rounds from v5.1 run LLM benchmarks against (NVIDIA's default 30000), on 127.0.0.1
+    #: (the container shares the host's network).
+    LLMServerPort: int = Field(default=30000, ge=1, le=65535)
 
     @field_validator("Model")
     @classmethod

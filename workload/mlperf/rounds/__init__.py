@@ -17,11 +17,13 @@ from dataclasses import dataclass
 
 from workload.mlperf.rounds.base import Checkout, HarnessRound, PlanInputs
 from workload.mlperf.rounds.v4_1 import V4_1Round
+from workload.mlperf.rounds.v5_0 import V5_0Round
+from workload.mlperf.rounds.v5_1 import V5_1Round
 
 __all__ = ["DEFAULT", "ROUNDS", "Checkout", "Chosen", "HarnessRound", "PlanInputs", "choose_round", "round_named"]
 
 #: Every adapter, newest first (detection takes the first that recognises a checkout).
-ROUNDS: tuple[type[HarnessRound], ...] = (V4_1Round,)
+ROUNDS: tuple[type[HarnessRound], ...] = (V5_1Round, V5_0Round, V4_1Round)
 #: The round planned for when nothing is known of the checkout yet.
 DEFAULT: type[HarnessRound] = V4_1Round
 
@@ -40,7 +42,7 @@ def round_named(name: str) -> type[HarnessRound]:
     for adapter in ROUNDS:
         if wanted in {str(v).removeprefix("v") for v in adapter.versions} | {adapter.name.removeprefix("v")}:
             return adapter
-    known = ", ".join(str(v) for adapter in ROUNDS for v in adapter.versions)
+    known = ", ".join(str(v) for v in sorted({v for adapter in ROUNDS for v in adapter.versions}))
     raise ValueError(f"unknown harness round {name!r} (known: {known})")
 
 
