@@ -95,6 +95,12 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "workload.report": ("workload.hosts", "workload.steps", "workload.engine", "workload.actions", "installers"),
 }
 
+#: Split out of workload.engine (issue 14): forbidden wherever the engine is.
+ENGINE_PARTS = ("workload.outcomes", "workload.stepdrive", "workload.interrupts")
+for _prefix, _banned in FORBIDDEN.items():
+    if "workload.engine" in _banned:
+        FORBIDDEN[_prefix] = (*_banned, *ENGINE_PARTS)
+
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)

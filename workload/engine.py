@@ -22,160 +22,74 @@ Stopping (:meth:`Engine.stop`): Ctrl-C in :meth:`Engine.run`, or a failed host u
 (:meth:`Host.interrupt`). Each host stops at its next step boundary, or at once when its running
 command dies, with status ``interrupted``; hosts not started yet are not started. Nothing else
 needs undoing: steps re-plan from facts on the next run, and host state is written atomically.
+
+Why this module is still ~540 lines: it is the :class:`Engine` class alone (one job: the per-host
+step loop, with its reboots and stops, and the run folder it writes), whose methods share the
+engine's state; splitting the class would scatter that state. Its values live in
+:mod:`workload.outcomes`, one step's life in :mod:`workload.stepdrive`, stopping commands in
+:mod:`workload.interrupts`; every moved name is re-exported here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal, Protocol
 
 from workload.commands import Secrets, mask_text
 from workload.errors import FactError, HostBug, Interrupted, OutputError, RebootRequired, StepError, WorkloadError
 from workload.hosts.base import Host, HostSpec
+
+# Moved by job (issue 14); re-exported so that every name stays importable from here.
+from workload.interrupts import INTERRUPT_TIMEOUT_S, KILL_GRACE_S, interrupt_hosts
+from workload.outcomes import (
+    HostOutcome,
+    HostStatus,
+    NullReporter,
+    Reporter,
+    RunOptions,
+    StepOutcome,
+    StepStatus,
+    unfinished_hosts,
+)
 from workload.profile import ResolvedProfile
 from workload.rundir import RunFolder
 from workload.safefile import append_text
-from workload.steps import CancelToken, HostState, Step, StepContext, StepPlan
+from workload.stepdrive import PREFLIGHT_NOTE, DrivenStep, _with_preflight_note, describe_plan, drive_step, read_boot_id
+from workload.steps import CancelToken, HostState, Step, StepContext
 
-StepStatus = Literal["changed", "unchanged", "failed", "skipped", "planned", "reboot", "interrupted"]
-HostStatus = Literal["ok", "failed", "reboot-required", "interrupted"]
+__all__ = [
+    "INTERRUPT_TIMEOUT_S",
+    "KILL_GRACE_S",
+    "PENDING_REBOOT_KEY",
+    "PREFLIGHT_NOTE",
+    "REBOOT_POLL_SLICE_S",
+    "DrivenStep",
+    "Engine",
+    "HostFactory",
+    "HostOutcome",
+    "HostStatus",
+    "NullReporter",
+    "Reporter",
+    "RunOptions",
+    "StepOutcome",
+    "StepStatus",
+    "describe_plan",
+    "drive_step",
+    "interrupt_hosts",
+    "read_boot_id",
+    "unfinished_hosts",
+]
 
 #: Opens a connection to a host; the CLI passes one built from its SSH options.
 HostFactory = Callable[[HostSpec], Host]
 
 PENDING_REBOOT_KEY = "pending_reboot"
-#: Said under a preflight failure, by ``run`` and ``plan`` alike.
-PREFLIGHT_NOTE = "found by the preflight before the first step: `run` stops there and changes nothing on this host"
 
-#: How long a stop waits for the hosts' kill commands (each runs over its host's own connection).
-INTERRUPT_TIMEOUT_S = 20.0
-#: Between SIGTERM and SIGKILL when commands are stopped: apt/dpkg and docker get a chance to exit
-#: cleanly (a SIGKILLed dpkg leaves packages half-configured; the next run repairs that too).
-KILL_GRACE_S = 2.0
 #: A reboot wait is cut into slices this long, so a stop is noticed while a host reboots.
 REBOOT_POLL_SLICE_S = 10.0
-
-
-@dataclass
-class RunOptions:
-    dependencies_only: bool = False
-    iterations: int = 1
-    #: VirtualClient's --timeout: repeat action rounds until this many seconds have passed.
-    timeout_s: float | None = None
-    #: Stop at the first failed action; a failed host then stops the others too.
-    fail_fast: bool = False
-    #: Hosts worked on at once (one worker thread and one connection each).
-    parallel: int = 8
-    reboot_timeout_s: float = 1800.0
-    #: Where host state lives on each host (default: /var/lib/workload/state.json as root). The
-    #: environment variable WORKLOAD_STATE_PATH sets it for a whole CLI run (tests, side-by-side runs).
-    state_path: str | None = field(default_factory=lambda: os.environ.get("WORKLOAD_STATE_PATH") or None)
-    #: Values handed to every step as ``ctx.options``.
-    step_options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class StepOutcome:
-    label: str
-    status: StepStatus
-    duration_s: float = 0.0
-    message: str = ""
-    plan: StepPlan | None = None
-
-
-def _masked(value: object, secrets: Secrets | None) -> object:
-    """``value`` (an error's fields) with every text in it masked, lists and dicts walked."""
-    if isinstance(value, str):
-        return mask_text(value, secrets)
-    if isinstance(value, list):
-        return [_masked(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return {key: _masked(item, secrets) for key, item in value.items()}
-    return value
-
-
-@dataclass
-class HostOutcome:
-    name: str
-    status: HostStatus = "ok"
-    steps: list[StepOutcome] = field(default_factory=list)
-    error: WorkloadError | None = None
-    results: list[Path] = field(default_factory=list)
-    duration_s: float = 0.0
-    #: The host's inventory labels (``rack=r12``); copied into each of its metrics' metadata.
-    labels: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def steps_done(self) -> int:
-        return sum(1 for s in self.steps if s.status in ("changed", "unchanged"))
-
-    @property
-    def reason(self) -> str:
-        """The first line of the error, naming the step that failed (the hosts table shows it), or ``""``."""
-        if self.error is None:
-            return ""
-        first = str(self.error).splitlines()[0]
-        last = self.steps[-1] if self.steps else None
-        if last is not None and last.status in ("failed", "interrupted") and not _names_step(self.error):
-            return f"{last.label}: {first}"
-        return first
-
-    def to_json(self, secrets: Secrets | None = None) -> dict[str, Any]:
-        """The outcome as ``run.json`` records it, texts masked (URL passwords, the run's ``secrets``)."""
-        return {
-            "host": self.name,
-            "status": self.status,
-            "duration_s": round(self.duration_s, 3),
-            "error": mask_text(str(self.error), secrets) if self.error else None,
-            "error_fields": _masked(self.error.fields(), secrets) if self.error else None,
-            "labels": dict(self.labels),
-            "steps": [
-                {
-                    "step": s.label,
-                    "status": s.status,
-                    "duration_s": round(s.duration_s, 3),
-                    "message": mask_text(s.message, secrets),
-                }
-                for s in self.steps
-            ],
-            "results": [str(p) for p in self.results],
-        }
-
-
-class Reporter(Protocol):
-    """Receives progress events; the CLI renders them (rich), tests record them.
-
-    Called from the hosts' worker threads (several at once): implementations must be thread-safe.
-    """
-
-    def step_started(self, host: str, step: Step) -> None: ...
-
-    def step_finished(self, host: str, step: Step, outcome: StepOutcome) -> None: ...
-
-    def line(self, host: str, text: str) -> None: ...
-
-    def host_finished(self, host: str, outcome: HostOutcome) -> None: ...
-
-
-class NullReporter:
-    def step_started(self, host: str, step: Step) -> None:
-        pass
-
-    def step_finished(self, host: str, step: Step, outcome: StepOutcome) -> None:
-        pass
-
-    def line(self, host: str, text: str) -> None:
-        pass
-
-    def host_finished(self, host: str, outcome: HostOutcome) -> None:
-        pass
 
 
 class Engine:
@@ -640,123 +554,3 @@ class Engine:
             except ConnectError:
                 if left <= REBOOT_POLL_SLICE_S:
                     raise
-
-
-# -- stopping running commands ---------------------------------------------------------------------
-def interrupt_hosts(hosts: Sequence[Host], *, timeout_s: float) -> None:
-    """Stop the commands running on ``hosts`` now, all hosts at once; wait at most ``timeout_s``.
-
-    Each transport stops its own commands (:meth:`Host.interrupt`: process groups killed with
-    SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`). Failures are ignored: a host that cannot be
-    reached has nothing we could stop, and its worker notices the stop at its next step boundary.
-    """
-    threads = [threading.Thread(target=_interrupt_quietly, args=(h,), daemon=True) for h in hosts]
-    for thread in threads:
-        thread.start()
-    end = time.monotonic() + timeout_s
-    for thread in threads:
-        thread.join(max(0.0, end - time.monotonic()))
-
-
-def _interrupt_quietly(host: Host) -> None:
-    with contextlib.suppress(Exception):
-        host.interrupt(grace_s=KILL_GRACE_S)
-
-
-def unfinished_hosts(run_folder: Path) -> list[str]:
-    """The hosts of a previous run that did not end ``ok`` (for ``run --only-failed RUN_FOLDER``).
-
-    Read from ``RUN_FOLDER/run.json``; raises :class:`~workload.errors.UsageError` naming the file
-    when it is missing or not a run record.
-    """
-    import json
-
-    from workload.errors import UsageError
-
-    path = run_folder / "run.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        outcomes = data["outcomes"]
-        return [str(o["host"]) for o in outcomes if o["status"] != "ok"]
-    except OSError as exc:
-        raise UsageError(f"--only-failed {run_folder}: cannot read {path}: {exc.strerror or exc}") from None
-    except (ValueError, KeyError, TypeError):
-        raise UsageError(f"--only-failed {run_folder}: {path} is not the run.json of a workload run") from None
-
-
-@dataclass(frozen=True)
-class DrivenStep:
-    """What :func:`drive_step` did: the plan made first, the plan applied, the plan after a reboot."""
-
-    plan: StepPlan
-    #: The plan whose changes were made: ``plan``, or the step's own re-plan during apply (an
-    #: installer plans again from apt's refreshed lists, and only that plan knows the versions).
-    applied: StepPlan
-    after_reboot: StepPlan | None = None
-
-
-def drive_step(step: Step, ctx: StepContext, reboot: Callable[[StepContext], StepContext]) -> DrivenStep:
-    """One step's life on one host: plan -> apply -> (reboot -> re-plan -> apply) -> verify.
-
-    The reboot is decided from the plan actually applied, not the first one: a plan made before
-    ``apt-get update`` cannot know that the refreshed lists bring a new driver. ``reboot`` reboots
-    the host (or raises :class:`~workload.errors.RebootRequired`) and returns the context to go on
-    with. After the reboot the step is planned again; if it still wants a reboot, it fails.
-    Raises :class:`~workload.errors.StepError` when verify fails.
-    """
-    ctx.host.prefetch(step.fact_queries(ctx, "plan"))
-    plan = step.plan(ctx)
-    ctx.log(f"plan: {describe_plan(plan)}")
-    applied = plan
-    if plan.changed:
-        applied = step.apply(ctx, plan) or plan
-        if applied is not plan:
-            ctx.log(f"applied: {describe_plan(applied)}")
-    after: StepPlan | None = None
-    if applied.reboot_required:
-        ctx = reboot(ctx)
-        ctx.host.prefetch(step.fact_queries(ctx, "plan"))
-        after = step.plan(ctx)
-        ctx.log(f"plan after the reboot: {describe_plan(after)}")
-        if after.reboot_required:
-            raise step.fail("the host still needs a reboot after rebooting", ctx)
-        if after.changed and (step.apply(ctx, after) or after).reboot_required:
-            raise step.fail("the host still needs a reboot after rebooting", ctx)
-    ctx.host.prefetch(step.fact_queries(ctx, "verify"))
-    step.verify(ctx)
-    return DrivenStep(plan, applied, after)
-
-
-def _with_preflight_note(error: WorkloadError) -> str:
-    """The error's message, the preflight note, then its hint (the hint stays last, as everywhere)."""
-    text = f"{error.message}\n{PREFLIGHT_NOTE}"
-    return f"{text}\n  hint: {error.hint}" if error.hint else text
-
-
-def _names_step(error: BaseException | None) -> bool:
-    """Whether the error (or one it was raised from) says which step it is about (its ``step`` field)."""
-    seen = 0
-    while isinstance(error, WorkloadError) and seen < 10:
-        if error.step is not None:
-            return True
-        error, seen = error.__cause__, seen + 1
-    return False
-
-
-def read_boot_id(host: Host) -> str:
-    """The host's boot id, or "" when it cannot be read (unlike :func:`workload.hosts.reboot.read_boot_id`)."""
-    from workload.hosts.reboot import BOOT_ID_QUERY
-
-    return host.run(BOOT_ID_QUERY).stdout.strip()
-
-
-def describe_plan(plan: StepPlan) -> str:
-    """One line: what a plan would do."""
-    if plan.changed:
-        n = len(plan.commands)
-        text = f"{len(plan.changes)} change(s), {n} command(s)"
-    else:
-        text = f"no change: {plan.noop_reason or 'nothing to do'}"
-    if plan.reboot_required:
-        text += "; then a reboot"
-    return text

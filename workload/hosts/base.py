@@ -4,142 +4,63 @@ Transports (:class:`~workload.hosts.local.LocalHost`, :class:`~workload.hosts.ss
 implement the primitives ``_execute``, ``put``, ``get`` and friends. Everything that must behave
 the same on every transport (sudo wrapping, masking of secrets, the ``run``/``check`` split,
 line streaming with a ``[host]`` prefix, output limits) lives here, once.
+
+Command results, output collection and the errors a command raises are in
+:mod:`workload.hosts.result`; host URLs in :mod:`workload.hosts.spec`; the stop hooks' helpers in
+:mod:`workload.hosts.stophooks` (all re-exported here).
 """
 
 from __future__ import annotations
 
 import abc
-import collections
 import contextlib
 import functools
 import itertools
-import re
 import shlex
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from workload.commands import MASK, Command, Secret, cmd, mask_text
-from workload.errors import EXIT_STEP_FAILED, CommandFailed, CommandTimeout, ConnectError, UsageError, WorkloadError
+from workload.commands import Command, Secret, cmd
+from workload.errors import CommandFailed
 from workload.hosts import batch
 
-#: Called for each output line: ``(stream, line)`` with stream ``"stdout"`` or ``"stderr"``.
-LineSink = Callable[[str, str], None]
+# Moved by job (issue 14); re-exported so that every name stays importable from here.
+from workload.hosts.result import (
+    DEFAULT_CAPTURE_LIMIT,
+    MAX_LINE_BYTES,
+    TIMEOUT_EXIT,
+    CommandResult,
+    ConnectionLost,
+    FileTransferError,
+    LineSink,
+    OutputCollector,
+    mask_secrets,
+    raise_for_result,
+)
+from workload.hosts.spec import HostSpec, parse_host_spec
+from workload.hosts.stophooks import STOP_HOOK_SLACK_S, _call_quietly, _finish_stop_hooks
 
-#: Exit code reported for a command killed at its timeout (the same as coreutils ``timeout``).
-TIMEOUT_EXIT = 124
-
-#: Bytes of each stream kept in a CommandResult. Output beyond this streams to the sink and the
-#: step log but is not held in memory (a 10 GB build log must not exhaust the controller).
-DEFAULT_CAPTURE_LIMIT = 8 * 1024 * 1024
-
-#: A "line" longer than this is cut and delivered in pieces, so output without newlines (a progress
-#: bar, ``head -c 1G /dev/zero``) cannot grow an unbounded buffer either.
-MAX_LINE_BYTES = 64 * 1024
-
-
-class ConnectionLost(ConnectError):
-    """The connection broke while a command or a file transfer was in progress.
-
-    Transports raise it with ``command=None``; :meth:`Host.run` re-raises it naming the (masked)
-    command, so the message says what was running. The host reconnects on its next use, so the
-    caller may re-run an idempotent step.
-    """
-
-    def __init__(self, host: str, problem: str, *, command: str | None = None, hint: str | None = None) -> None:
-        super().__init__(host, problem, hint=hint)
-        self.command = command
-
-
-class FileTransferError(WorkloadError):
-    """A file could not be read or written on a host (permission denied, no space, a directory...).
-
-    A missing file is reported as :class:`FileNotFoundError` instead, because callers test for it.
-    """
-
-    exit_code = EXIT_STEP_FAILED
-
-    def __init__(self, host: str, path: str, problem: str, *, hint: str | None = None) -> None:
-        super().__init__(f"{path}: {problem}", host=host, hint=hint)
-        self.path = path
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """What a finished command gave: exit code, captured output (possibly truncated), timing."""
-
-    host: str
-    command: str  # masked display form
-    returncode: int
-    stdout: str
-    stderr: str
-    duration_s: float
-    timed_out: bool = False
-    truncated: bool = False
-    #: The command's arguments as they may be shown (secrets masked).
-    argv: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-
-class OutputCollector:
-    """Splits a byte stream into lines, forwards each to a sink, keeps a bounded tail.
-
-    Transports feed raw chunks with :meth:`feed`; :meth:`text` returns what was kept. Memory use is
-    bounded by ``limit`` whatever the size of the output.
-    """
-
-    def __init__(self, stream: str, sink: LineSink | None, secrets: list[str], limit: int) -> None:
-        self.stream = stream
-        self.sink = sink
-        self.secrets = secrets
-        self.limit = limit
-        self._pending = b""
-        self._kept: collections.deque[str] = collections.deque()
-        self._kept_bytes = 0
-        self.truncated = False
-
-    def feed(self, chunk: bytes) -> None:
-        data = self._pending + chunk
-        *lines, self._pending = data.split(b"\n")
-        for raw in lines:
-            self._line(raw.decode("utf-8", "replace") + "\n")
-        while len(self._pending) > MAX_LINE_BYTES:
-            # Cut at a UTF-8 character boundary so no character is split into two replacement marks.
-            cut = MAX_LINE_BYTES
-            while cut > 0 and (self._pending[cut] & 0xC0) == 0x80:
-                cut -= 1
-            piece, self._pending = self._pending[:cut], self._pending[cut:]
-            self._line(piece.decode("utf-8", "replace"))
-
-    def close(self) -> None:
-        if self._pending:
-            self._line(self._pending.decode("utf-8", "replace"))
-            self._pending = b""
-
-    def _line(self, line: str) -> None:
-        line = mask_text(mask_secrets(line, self.secrets))
-        if self.sink is not None:
-            self.sink(self.stream, line.rstrip("\n"))
-        self._kept.append(line)
-        self._kept_bytes += len(line)
-        while self._kept_bytes > self.limit and len(self._kept) > 1:
-            self._kept_bytes -= len(self._kept.popleft())
-            self.truncated = True
-
-    def text(self) -> str:
-        return "".join(self._kept)
-
-
-def mask_secrets(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, MASK)
-    return text
+__all__ = [
+    "DEFAULT_CAPTURE_LIMIT",
+    "MAX_LINE_BYTES",
+    "STOP_HOOK_SLACK_S",
+    "TIMEOUT_EXIT",
+    "CommandResult",
+    "ConnectionLost",
+    "FileTransferError",
+    "Host",
+    "HostIdentity",
+    "HostSpec",
+    "LineSink",
+    "OutputCollector",
+    "mask_secrets",
+    "parse_host_spec",
+    "probe",
+    "raise_for_result",
+]
 
 
 @dataclass
@@ -571,180 +492,6 @@ class Host(abc.ABC):
         return f"<{type(self).__name__} {self.name}>"
 
 
-#: How long :meth:`Host.interrupt` waits for stop hooks beyond their grace period.
-STOP_HOOK_SLACK_S = 15.0
-
-
-def _call_quietly(hook: Callable[[float], None], grace_s: float) -> None:
-    with contextlib.suppress(Exception):
-        hook(grace_s)
-
-
-def _finish_stop_hooks(threads: list[threading.Thread], grace_s: float) -> None:
-    end = time.monotonic() + grace_s + STOP_HOOK_SLACK_S
-    for thread in threads:
-        thread.join(max(0.0, end - time.monotonic()))
-
-
-def raise_for_result(result: CommandResult, *, hint: str | None = None, sudo_used: bool = False) -> None:
-    """Raise the right error for a failed result (shared by ``check`` and callers of ``run``)."""
-    if result.timed_out:
-        raise CommandTimeout(
-            result.host,
-            result.command,
-            None,
-            result.stdout,
-            result.stderr,
-            argv=result.argv,
-            duration_s=result.duration_s,
-            reason=f"was killed at its timeout after {result.duration_s:.1f}s",
-            hint=hint,
-        )
-    if result.returncode != 0:
-        if sudo_used and "a password is required" in result.stderr:
-            hint = hint or (
-                "sudo needs a password on this host: give it with --sudo-password-env VAR "
-                "(or --ask-sudo-password), or allow passwordless sudo for this user"
-            )
-        elif sudo_used and "incorrect password attempt" in result.stderr:
-            hint = hint or "the sudo password was refused: check --sudo-password-env / --ask-sudo-password"
-        elif sudo_used and "is not in the sudoers file" in result.stderr:
-            hint = hint or "this user may not use sudo here: connect as root or as a user listed in /etc/sudoers"
-        raise CommandFailed(
-            result.host,
-            result.command,
-            result.returncode,
-            result.stdout,
-            result.stderr,
-            argv=result.argv,
-            duration_s=result.duration_s,
-            hint=hint,
-        )
-
-
 def probe(host: Host, *argv: str) -> CommandResult:
     """Run a read-only query command (facts); never sudo, short timeout."""
     return host.run(cmd(*argv, timeout=120, readonly=True))
-
-
-@dataclass
-class HostSpec:
-    """A parsed ``--host`` value: ``local://`` or ``ssh://user@host:port`` plus options.
-
-    ``source`` says where the spec came from (``--host`` or ``fleet.txt:3``), so that a later
-    problem with it (a key file that does not exist) names the place to fix.
-    """
-
-    scheme: str
-    hostname: str = "localhost"
-    user: str | None = None
-    port: int = 22
-    key_filename: str | None = None
-    password: Secret | None = None
-    labels: dict[str, str] = field(default_factory=dict)
-    alias: str | None = None
-    source: str | None = None
-
-    @property
-    def name(self) -> str:
-        if self.alias:
-            return self.alias
-        if self.scheme == "local":
-            return "local"
-        suffix = "" if self.port == 22 else f":{self.port}"
-        return f"{self.hostname}{suffix}"
-
-
-#: What a host name may hold (RFC 1123 labels; '_' too, as many internal DNS names have it).
-_HOSTNAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})", re.ASCII)
-#: A user name: POSIX's portable characters, plus a trailing '$' and '@' (directory users, as sshd allows).
-_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}\$?", re.ASCII)
-
-
-def _is_ip_literal(text: str) -> bool:
-    import ipaddress
-
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _port_of(netloc: str) -> int | None:
-    """The URL's port (22 when none is given), or None when it is not 1-65535 in ASCII digits.
-
-    Parsed here rather than by urllib, which reads ``:0`` as "no port" and accepts non-ASCII digits.
-    """
-    hostport = netloc.rpartition("@")[2]
-    if hostport.startswith("["):
-        rest = hostport.partition("]")[2]
-        if not rest:
-            return 22
-        if not rest.startswith(":"):
-            return None
-        text = rest[1:]
-    else:
-        _host, sep, text = hostport.partition(":")
-        if not sep:
-            return 22
-    if not (text.isascii() and text.isdigit()) or len(text) > 5:
-        return None
-    port = int(text)
-    return port if 1 <= port <= 65535 else None
-
-
-def parse_host_spec(text: str, *, option: str | None = None) -> HostSpec:
-    """Parse ``local://``, ``local``, ``ssh://user@host:22`` or ``user@host`` into a HostSpec.
-
-    Errors name ``--host`` and the value, or ``option`` (an inventory's ``file:line``) when given.
-    A password in the URL is refused (it would sit in shell history and ``ps`` output) and masked
-    in the message.
-    """
-    from urllib.parse import urlsplit
-
-    from workload.commands import mask_url_passwords
-
-    raw = text.strip()
-    shown = mask_url_passwords(raw if "://" in raw or "@" not in raw else "ssh://" + raw)
-    where = f"--host {shown!r}" if option is None else f"{option}: host {shown!r}"
-    if raw in ("", "local", "local://", "localhost://"):
-        return HostSpec(scheme="local", source=option or "--host")
-    if "://" not in raw:
-        raw = "ssh://" + raw
-    usage = "use local:// or ssh://user@host:port"
-    try:
-        parts = urlsplit(raw)
-    except ValueError as exc:  # "Invalid IPv6 URL", a port out of range...
-        raise UsageError(f"{where}: not a valid host URL ({exc})", hint=usage) from None
-    if parts.scheme == "local":
-        if parts.netloc or parts.path.strip("/") or parts.query or parts.fragment:
-            raise UsageError(f"{where}: local:// names this machine and takes nothing after it", hint=usage)
-        return HostSpec(scheme="local", source=option or "--host")
-    if parts.scheme != "ssh":
-        raise UsageError(f"{where}: unknown scheme {parts.scheme!r}", hint=usage)
-    # An ssh URL names a machine only: a path, query or fragment would be silently ignored.
-    if parts.path not in ("", "/") or parts.query or parts.fragment or raw.endswith(("?", "#")):
-        raise UsageError(f"{where}: an ssh host URL has no path, query or fragment", hint="use ssh://user@host:port")
-    if not parts.hostname:
-        raise UsageError(f"{where}: no host name", hint="use ssh://user@host:port")
-    if not _HOSTNAME.fullmatch(parts.hostname) and not _is_ip_literal(parts.hostname):
-        raise UsageError(
-            f"{where}: {parts.hostname!r} is not a host name or IP address",
-            hint="host names are ASCII letters, digits, '-', '.' and '_' (IPv6 goes in brackets: ssh://user@[::1]:22)",
-        )
-    port = _port_of(parts.netloc)
-    if port is None:
-        raise UsageError(f"{where}: the port is not a number between 1 and 65535")
-    if parts.password is not None:
-        hint = (
-            "put the password in an environment variable and pass --ssh-password-env VARIABLE_NAME, "
-            "or use key or agent authentication"
-            if option is None
-            else "put the password in an environment variable and write password_env=VARIABLE_NAME"
-        )
-        raise UsageError(f"{where}: a password in the host URL would end up in shell history", hint=hint)
-    if parts.username is not None and not _USER.fullmatch(parts.username):
-        problem = "the user name is empty" if not parts.username else f"{parts.username!r} is not a user name"
-        raise UsageError(f"{where}: {problem}", hint="use ssh://user@host:port, or leave out 'user@'")
-    return HostSpec(scheme="ssh", hostname=parts.hostname, user=parts.username, port=port, source=option or "--host")

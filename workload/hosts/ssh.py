@@ -33,6 +33,8 @@ Commands
     sshd noticing the lost connection). A pty would do it through SIGHUP, but mangles output and
     merges stderr into stdout.
     The login shell must be POSIX-like (sh, bash, dash, zsh, ksh), as with Fabric.
+    The wrapper line, its watchdog and the process-group bookkeeping live in
+    :mod:`workload.hosts.ssh_process`.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ from workload.errors import ConnectError
 from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
 from workload.hosts.options import ConnectOptions
 from workload.hosts.ssh_connect import SshTarget, TransientConnectError, open_client
+
+# Moved by job (issue 14): the remote process (wrapper line, watchdog, process group) lives there.
+from workload.hosts.ssh_process import _buffered, _Counter, _remote_line, _StderrHead
 from workload.safefile import atomic_write_bytes
 
 log = logging.getLogger(__name__)
@@ -75,7 +80,6 @@ log = logging.getLogger(__name__)
 DRAIN_GRACE_S = 2.0
 _CHUNK = 32 * 1024
 _TICK_S = 0.2
-_PGID_MARK = b"workload-pgid:"
 
 
 class SshHost(Host):
@@ -473,98 +477,6 @@ class SshHost(Host):
             raise
 
 
-#: The wrapper's watchdog (see the module docstring): while sshd's session process (the wrapper's
-#: parent) lives, sleep; once it is gone (the connection dropped, or this client died), TERM then
-#: KILL the command's process group. It ignores TERM itself, so interrupt()'s group TERM leaves it
-#: to finish the job; the wrapper KILLs it when the command ends. Without /proc it does not run.
-_WATCHDOG = (
-    'p=$PPID; w=; if [ -d "/proc/$p" ]; then '
-    "( trap '' TERM; while [ -d \"/proc/$p\" ]; do sleep 1; done; "
-    "kill -TERM -$$ 2>/dev/null; sleep 5; kill -KILL -$$ 2>/dev/null ) </dev/null >/dev/null 2>&1 & w=$!; fi; "
-)
-
-
-def _remote_line(shell_line: str) -> str:
-    inner = (
-        "printf 'workload-pgid:%s\\n' \"$$\" >&2; "
-        + _WATCHDOG
-        + "/bin/sh -c "
-        + shlex.quote(shell_line)
-        + '; s=$?; [ -n "$w" ] && kill -KILL "$w" 2>/dev/null; exit $s'
-    )
-    return "exec /bin/sh -c " + shlex.quote(inner)
-
-
-def _buffered(chan: paramiko.Channel) -> bool:
-    return bool(chan.recv_ready() or chan.recv_stderr_ready())
-
-
 def _copy(src: BinaryIO, dst: paramiko.SFTPFile) -> None:
     while chunk := src.read(_CHUNK):
         dst.write(chunk)
-
-
-class _Counter:
-    """A thread-safe count that can be waited on until it is zero."""
-
-    def __init__(self) -> None:
-        self._value = 0
-        self._zero = threading.Condition()
-
-    def add(self, delta: int) -> None:
-        with self._zero:
-            self._value += delta
-            if self._value == 0:
-                self._zero.notify_all()
-
-    def wait_zero(self, *, timeout_s: float) -> bool:
-        with self._zero:
-            return self._zero.wait_for(lambda: self._value == 0, timeout=timeout_s)
-
-
-class _StderrHead:
-    """Takes the ``workload-pgid:N`` line off the start of stderr; passes the rest through.
-
-    Counts itself in ``unannounced`` from creation until the group id arrives or it is forgotten.
-    """
-
-    def __init__(self, collector: OutputCollector, running: set[int], unannounced: _Counter) -> None:
-        self.collector = collector
-        self.pgid: int | None = None
-        self._running = running
-        self._head: bytes | None = b""
-        self._unannounced: _Counter | None = unannounced
-        unannounced.add(1)
-
-    def _announced(self) -> None:
-        if self._unannounced is not None:
-            self._unannounced.add(-1)
-            self._unannounced = None
-
-    def forget(self) -> None:
-        self._announced()
-        if self.pgid is not None:
-            self._running.discard(self.pgid)
-
-    def feed(self, chunk: bytes) -> None:
-        if self._head is None:
-            self.collector.feed(chunk)
-            return
-        self._head += chunk
-        if b"\n" not in self._head and len(self._head) < 64:
-            return
-        first, sep, rest = self._head.partition(b"\n")
-        self._head = None
-        if first.startswith(_PGID_MARK) and first[len(_PGID_MARK) :].isdigit():
-            self.pgid = int(first[len(_PGID_MARK) :])
-            self._running.add(self.pgid)
-            self._announced()
-            if rest:
-                self.collector.feed(rest)
-        else:
-            self.collector.feed(first + sep + rest)
-
-    def close(self) -> None:
-        if self._head:
-            self.collector.feed(self._head)
-        self._head = None

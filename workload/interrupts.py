@@ -1,0 +1,40 @@
+"""Stopping the commands running on a fleet's hosts (the engine's ``stop``, Ctrl-C).
+
+Moved out of :mod:`workload.engine` (which re-exports every name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Sequence
+
+from workload.hosts.base import Host
+
+#: How long a stop waits for the hosts' kill commands (each runs over its host's own connection).
+INTERRUPT_TIMEOUT_S = 20.0
+#: Between SIGTERM and SIGKILL when commands are stopped: apt/dpkg and docker get a chance to exit
+#: cleanly (a SIGKILLed dpkg leaves packages half-configured; the next run repairs that too).
+KILL_GRACE_S = 2.0
+
+
+# -- stopping running commands ---------------------------------------------------------------------
+def interrupt_hosts(hosts: Sequence[Host], *, timeout_s: float) -> None:
+    """Stop the commands running on ``hosts`` now, all hosts at once; wait at most ``timeout_s``.
+
+    Each transport stops its own commands (:meth:`Host.interrupt`: process groups killed with
+    SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`). Failures are ignored: a host that cannot be
+    reached has nothing we could stop, and its worker notices the stop at its next step boundary.
+    """
+    threads = [threading.Thread(target=_interrupt_quietly, args=(h,), daemon=True) for h in hosts]
+    for thread in threads:
+        thread.start()
+    end = time.monotonic() + timeout_s
+    for thread in threads:
+        thread.join(max(0.0, end - time.monotonic()))
+
+
+def _interrupt_quietly(host: Host) -> None:
+    with contextlib.suppress(Exception):
+        host.interrupt(grace_s=KILL_GRACE_S)
