@@ -155,6 +155,7 @@ class FreshVM:
         gpu_name: str = "NVIDIA H100 80GB HBM3",
         nvswitch: bool = True,
         debian_sources: bool = False,
+        hostname: str | None = None,
     ) -> None:
         if os_release != "debian-12" and os_release not in OS_RELEASES:
             raise TestbedError(
@@ -167,6 +168,8 @@ class FreshVM:
         self.user = user
         self.os_release = os_release
         self.debian_sources = debian_sources
+        #: The VM's own host name (a UTS namespace of its own even on the host network); None: Docker's default.
+        self.hostname = hostname
         self.port = 0
         self.config_dir = state_dir() / "vms" / self.name
         self.key_path = user_key()
@@ -217,6 +220,7 @@ class FreshVM:
                 detach=True,
                 init=True,
                 network_mode="host",
+                hostname=self.hostname,
                 tmpfs={"/run": "rw,nosuid,nodev,mode=0755,size=64m"},
                 volumes={
                     str(self.repo): {"bind": REPO_MOUNT, "mode": "ro"},
