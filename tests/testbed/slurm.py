@@ -151,9 +151,7 @@ class SlurmCluster:
             engine, image, repo, name=f"slurm-{os.getpid()}-{self.controller_name}", hostname=self.controller_name
         )
         self.computes = {
-            name: FreshVM(
-                engine, image, repo, name=f"slurm-{os.getpid()}-{name}", hostname=name, gpus=gpus_per_node
-            )
+            name: FreshVM(engine, image, repo, name=f"slurm-{os.getpid()}-{name}", hostname=name, gpus=gpus_per_node)
             for name in self.node_names
         }
         #: Seconds :meth:`start` took until every node was idle (reported by the tests).
@@ -198,7 +196,8 @@ class SlurmCluster:
                 f"NodeName={name} NodeAddr=127.0.0.1 NodeHostname={name} Port={self.node_ports[name]} "
                 f"CPUs={self.cpus_per_node} RealMemory=1000 Gres=gpu:h100:{self.gpus_per_node} State=UNKNOWN"
             )
-        lines.append(f"PartitionName={self.partition} Nodes={','.join(self.node_names)} Default=YES MaxTime=INFINITE State=UP")
+        nodes = ",".join(self.node_names)
+        lines.append(f"PartitionName={self.partition} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP")
         return "\n".join(lines) + "\n"
 
     def gres_conf(self) -> str:
