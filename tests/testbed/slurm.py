@@ -131,6 +131,7 @@ class SlurmCluster:
         gpus_per_node: int = 2,
         partition: str = "gpu",
         cpus_per_node: int = 2,
+        shared: tuple[Path, ...] = (),
     ) -> None:
         if nodes < 1:
             raise TestbedError("SlurmCluster: at least one compute node")
@@ -148,10 +149,23 @@ class SlurmCluster:
         self.ctld_port = 0
         self.node_ports: dict[str, int] = {}
         self.login = FreshVM(
-            engine, image, repo, name=f"slurm-{os.getpid()}-{self.controller_name}", hostname=self.controller_name
+            engine,
+            image,
+            repo,
+            name=f"slurm-{os.getpid()}-{self.controller_name}",
+            hostname=self.controller_name,
+            shared=shared,
         )
         self.computes = {
-            name: FreshVM(engine, image, repo, name=f"slurm-{os.getpid()}-{name}", hostname=name, gpus=gpus_per_node)
+            name: FreshVM(
+                engine,
+                image,
+                repo,
+                name=f"slurm-{os.getpid()}-{name}",
+                hostname=name,
+                gpus=gpus_per_node,
+                shared=shared,
+            )
             for name in self.node_names
         }
         #: Seconds :meth:`start` took until every node was idle (reported by the tests).
