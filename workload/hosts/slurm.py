@@ -96,28 +96,36 @@ class SlurmHost(Host):
         except ConnectionLost as lost:
             problem = f"the login host {self.login.name}: {lost.problem}"
             raise ConnectionLost(self.name, problem, hint=lost.hint) from lost
+        finally:
+            self.connection_generation = self.login.connection_generation  # the telemetry waits for it
         if code != 0 and not timed_out:
             self._raise_if_node_lost(stderr.text())
         return code, timed_out
 
     def _raise_if_node_lost(self, stderr: str) -> None:
-        """After a failed step: raise :class:`NodeLost` when the node (not the command) is the reason."""
+        """After a failed step: raise :class:`NodeLost` when the node (not the command) is the reason.
+
+        Evidence is srun's own error lines (``Node failure on NODE``, ``Unable to create step``...)
+        or sinfo's state of the node (down, drained, failing, not responding ``*``).
+        """
         srun_said = [line for line in stderr.splitlines() if line.startswith(("srun: error:", "srun: Job step"))]
         trouble = [line for line in srun_said if any(mark in line for mark in NODE_TROUBLE)]
         state, reason = self.allocation.node_state(self.node)
         bad_state = state.rstrip("*~#!%$@^-").lower() in BAD_NODE_STATES or state.endswith("*")
         if not trouble and not bad_state:
             return
-        status = self.allocation.status()
         job = f"slurm job {self.allocation.job_id}"
+        status = self.allocation.status()
         if status is None or not status.active:
-            raise NodeLost(self.name, f"{job} has ended" + (f" ({status.state})" if status else ""))
-        what = f"node {self.node} is {state.upper() or 'unknown'}" + (f" ({reason})" if reason else "")
-        said = trouble[0].removeprefix("srun: error: ") if trouble else ""
+            ended = f" ({status.state}: {status.reason})" if status else ""
+            raise NodeLost(self.name, f"{job} has ended{ended}", hint="a longer --time may be needed")
+        said = trouble[0].removeprefix("srun: error: ") if trouble else f"a step failed on {self.node}"
+        shown = f"; sinfo: {state.upper()}" + (f" ({reason})" if reason else "") if state else ""
         raise NodeLost(
             self.name,
-            f"{what}: {said}" if said else what,
-            hint="the other nodes went on; see `sinfo -R` on the login node, and rerun this node with --only-failed",
+            f"node {self.node} failed in {job}: {said}{shown}",
+            hint="the other nodes went on; `sinfo -R` on the login node says why, "
+            "and --only-failed RUN_FOLDER runs this node's work again",
         )
 
     def _raw(self, shell_line: str, *, stdin: bytes | None = None, limit: int = 1 << 30) -> tuple[int, bytes, str]:

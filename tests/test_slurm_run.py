@@ -1,0 +1,97 @@
+"""``workload run/plan/doctor --slurm`` on the test bed's real Slurm cluster (no mocks of sbatch/srun/squeue).
+
+The login node is reached over SSH (``--host``), as on a real cluster; the compute nodes share this
+repository (and its virtual environment) at the same path, as clusters share /home, so the CPU
+profile's Python with LoadGen and onnxruntime is there on every node.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.testbed.slurm import SlurmCluster
+from workload.cli import invoke
+
+REPO = Path(__file__).resolve().parent.parent
+#: The CPU profile, small: one Offline performance run of a few samples per node.
+SMALL = (
+    "MinDurationMs=300,,,SampleCount=8,,,Scenarios=Offline,,,TestModes=PerformanceOnly,,,"
+    "FindPeakPerformance=false,,,OfflineTargetQps=4"
+)
+
+
+def shared_paths() -> tuple[Path, ...]:
+    """What the nodes mount from this machine: the repository (with .venv) and a Python outside /usr."""
+    paths = [REPO]
+    base = Path(sys.base_prefix).resolve()
+    if not str(base).startswith("/usr") and REPO not in base.parents:
+        paths.append(base)
+    return tuple(paths)
+
+
+@pytest.fixture
+def cluster(slurm_cluster: Callable[..., SlurmCluster]) -> SlurmCluster:
+    return slurm_cluster(nodes=4, gpus_per_node=2, shared=shared_paths())
+
+
+@pytest.fixture
+def cpu_profile(tmp_path: Path) -> Path:
+    """PERF-CPU-MLPERF with its runner's Python set to this environment's (shared with the nodes)."""
+    profile = json.loads((REPO / "profiles" / "PERF-CPU-MLPERF.json").read_text())
+    profile["Parameters"]["Python"] = sys.executable
+    profile["Actions"][0]["Parameters"]["Python"] = "$.Parameters.Python"
+    path = tmp_path / "PERF-CPU-MLPERF.json"
+    path.write_text(json.dumps(profile))
+    return path
+
+
+def target(cluster: SlurmCluster, *extra: str) -> list[str]:
+    login = cluster.login
+    return [
+        "--slurm",
+        cluster.partition,
+        "--host",
+        login.host_spec,
+        "-i",
+        str(login.key_path),
+        "--known-hosts",
+        str(login.known_hosts_path),
+        *extra,
+    ]
+
+
+def run_json(output: Path) -> dict:
+    (folder,) = [p for p in output.iterdir() if p.is_dir()]
+    return json.loads((folder / "run.json").read_text())
+
+
+def test_cpu_profile_on_four_nodes_merges_every_nodes_results(
+    cluster: SlurmCluster, cpu_profile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "runs"
+    argv = ["run", "--profile", str(cpu_profile), "-p", SMALL, "--output-dir", str(out)]
+    argv += target(cluster, "--nodes", "4")
+    assert invoke(argv) == 0, capsys.readouterr()
+    err = capsys.readouterr().err
+    record = run_json(out)
+    assert sorted(o["host"] for o in record["outcomes"]) == sorted(cluster.node_names)
+    assert {o["status"] for o in record["outcomes"]} == {"ok"}
+    folder = next(p for p in out.iterdir() if p.is_dir())
+    # Per-node result files, copied back from each node through job steps, merged into one metrics file.
+    metrics = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    headline = {m["host"]: m for m in metrics if m["name"] == "samples_per_second"}
+    assert sorted(headline) == sorted(cluster.node_names)
+    assert all(m["metadata"]["validity"] == "VALID" and m["value"] > 0 for m in headline.values())
+    run_1 = Path("results/loadgen/minilm-int8/Offline/performance/run_1")
+    for node in cluster.node_names:
+        assert (folder / node / run_1 / "mlperf_log_summary.txt").is_file()
+        assert f"[{node}]" in (folder / node / "host.log").read_text()
+    assert "RUNNING on 4 node(s)" in err
+    # The job was given back: nothing of ours is left in the queue.
+    assert "cancelled (scancel)" in err
+    assert cluster.queue() == []
