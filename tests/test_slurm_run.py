@@ -8,7 +8,10 @@ profile's Python with LoadGen and onnxruntime is there on every node.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,3 +98,78 @@ def test_cpu_profile_on_four_nodes_merges_every_nodes_results(
     # The job was given back: nothing of ours is left in the queue.
     assert "cancelled (scancel)" in err
     assert cluster.queue() == []
+
+
+#: Long enough that a node can be set DOWN (or the run interrupted) while the benchmark runs.
+LONG = SMALL.replace("MinDurationMs=300", "MinDurationMs=20000")
+
+
+def start_run(cluster: SlurmCluster, profile: Path, out: Path, params: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "workload", "run", "--profile", str(profile), "-p", params]
+    argv += ["--output-dir", str(out), *target(cluster, "--nodes", str(len(cluster.node_names)))]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_benchmarks_running(proc: subprocess.Popen[str], out: Path, nodes: list[str], timeout: float = 240) -> Path:
+    """Block until every node's step log shows the LoadGen runner started; return the run folder."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[0]
+        folders = [p for p in out.iterdir() if p.is_dir()] if out.is_dir() else []
+        if folders:
+            logs = [next(iter((folders[0] / n).glob("01-*.log")), None) for n in nodes]
+            if all(log is not None and "workload.loadgen.runner" in log.read_text() for log in logs):
+                return folders[0]
+        time.sleep(0.5)
+    proc.kill()
+    raise AssertionError(f"the benchmark did not start on every node:\n{proc.communicate()[0]}")
+
+
+def runners_left(cluster: SlurmCluster) -> list[str]:
+    """Nodes where a LoadGen runner process still exists."""
+    left = []
+    for name, vm in cluster.computes.items():
+        code, _out = vm.exec(["pgrep", "-f", "workload.loadgen.runner"])
+        if code == 0:
+            left.append(name)
+    return left
+
+
+def test_a_node_set_down_mid_run_is_reported_for_that_node_while_the_others_finish(
+    cluster: SlurmCluster, cpu_profile: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "runs"
+    proc = start_run(cluster, cpu_profile, out, LONG)
+    folder = wait_benchmarks_running(proc, out, cluster.node_names)
+    down = cluster.node_names[1]
+    cluster.scontrol("update", f"nodename={down}", "state=down", "reason=maintenance-test")
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 3, output  # a host lost (ConnectError), not a crash
+    outcomes = {o["host"]: o for o in json.loads((folder / "run.json").read_text())["outcomes"]}
+    assert outcomes[down]["status"] == "failed"
+    assert f"node {down} failed in slurm job" in outcomes[down]["error"]
+    assert "DOWN" in outcomes[down]["error"] and "maintenance-test" in outcomes[down]["error"]
+    for node in cluster.node_names:
+        if node != down:
+            assert outcomes[node]["status"] == "ok", outcomes[node]
+            assert outcomes[node]["results"]
+    assert cluster.queue() == []
+    assert cluster.node_states()[down].startswith("down")
+
+
+def test_ctrl_c_cancels_the_job_and_nothing_is_left_running(
+    cluster: SlurmCluster, cpu_profile: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "runs"
+    proc = start_run(cluster, cpu_profile, out, LONG)
+    wait_benchmarks_running(proc, out, cluster.node_names)
+    assert len(cluster.queue()) == 1  # our allocation
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert "cancelled (scancel)" in output
+    assert cluster.queue() == []
+    deadline = time.monotonic() + 20  # slurmd kills the steps' processes (KillWait) after the job ends
+    while runners_left(cluster) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert runners_left(cluster) == []
