@@ -60,6 +60,14 @@ class SlurmHost(Host):
         self.login = login
         #: Whether steps may change the node (install packages); False: verify-only.
         self.allows_changes = allows_changes
+        #: Extra srun options of every step of this object (e.g. pyxis's ``--container-image``).
+        self.step_options: tuple[str, ...] = ()
+
+    def with_step_options(self, *options: str) -> SlurmHost:
+        """The same node, with ``options`` added to every job step (through the same login connection)."""
+        view = SlurmHost(self.node, self.allocation, self.login, allows_changes=self.allows_changes)
+        view.step_options = self.step_options + options
+        return view
 
     # -- the job step ------------------------------------------------------------------------------
     def srun_argv(self, shell_line: str) -> list[str]:
@@ -74,6 +82,7 @@ class SlurmHost(Host):
             "--quiet",
             "--kill-on-bad-exit=1",
             "--chdir=/",
+            *self.step_options,
             "--",
             "/bin/sh",
             "-c",
