@@ -173,3 +173,26 @@ def test_ctrl_c_cancels_the_job_and_nothing_is_left_running(
     while runners_left(cluster) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert runners_left(cluster) == []
+
+
+def test_with_requeue_a_lost_nodes_work_runs_again_on_another_node(
+    cluster: SlurmCluster, cpu_profile: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "runs"
+    argv = [sys.executable, "-m", "workload", "run", "--profile", str(cpu_profile), "-p", LONG]
+    argv += ["--output-dir", str(out), "--allow-invalid", *target(cluster, "--nodes", "2", "--slurm-requeue")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first_two = cluster.node_names[:2]  # an idle cluster gives the first nodes
+    folder = wait_benchmarks_running(proc, out, first_two)
+    down = first_two[0]
+    cluster.scontrol("update", f"nodename={down}", "state=down", "reason=requeue-test")
+    output, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, output
+    assert f"requeue: 1 node(s) lost ({down})" in output
+    outcomes = json.loads((folder / "run.json").read_text())["outcomes"]
+    assert [o["status"] for o in outcomes] == ["ok", "ok"]
+    replacement = next(o for o in outcomes if o["labels"].get("requeued_from") == down)
+    assert replacement["host"] not in first_two and replacement["results"]
+    # The lost node's own log says what happened to it.
+    assert "failed in slurm job" in (folder / down / "host.log").read_text()
+    assert cluster.queue() == []
