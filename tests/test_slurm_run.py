@@ -155,6 +155,13 @@ def test_a_node_set_down_mid_run_is_reported_for_that_node_while_the_others_fini
             assert outcomes[node]["results"]
     assert cluster.queue() == []
     assert cluster.node_states()[down].startswith("down")
+    # Back in service, --only-failed asks for that node again and runs its work alone.
+    cluster.scontrol("update", f"nodename={down}", "state=resume")
+    again = tmp_path / "again"
+    argv = ["run", "--profile", str(cpu_profile), "-p", SMALL, "--output-dir", str(again), "--allow-invalid"]
+    assert invoke([*argv, "--only-failed", str(folder), *target(cluster)]) == 0
+    assert [(o["host"], o["status"]) for o in run_json(again)["outcomes"]] == [(down, "ok")]
+    assert cluster.queue() == []
 
 
 def test_ctrl_c_cancels_the_job_and_nothing_is_left_running(

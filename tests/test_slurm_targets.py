@@ -4,6 +4,7 @@ dependencies, ``doctor`` per node, the scheduler's refusals as clear messages, s
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_slurm_run import target
+from tests.test_slurm_run import shared_paths, target
 from tests.testbed.dockerd import DockerEngine
 from tests.testbed.slurm import SlurmCluster
 from workload.cli import invoke
@@ -91,7 +92,8 @@ def test_slurm_options_without_slurm_are_refused(capsys: pytest.CaptureFixture[s
 # -- on the real cluster ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster(docker_engine: DockerEngine, slurm_image: str, standin_repo: Path) -> Iterator[SlurmCluster]:
-    made = SlurmCluster(docker_engine, slurm_image, standin_repo, nodes=4, gpus_per_node=2).start()
+    made = SlurmCluster(docker_engine, slurm_image, standin_repo, nodes=4, gpus_per_node=2, shared=shared_paths())
+    made.start()
     try:
         yield made
     finally:
@@ -162,3 +164,42 @@ def test_an_unknown_partition_is_the_schedulers_own_message(
     assert "--slurm nosuch: the scheduler refused the request" in err
     assert "invalid partition specified: nosuch" in err.lower() or "invalid partition" in err.lower()
     assert "Traceback" not in err
+
+
+def test_a_test_longer_than_the_jobs_time_left_is_not_started(
+    cluster: SlurmCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "runs"
+    params = f"Scenarios=Offline,,,TestModes=PerformanceOnly,,,MinDurationMs=600000,,,Python={sys.executable}"
+    argv = ["run", "--profile", str(python_profile(tmp_path)), "-p", params, "--output-dir", str(out)]
+    assert invoke([*argv, *target(cluster, "--nodes", "1", "--time", "2")]) == 4
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    (outcome,) = json.loads((folder / "run.json").read_text())["outcomes"]
+    # --time 2 (minutes): squeue's time left (%L) is under 120 s, the test needs over 600 s.
+    wanted = r"LoadGen Offline PerformanceOnly needs about 6\d\ds, the job has 1?\d?\ds left: not started"
+    assert re.search(wanted, outcome["error"]), outcome["error"]
+    assert "longer --time" in capsys.readouterr().out
+    assert cluster.queue() == []
+
+
+def test_plan_reads_each_node_through_job_steps(
+    cluster: SlurmCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    params = f"Scenarios=Offline,,,TestModes=PerformanceOnly,,,Python={sys.executable}"
+    profile = str(python_profile(tmp_path))
+    assert invoke(["plan", "--profile", profile, "-p", params, "--strict", *target(cluster, "--nodes", "2")]) == 0
+    out = capsys.readouterr().out
+    assert "LoadGen Offline PerformanceOnly" in out  # planned on the node: its Python has LoadGen
+    hosts = [line.split("== host ")[1].split(" ==")[0] for line in out.splitlines() if "== host " in line]
+    assert len(hosts) == 2 and set(hosts) <= set(cluster.node_names)
+    assert cluster.queue() == []
+
+
+def python_profile(tmp_path: Path) -> Path:
+    """PERF-CPU-MLPERF with a ``Python`` parameter (the nodes share this environment's)."""
+    profile = json.loads((Path(__file__).resolve().parent.parent / "profiles" / "PERF-CPU-MLPERF.json").read_text())
+    profile["Parameters"]["Python"] = sys.executable
+    profile["Actions"][0]["Parameters"]["Python"] = "$.Parameters.Python"
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(profile))
+    return path
