@@ -114,10 +114,12 @@ class SlurmHost(Host):
     def _raise_if_node_lost(self, stderr: str) -> None:
         """After a failed step: raise :class:`NodeLost` when the node (not the command) is the reason.
 
-        Evidence is srun's own error lines (``Node failure on NODE``, ``Unable to create step``...)
-        or sinfo's state of the node (down, drained, failing, not responding ``*``).
+        Only when srun itself reported an error: its lines (``Node failure on NODE``, ``Unable to
+        create step``...) or then sinfo's state of the node (down, drained, failing, not responding ``*``).
         """
         srun_said = [line for line in stderr.splitlines() if line.startswith(("srun: error:", "srun: Job step"))]
+        if not srun_said:
+            return  # srun itself had nothing to say: the command failed, not the node (no extra round trip)
         trouble = [line for line in srun_said if any(mark in line for mark in NODE_TROUBLE)]
         state, reason = self.allocation.node_state(self.node)
         bad_state = state.rstrip("*~#!%$@^-").lower() in BAD_NODE_STATES or state.endswith("*")
