@@ -89,6 +89,13 @@ def test_slurm_options_without_slurm_are_refused(capsys: pytest.CaptureFixture[s
     assert "--nodes, --gres only work(s) with --slurm PARTITION" in capsys.readouterr().err
 
 
+def test_slurm_takes_one_login_host(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["doctor", "--slurm", "gpu", "--host", "ssh://a@10.0.0.1", "--host", "ssh://a@10.0.0.2"]
+    assert invoke(argv) == 2
+    err = capsys.readouterr().err
+    assert "--slurm: give at most one --host, the login host" in err and "Traceback" not in err
+
+
 # -- on the real cluster ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster(docker_engine: DockerEngine, slurm_image: str, standin_repo: Path) -> Iterator[SlurmCluster]:
