@@ -210,3 +210,30 @@ def python_profile(tmp_path: Path) -> Path:
     path = tmp_path / "cpu.json"
     path.write_text(json.dumps(profile))
     return path
+
+
+def test_a_step_killed_at_its_timeout_leaves_nothing_running_on_the_node(cluster: SlurmCluster) -> None:
+    from workload.commands import cmd
+    from workload.hosts import ConnectOptions, open_host, parse_host_spec
+    from workload.hosts.slurm import SlurmHost
+    from workload.hosts.slurm_alloc import SlurmAllocation
+
+    vm = cluster.login
+    options = ConnectOptions(key_filename=str(vm.key_path), known_hosts=str(vm.known_hosts_path))
+    login = open_host(parse_host_spec(vm.host_spec), options)
+    allocation = SlurmAllocation(login, SlurmRequest(cluster.partition, nodes=1), "timeout-test")
+    try:
+        (node,) = allocation.allocate(lambda _line: None)
+        host = SlurmHost(node, allocation, login)
+        assert host.run(cmd("false")).returncode == 1  # the command's failure, not the node's
+        result = host.run(cmd("sleep", "123", timeout=3))
+        assert result.timed_out
+        deadline = time.monotonic() + 20
+        while cluster.computes[node].exec(["pgrep", "-f", "sleep 123"])[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert cluster.computes[node].exec(["pgrep", "-f", "sleep 123"])[0] != 0  # the step was cancelled
+        assert host.run(cmd("true")).ok  # and the node takes the next step
+    finally:
+        allocation.release()
+        login.close()
+    assert cluster.queue() == []

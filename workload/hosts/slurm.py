@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import shlex
+import uuid
 
 from workload.errors import ConnectError
 from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
@@ -70,11 +71,12 @@ class SlurmHost(Host):
         return view
 
     # -- the job step ------------------------------------------------------------------------------
-    def srun_argv(self, shell_line: str) -> list[str]:
+    def srun_argv(self, shell_line: str, *, step_name: str = "workload") -> list[str]:
         """The srun command that runs ``shell_line`` on this node, inside the run's allocation."""
         return [
             "srun",
             f"--jobid={self.allocation.job_id}",
+            f"--job-name={step_name}",
             "--nodes=1",
             "--ntasks=1",
             f"--nodelist={self.node}",
@@ -98,16 +100,24 @@ class SlurmHost(Host):
         stdout: OutputCollector,
         stderr: OutputCollector,
     ) -> tuple[int, bool]:
+        step_name = f"workload-{uuid.uuid4().hex[:12]}"
         try:
             code, timed_out = self.login._execute(
-                shlex.join(self.srun_argv(shell_line)), stdin=stdin, timeout=timeout, stdout=stdout, stderr=stderr
+                shlex.join(self.srun_argv(shell_line, step_name=step_name)),
+                stdin=stdin,
+                timeout=timeout,
+                stdout=stdout,
+                stderr=stderr,
             )
         except ConnectionLost as lost:
             problem = f"the login host {self.login.name}: {lost.problem}"
             raise ConnectionLost(self.name, problem, hint=lost.hint) from lost
         finally:
             self.connection_generation = self.login.connection_generation  # the telemetry waits for it
-        if code != 0 and not timed_out:
+        if timed_out:
+            # srun was killed at the timeout (SIGKILL: it could not pass anything on): end the step itself.
+            self.allocation.cancel_step(step_name)
+        elif code != 0:
             self._raise_if_node_lost(stderr.text())
         return code, timed_out
 
