@@ -112,6 +112,15 @@ class Host(abc.ABC):
         """The Python interpreter workload's own helper scripts run with on this host."""
         return "python3"
 
+    #: Whether steps may change this host (install packages). False on a scheduler's node (Slurm),
+    #: which the cluster's admins provision: dependency steps then only say what is missing.
+    allows_changes: bool = True
+
+    @property
+    def scheduler_login(self) -> Host | None:
+        """The host where the scheduler's tools run, when this host is a scheduler's node (Slurm); else None."""
+        return None
+
     @property
     def is_connected(self) -> bool:
         """Whether the transport's connection is open now (a transport without one always is)."""
@@ -248,6 +257,10 @@ class Host(abc.ABC):
 
         setattr(interrupt, "_runs_stop_hooks", True)  # noqa: B010  (a function attribute; mypy-clean)
         setattr(cls, "interrupt", interrupt)  # noqa: B010  (assigning to a method)
+
+    def time_left_s(self) -> float | None:
+        """Seconds this host may still be used (a scheduler's time limit, see ``hosts/slurm.py``); None: no limit."""
+        return None
 
     def __enter__(self) -> Host:
         return self
