@@ -681,6 +681,11 @@ def drive_step(step: Step, ctx: StepContext, reboot: Callable[[StepContext], Ste
     plan = step.plan(ctx)
     ctx.log(f"plan: {describe_plan(plan)}")
     applied = plan
+    if plan.changed and step.kind == "dependency" and not getattr(ctx.host, "allows_changes", True):
+        # A node of a scheduler (Slurm): the admins provision it; say what is missing and the fix.
+        from workload.verify_only import missing_on_node
+
+        raise missing_on_node(step, ctx, plan)
     if plan.changed:
         applied = step.apply(ctx, plan) or plan
         if applied is not plan:

@@ -26,6 +26,7 @@ from tests.testbed.dockerd import DockerEngine, acquire_engine
 from tests.testbed.fileserver import CudaRunfileServer, start_cuda_runfile_server
 from tests.testbed.freshvm import FreshVM, create_vms
 from tests.testbed.image import ensure_image
+from tests.testbed.slurm import SlurmCluster, ensure_slurm_image
 
 __all__ = [
     "cuda_runfile_server",
@@ -33,6 +34,8 @@ __all__ = [
     "fresh_vm",
     "fresh_vms",
     "freshvm_image",
+    "slurm_cluster",
+    "slurm_image",
     "standin_repo",
 ]
 
@@ -116,3 +119,27 @@ def cuda_runfile_server() -> Iterator[CudaRunfileServer]:
         yield server
     finally:
         server.server.stop()
+
+
+@pytest.fixture(scope="session")
+def slurm_image(docker_engine: DockerEngine) -> str:
+    """Tag of the fresh-VM image with Debian's slurmctld, slurmd, slurm-client and munge (built once per machine)."""
+    return ensure_slurm_image(docker_engine)
+
+
+@pytest.fixture
+def slurm_cluster(
+    docker_engine: DockerEngine, slurm_image: str, standin_repo: Path
+) -> Iterator[Callable[..., SlurmCluster]]:
+    """Factory: ``slurm_cluster(nodes=4, gpus_per_node=2, partition="gpu")`` starts a real Slurm cluster
+    (controller/login node + compute nodes, all idle); every cluster made is removed after the test."""
+    made: list[SlurmCluster] = []
+
+    def make(**kwargs: Any) -> SlurmCluster:
+        cluster = SlurmCluster(docker_engine, slurm_image, standin_repo, **kwargs)
+        made.append(cluster)
+        return cluster.start()
+
+    yield make
+    for cluster in made:
+        cluster.remove()

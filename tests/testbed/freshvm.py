@@ -155,6 +155,8 @@ class FreshVM:
         gpu_name: str = "NVIDIA H100 80GB HBM3",
         nvswitch: bool = True,
         debian_sources: bool = False,
+        hostname: str | None = None,
+        shared: Sequence[Path] = (),
     ) -> None:
         if os_release != "debian-12" and os_release not in OS_RELEASES:
             raise TestbedError(
@@ -167,6 +169,10 @@ class FreshVM:
         self.user = user
         self.os_release = os_release
         self.debian_sources = debian_sources
+        #: The VM's own host name (a UTS namespace of its own even on the host network); None: Docker's default.
+        self.hostname = hostname
+        #: Host folders mounted read-only at the same path (a cluster's shared file system, e.g. /home over NFS).
+        self.shared = tuple(shared)
         self.port = 0
         self.config_dir = state_dir() / "vms" / self.name
         self.key_path = user_key()
@@ -217,10 +223,12 @@ class FreshVM:
                 detach=True,
                 init=True,
                 network_mode="host",
+                hostname=self.hostname,
                 tmpfs={"/run": "rw,nosuid,nodev,mode=0755,size=64m"},
                 volumes={
                     str(self.repo): {"bind": REPO_MOUNT, "mode": "ro"},
                     str(self.config_dir): {"bind": VM_CONFIG_MOUNT, "mode": "ro"},
+                    **{str(path): {"bind": str(path), "mode": "ro"} for path in self.shared},
                 },
                 restart_policy={"Name": "on-failure"},
                 labels={LABEL: "1", OWNER_LABEL: str(os.getpid())},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -49,17 +49,22 @@ class Targets:
     sudo_password_env: str | None = None
     ask_sudo_password: bool = False
     ssh_password_env: str | None = None
+    #: ``--slurm PARTITION`` and its options (workload/cli/slurm_targets.py), by option name.
+    slurm: dict[str, Any] = field(default_factory=dict)
 
 
-_TARGET_FIELDS = tuple(f.name for f in fields(Targets))
+_TARGET_FIELDS = tuple(f.name for f in fields(Targets) if f.name != "slurm")
 
 
 def host_options(func: F) -> F:
     """Target hosts and how to connect to them; the command receives them as ``targets: Targets``."""
 
+    from workload.cli.slurm_targets import SLURM_OPTIONS, slurm_click_options
+
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        targets = Targets(**{name: kwargs.pop(name) for name in _TARGET_FIELDS})
+        slurm = {name: kwargs.pop(name) for name in SLURM_OPTIONS}
+        targets = Targets(**{name: kwargs.pop(name) for name in _TARGET_FIELDS}, slurm=slurm)
         return func(*args, targets=targets, **kwargs)
 
     options = [
@@ -105,6 +110,7 @@ def host_options(func: F) -> F:
             help="Read the sudo password from this environment variable (never from the command line).",
         ),
         click.option("--ask-sudo-password", is_flag=True, help="Prompt for the sudo password (needs a terminal)."),
+        *slurm_click_options(),
     ]
     decorated: Any = wrapper
     for option in reversed(options):
@@ -125,8 +131,11 @@ def resolve_from_options(profile: str, parameters: tuple[str, ...], scenarios: s
     return resolved
 
 
-def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:
+def build_targets(targets: Targets, *, only: set[str] | None = None) -> tuple[list[HostSpec], HostFactory]:
     """The host specs to work on and a factory that opens each with the connection options.
+
+    With ``--slurm``, the hosts are the nodes of a new allocation (``only``: these nodes) and
+    ``--host`` names the login host (see :mod:`workload.cli.slurm_targets`).
 
     Everything that can be checked without connecting is checked here, before the engine starts,
     as a :class:`~workload.errors.UsageError` naming the option or the inventory line: key files
@@ -176,6 +185,10 @@ def build_targets(targets: Targets) -> tuple[list[HostSpec], HostFactory]:
     def factory(spec: HostSpec) -> Any:
         return open_host(spec, options)
 
+    from workload.cli.slurm_targets import slurm_targets, wants_slurm
+
+    if wants_slurm(targets.slurm):
+        return slurm_targets(targets.slurm, specs, factory, only=only)
     return specs, factory
 
 

@@ -104,9 +104,9 @@ def run_command(
     if iterations is not None and timeout_min is not None:
         raise UsageError("--iterations and --timeout cannot be used together (as in VirtualClient)")
     resolved = resolve_from_options(profile, parameters, scenarios)
-    specs, factory = build_targets(targets)
-    if only_failed is not None:
-        unfinished = set(unfinished_hosts(only_failed))
+    unfinished = set(unfinished_hosts(only_failed)) if only_failed is not None else None
+    specs, factory = build_targets(targets, only=unfinished)
+    if unfinished is not None:
         specs = [spec for spec in specs if spec.name in unfinished]
         if not specs:
             raise UsageError(

@@ -291,6 +291,10 @@ class Host(abc.ABC):
         setattr(interrupt, "_runs_stop_hooks", True)  # noqa: B010  (a function attribute; mypy-clean)
         setattr(cls, "interrupt", interrupt)  # noqa: B010  (assigning to a method)
 
+    def time_left_s(self) -> float | None:
+        """Seconds this host may still be used (a scheduler's time limit, see ``hosts/slurm.py``); None: no limit."""
+        return None
+
     def __enter__(self) -> Host:
         return self
 

@@ -1,0 +1,143 @@
+"""``--slurm PARTITION``: the nodes of one Slurm allocation as the run's hosts.
+
+The ``--host`` given (one; default ``local://``) is the *login host* where Slurm's tools work. The
+allocation is made here, before the engine starts (pending states and reasons are printed on
+stderr while it waits), and given back (``scancel``) when the command ends, whatever the end:
+success, failure, Ctrl-C or SIGTERM (the click context's close callbacks run in every case).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from workload.hosts.base import Host, HostSpec
+
+SLURM_OPTIONS = (
+    "slurm",
+    "nodes",
+    "nodelist",
+    "constraint",
+    "gres",
+    "account",
+    "slurm_time",
+    "reservation",
+    "slurm_allow_changes",
+    "slurm_requeue",
+)
+
+
+def slurm_click_options() -> list[Callable[[Any], Any]]:
+    """The click options of a Slurm target (added to every command that takes ``--host``)."""
+    return [
+        click.option(
+            "--slurm",
+            metavar="PARTITION",
+            help="Run on nodes of this Slurm partition: one allocation, one job step per node and command "
+            "(--host is then the login host where sinfo/srun work).",
+        ),
+        click.option("--nodes", type=click.IntRange(1, 100_000), help="Slurm: how many nodes (default 1)."),
+        click.option("--nodelist", metavar="LIST", help="Slurm: these nodes (a host list, e.g. gpu[01-04])."),
+        click.option("--constraint", metavar="FEATURES", help="Slurm: nodes with these features (e.g. h100)."),
+        click.option("--gres", metavar="gpu:N", help="Slurm: generic resources per node, e.g. gpu:8."),
+        click.option("--account", metavar="NAME", help="Slurm: charge this account."),
+        click.option("--time", "slurm_time", metavar="LIMIT", help="Slurm: the job's time limit (e.g. 2:00:00)."),
+        click.option("--reservation", metavar="NAME", help="Slurm: use this reservation."),
+        click.option(
+            "--slurm-allow-changes",
+            is_flag=True,
+            help="Slurm: let dependency steps install on the nodes (default: verify only, the admins provision).",
+        ),
+        click.option(
+            "--slurm-requeue",
+            is_flag=True,
+            help="Slurm: run the work of a node that failed once more on another node of the partition.",
+        ),
+    ]
+
+
+def wants_slurm(values: dict[str, Any]) -> bool:
+    """Whether the command line asked for Slurm; Slurm-only options without ``--slurm`` are refused."""
+    from workload.errors import UsageError
+
+    if values.get("slurm"):
+        return True
+    given = [f"--{name.replace('slurm_time', 'time').replace('_', '-')}" for name in SLURM_OPTIONS if values.get(name)]
+    if given:
+        raise UsageError(f"{', '.join(given)} only work(s) with --slurm PARTITION")
+    return False
+
+
+def slurm_targets(
+    values: dict[str, Any],
+    login_specs: list[HostSpec],
+    factory: Callable[[HostSpec], Host],
+    *,
+    only: set[str] | None = None,
+) -> tuple[list[HostSpec], Callable[[HostSpec], Host]]:
+    """Allocate the nodes; return one host spec per node and a factory of :class:`SlurmHost`.
+
+    ``only`` (``--only-failed``): these nodes of an earlier run, and no others.
+    """
+    from workload.errors import UsageError
+    from workload.hosts.slurm import SlurmHost
+    from workload.hosts.slurm_alloc import SlurmAllocation, SlurmRequest
+
+    if len(login_specs) != 1:
+        raise UsageError(
+            "--slurm: give at most one --host, the login host where Slurm's tools work (no --inventory)",
+            hint="e.g. --slurm gpu --nodes 4 --host ssh://me@login1",
+        )
+    if only is not None and not only:
+        return [], factory  # --only-failed: nothing left to run (the caller says so)
+    nodelist = values.get("nodelist")
+    nodes = values.get("nodes")
+    if only is not None:
+        nodelist, nodes = ",".join(sorted(only)), len(only)
+    request = SlurmRequest(
+        partition=values["slurm"],
+        nodes=nodes,
+        nodelist=nodelist,
+        constraint=values.get("constraint"),
+        gres=values.get("gres"),
+        account=values.get("account"),
+        time=values.get("slurm_time"),
+        reservation=values.get("reservation"),
+        allow_changes=bool(values.get("slurm_allow_changes")),
+        requeue=bool(values.get("slurm_requeue")),
+    )
+    login_spec = login_specs[0]
+    control = factory(login_spec)
+    job_name = f"workload-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    allocation = SlurmAllocation(control, request, job_name)
+    context = click.get_current_context(silent=True)
+
+    def release() -> None:
+        allocation.release()
+        if allocation.job_id is not None:
+            click.echo(f"slurm job {allocation.job_id}: cancelled (scancel), its nodes given back", err=True)
+        control.close()
+
+    if context is not None:
+        context.call_on_close(release)
+
+    def say(line: str) -> None:
+        click.echo(line, err=True)
+
+    say(f"slurm: asking {login_spec.name} for {' '.join(request.salloc_argv(job_name)[1:])}")
+    try:
+        node_names = allocation.allocate(say)
+    except BaseException:
+        if context is None:
+            release()
+        raise
+    specs = [HostSpec(scheme="slurm", hostname=node, alias=node, source="--slurm") for node in node_names]
+
+    def open_node(spec: HostSpec) -> Host:
+        return SlurmHost(spec.hostname, allocation, factory(login_spec), allows_changes=request.allow_changes)
+
+    return specs, open_node

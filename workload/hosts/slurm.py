@@ -1,0 +1,199 @@
+"""``SlurmHost``: one node of a Slurm allocation, where every command runs as a job step.
+
+A run with ``--slurm PARTITION`` gets one allocation (:mod:`workload.hosts.slurm_alloc`); each of
+its nodes is a host of the run. A command on the node is a job step of that allocation, started
+on the *login host* (local, or an SSH connection to a login node)::
+
+    srun --jobid=J --nodes=1 --ntasks=1 --nodelist=NODE --overlap --quiet --kill-on-bad-exit=1 \
+         --chdir=/ -- /bin/sh -c LINE
+
+``--overlap`` lets a node run several steps at once (the benchmark and its telemetry sampler);
+``--chdir=/`` because the login node's working directory need not exist on the node. srun
+forwards stdin (files are written through it), output and the exit status; killing srun (the
+login host's :meth:`~workload.hosts.base.Host.interrupt`, at Ctrl-C) makes it signal the step's
+tasks, and the run's end cancels the whole job anyway (:meth:`SlurmAllocation.release`).
+
+A node that fails mid-run (set DOWN or drained by the admin or by slurmctld, or gone from the
+job): its next or running step fails, and the host raises :class:`NodeLost` (a
+:class:`~workload.errors.ConnectError` naming the node, its state and reason), so that node's
+outcome says what happened while the other nodes go on (the allocation is ``--no-kill``).
+
+Dependencies are the cluster admins' business: :attr:`SlurmHost.allows_changes` is False unless
+the user allows changes (``--slurm-allow-changes``), and the engine then runs installers verify-only.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+
+from workload.errors import ConnectError
+from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
+from workload.hosts.slurm_alloc import SlurmAllocation
+
+#: srun's own error lines that mean the step could not run on the node (not the command's failure).
+NODE_TROUBLE = (
+    "Node failure",
+    "Unable to create step",
+    "Job step aborted",
+    "launch failed",
+    "Unable to confirm allocation",
+    "Nodes required for job are DOWN",
+    "is not part of job",
+    "Task launch for StepId",
+)
+#: sinfo state words of a node that cannot run work (a trailing ``*`` means "not responding").
+BAD_NODE_STATES = ("down", "drain", "drng", "fail", "failg", "maint", "boot", "unk", "npc", "inval")
+
+
+class NodeLost(ConnectError):
+    """The node left the run: DOWN, drained, failed, or no longer part of the job."""
+
+
+class SlurmHost(Host):
+    """One node of ``allocation``; commands run as job steps through ``login`` (its own connection)."""
+
+    def __init__(self, node: str, allocation: SlurmAllocation, login: Host, *, allows_changes: bool = False) -> None:
+        self.name = node
+        self.node = node
+        self.allocation = allocation
+        self.login = login
+        #: Whether steps may change the node (install packages); False: verify-only.
+        self.allows_changes = allows_changes
+
+    # -- the job step ------------------------------------------------------------------------------
+    def srun_argv(self, shell_line: str) -> list[str]:
+        """The srun command that runs ``shell_line`` on this node, inside the run's allocation."""
+        return [
+            "srun",
+            f"--jobid={self.allocation.job_id}",
+            "--nodes=1",
+            "--ntasks=1",
+            f"--nodelist={self.node}",
+            "--overlap",
+            "--quiet",
+            "--kill-on-bad-exit=1",
+            "--chdir=/",
+            "--",
+            "/bin/sh",
+            "-c",
+            shell_line,
+        ]
+
+    def _execute(
+        self,
+        shell_line: str,
+        *,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        try:
+            code, timed_out = self.login._execute(
+                shlex.join(self.srun_argv(shell_line)), stdin=stdin, timeout=timeout, stdout=stdout, stderr=stderr
+            )
+        except ConnectionLost as lost:
+            problem = f"the login host {self.login.name}: {lost.problem}"
+            raise ConnectionLost(self.name, problem, hint=lost.hint) from lost
+        if code != 0 and not timed_out:
+            self._raise_if_node_lost(stderr.text())
+        return code, timed_out
+
+    def _raise_if_node_lost(self, stderr: str) -> None:
+        """After a failed step: raise :class:`NodeLost` when the node (not the command) is the reason."""
+        srun_said = [line for line in stderr.splitlines() if line.startswith(("srun: error:", "srun: Job step"))]
+        trouble = [line for line in srun_said if any(mark in line for mark in NODE_TROUBLE)]
+        state, reason = self.allocation.node_state(self.node)
+        bad_state = state.rstrip("*~#!%$@^-").lower() in BAD_NODE_STATES or state.endswith("*")
+        if not trouble and not bad_state:
+            return
+        status = self.allocation.status()
+        job = f"slurm job {self.allocation.job_id}"
+        if status is None or not status.active:
+            raise NodeLost(self.name, f"{job} has ended" + (f" ({status.state})" if status else ""))
+        what = f"node {self.node} is {state.upper() or 'unknown'}" + (f" ({reason})" if reason else "")
+        said = trouble[0].removeprefix("srun: error: ") if trouble else ""
+        raise NodeLost(
+            self.name,
+            f"{what}: {said}" if said else what,
+            hint="the other nodes went on; see `sinfo -R` on the login node, and rerun this node with --only-failed",
+        )
+
+    def _raw(self, shell_line: str, *, stdin: bytes | None = None, limit: int = 1 << 30) -> tuple[int, bytes, str]:
+        """Run one of our own shell lines on the node; return (exit code, raw stdout, stderr)."""
+        out = _BytesCollector(limit)
+        err = OutputCollector("stderr", None, [], 1 << 20)
+        code, timed_out = self._execute(shell_line, stdin=stdin, timeout=3600, stdout=out, stderr=err)
+        err.close()
+        return (124 if timed_out else code), out.data(), err.text()
+
+    # -- files (through the step's stdin and stdout: no shared file system is assumed) ---------------
+    def read_bytes(self, path: str) -> bytes:
+        # base64: srun and the transports carry bytes, but the collectors are built for text lines.
+        quoted = shlex.quote(path)
+        code, data, err = self._raw(f"[ -e {quoted} ] || exit 44; base64 -w 0 < {quoted}")
+        if code == 44:
+            raise FileNotFoundError(f"[{self.name}] {path}")
+        if code != 0:
+            raise FileTransferError(self.name, path, err.strip().splitlines()[-1] if err.strip() else f"exit {code}")
+        return base64.b64decode(data)
+
+    def get(self, remote_path: str, local_path: str) -> None:
+        from workload.safefile import atomic_write_bytes
+
+        atomic_write_bytes(local_path, self.read_bytes(remote_path))
+
+    def _write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        quoted = shlex.quote(path)
+        tmp = shlex.quote(f"{path}.workload-tmp")
+        chmod = f"chmod {mode:o} {tmp} && " if mode is not None else ""
+        line = f"umask 077; cat > {tmp} && {chmod}mv -f {tmp} {quoted}"
+        code, _data, err = self._raw(line, stdin=data)
+        if code != 0:
+            raise FileTransferError(self.name, path, err.strip().splitlines()[-1] if err.strip() else f"exit {code}")
+
+    def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
+        with open(local_path, "rb") as fh:
+            self._write_bytes(remote_path, fh.read(), mode=mode)
+
+    def exists(self, path: str) -> bool:
+        code, _data, _err = self._raw(f"test -e {shlex.quote(path)}")
+        return code == 0
+
+    # -- connection --------------------------------------------------------------------------------
+    def connect(self, *, attempts: int | None = None) -> None:
+        self.login.connect(attempts=attempts)
+
+    def close(self) -> None:
+        self.login.close()
+
+    def interrupt(self, *, grace_s: float = 2.0) -> None:
+        """Kill this node's running srun commands (srun then signals the step's tasks on the node)."""
+        self.login.interrupt(grace_s=grace_s)
+
+    def time_left_s(self) -> float | None:
+        """Seconds before the allocation's time limit ends every step (None: no limit)."""
+        return self.allocation.time_left_s()
+
+
+class _BytesCollector(OutputCollector):
+    """Keeps stdout as raw bytes (file contents), up to ``limit``; nothing goes to a sink."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__("stdout", None, [], limit)
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self._size += len(chunk)
+        if self._size > self.limit:
+            self.truncated = True
+            return
+        self._chunks.append(chunk)
+
+    def close(self) -> None:
+        pass
+
+    def data(self) -> bytes:
+        return b"".join(self._chunks)
