@@ -72,13 +72,18 @@ OPERATIONS = ("_execute", "read_bytes", "_write_bytes", "exists", "_put", "get")
 def trace_host(trace: Trace, host: Any) -> Any:
     """Wrap ``host``'s transport operations (on the instance) so that each records its start and end."""
     name = host.name
+    inside = threading.local()  # an operation made of others (a file read as a command) is one
 
     def traced(op: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
+            if getattr(inside, "depth", 0):
+                return op(*args, **kwargs)
+            inside.depth = 1
             started = trace.now()
             try:
                 return op(*args, **kwargs)
             finally:
+                inside.depth = 0
                 with trace.lock:
                     trace.operations.setdefault(name, []).append([started, trace.now()])
 

@@ -90,3 +90,16 @@ def test_the_tracer_records_a_real_hosts_commands_and_file_reads(tmp_path: Path)
     assert len(ops) == 2
     (start, end), _ = ops
     assert end - start >= 0.05  # the command's own length is inside its record
+
+
+def test_an_operation_made_of_others_is_recorded_once(tmp_path: Path) -> None:
+    class Nested(LocalHost):
+        def read_bytes(self, path: str) -> bytes:  # a file read done as a command, as SlurmHost does
+            return self.run(Command(("cat", path))).stdout.encode()
+
+    trace = tracer.Trace()
+    host = tracer.trace_host(trace, Nested("here"))
+    (tmp_path / "f").write_text("x")
+    assert host.read_bytes(str(tmp_path / "f")) == b"x"
+    host.run(Command(("true",)))
+    assert len(trace.as_dict()["operations"]["here"]) == 2
