@@ -88,7 +88,7 @@ class ContainerMeter:
         return Usage(self._cpu_s() - self._cpu0, peak)
 
 
-def start_cluster(engine: DockerEngine, repo: Path, nodes: int) -> SlurmCluster:
+def start_cluster(engine: DockerEngine, repo: Path, nodes: int, max_startups: int | None = None) -> SlurmCluster:
     """A cluster of ``nodes`` compute VMs like the SSH column's VMs (Ubuntu 22.04, 2 H100 PCIe, no NVSwitch)."""
     cluster = SlurmCluster(engine, ensure_slurm_image(engine), repo, nodes=nodes, gpus_per_node=GPUS_PER_NODE)
     for vm in cluster.computes.values():
@@ -99,7 +99,25 @@ def start_cluster(engine: DockerEngine, repo: Path, nodes: int) -> SlurmCluster:
     cluster.start()
     for vm in cluster.computes.values():
         install_lspci(vm)
+    if max_startups is not None:
+        raise_max_startups(cluster, max_startups)
     return cluster
+
+
+def raise_max_startups(cluster: SlurmCluster, limit: int) -> None:
+    """Let the login node's sshd take ``limit`` connections in their handshake at once (default 10:30:100).
+
+    ``--slurm`` opens one SSH connection to the login node per node, all at the fan-out's start; from
+    the 11th on, a default sshd drops some ("Exceeded MaxStartups"), and the run fails for those nodes.
+    """
+    line = f"MaxStartups {limit}"
+    script = (
+        f"echo '{line}' > /etc/ssh/sshd_config.d/zz-bench-fleet.conf && kill -HUP \"$(cat /run/sshd.pid)\" && "
+        f"sleep 1 && /usr/sbin/sshd -T -o HostKey=/etc/ssh/ssh_host_ed25519_key | grep -i '^maxstartups'"
+    )
+    code, out = cluster.login.exec(["sh", "-c", script])
+    if code != 0 or f"maxstartups {limit}:" not in out.lower():
+        raise SystemExit(f"could not raise MaxStartups on the login node (exit {code}): {out}")
 
 
 def inventory(cluster: SlurmCluster, names: list[str], work: Path, tag: str) -> tuple[Path, Path]:

@@ -117,7 +117,8 @@ def run_controller(
         busy = _machine_busy_s() - busy_before
         login = meter.stop() if meter is not None else None
     if run.returncode != 0:
-        raise SystemExit(f"workload {argv[0]} exited {run.returncode} ({tag}): {log}")
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        raise SystemExit(f"workload {argv[0]} exited {run.returncode} ({tag}); the end of its output:\n{tail}")
     fan = fan_out(json.loads(trace_path.read_text()))
     if len(fan.first_sent) != hosts:
         raise SystemExit(f"{tag}: {len(fan.first_sent)} of {hosts} hosts were reached: {log}")
@@ -277,6 +278,13 @@ def main() -> int:
     parser.add_argument(
         "--slurm", action="store_true", help="the Slurm column: the same nodes over SSH and through Slurm"
     )
+    parser.add_argument(
+        "--login-max-startups",
+        type=int,
+        metavar="N",
+        help="--slurm: raise the login node's sshd MaxStartups to N (its default 10:30:100 drops some of the "
+        "connections --slurm opens at once beyond 10 nodes)",
+    )
     parser.add_argument("--extrapolate", type=int, default=1000, help="read the lines at this many nodes")
     parser.add_argument("--runs-dir", type=Path, help="keep the run folders (logs, run.json) here")
     args = parser.parse_args()
@@ -294,7 +302,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
             work = Path(tmp)
             if args.slurm:
-                variants, cleanup = slurm_variants(engine, repo, counts, parameters, work, args.runs_dir)
+                variants, cleanup = slurm_variants(
+                    engine, repo, counts, parameters, work, args.runs_dir, args.login_max_startups
+                )
             else:
                 print(f"fresh VMs per run: {', '.join(map(str, counts))}; profile {PROFILE.name}", flush=True)
                 variants, cleanup = [], lambda: None
@@ -351,14 +361,21 @@ def main() -> int:
 
 
 def slurm_variants(
-    engine: DockerEngine, repo: Path, counts: list[int], parameters: str, work: Path, runs_dir: Path | None
+    engine: DockerEngine,
+    repo: Path,
+    counts: list[int],
+    parameters: str,
+    work: Path,
+    runs_dir: Path | None,
+    max_startups: int | None = None,
 ) -> tuple[list[Callable[[int], FleetRun]], Callable[[], None]]:
     """Start and provision the cluster; per count, the SSH run and the Slurm run on the same first N nodes."""
     from _fleet_slurm import inventory, login_meter, provision, slurm_argv, start_cluster
 
     largest = counts[-1]
-    print(f"a Slurm cluster of {largest} compute nodes (+ login/controller), provisioned once over SSH", flush=True)
-    cluster = start_cluster(engine, repo, largest)
+    sshd = f"MaxStartups {max_startups}" if max_startups else "MaxStartups as shipped (10:30:100)"
+    print(f"a Slurm cluster of {largest} compute nodes (+ login/controller; its sshd: {sshd}), provisioned once")
+    cluster = start_cluster(engine, repo, largest, max_startups)
     try:
         provision(cluster, parameters, work)
         meter = login_meter(cluster)
@@ -386,7 +403,12 @@ def slurm_variants(
     def slurm(n: int) -> Callable[[int], FleetRun]:
         def run(r: int) -> FleetRun:
             argv = slurm_argv(cluster, cluster.node_names[:n], parameters, work)
-            result = run_controller(argv, work, f"slurm-{n}-{next(_COUNT)}", n, meter)
+            try:
+                result = run_controller(argv, work, f"slurm-{n}-{next(_COUNT)}", n, meter)
+            except SystemExit as failed:
+                container = cluster.login.container
+                said = container.logs(tail=30).decode(errors="replace") if container is not None else ""
+                raise SystemExit(f"{failed}\nthe login node's sshd and daemons said (last lines):\n{said}") from None
             if cluster.queue():  # the run must leave nothing behind, or the next one would wait for it
                 raise SystemExit(f"slurm: jobs left after the run: {cluster.queue()}")
             return result
