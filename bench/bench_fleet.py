@@ -88,6 +88,10 @@ def _machine_busy_s() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+class RunFailed(Exception):
+    """One measured ``workload run`` did not finish on every node (its round is left out, and said so)."""
+
+
 @dataclass
 class FleetRun:
     hosts: int
@@ -118,10 +122,10 @@ def run_controller(
         login = meter.stop() if meter is not None else None
     if run.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-        raise SystemExit(f"workload {argv[0]} exited {run.returncode} ({tag}); the end of its output:\n{tail}")
+        raise RunFailed(f"workload {argv[0]} exited {run.returncode} ({tag}); the end of its output:\n{tail}")
     fan = fan_out(json.loads(trace_path.read_text()))
     if len(fan.first_sent) != hosts:
-        raise SystemExit(f"{tag}: {len(fan.first_sent)} of {hosts} hosts were reached: {log}")
+        raise RunFailed(f"{tag}: {len(fan.first_sent)} of {hosts} hosts were reached")
     return FleetRun(hosts, run.wall_s, run.cpu_s, run.peak_rss_mib, busy, fan, login)
 
 
@@ -317,22 +321,45 @@ def main() -> int:
                     variants.append(lambda r: measure_ssh(engine, image, repo, server, largest, 1, work, args.runs_dir))
             names = [f"{c} {n}" for n in counts for c in columns] + (["serial"] if args.serial else [])
 
-            def progress(r: int, got: list[list[FleetRun]]) -> None:
+            def progress(r: int, got: list[list[FleetRun | None]]) -> None:
                 line = "; ".join(
-                    f"{name} {g[r].wall_s:.1f} s ({g[r].controller_cpu_s / g[r].hosts:.2f} CPU-s/node"
-                    + (f" + login {_login_cpu(g[r]) / g[r].hosts:.2f}" if g[r].login else "")
-                    + f", {g[r].peak_rss_mib:.0f} MiB, last node reached at {spread(g[r].fan.first_done)[1]:.2f} s)"
-                    for name, g in zip(names, got, strict=True)
+                    f"{name} FAILED"
+                    if (g := runs[r]) is None
+                    else f"{name} {g.wall_s:.1f} s ({g.controller_cpu_s / g.hosts:.2f} CPU-s/node"
+                    + (f" + login {_login_cpu(g) / g.hosts:.2f}" if g.login else "")
+                    + f", {g.peak_rss_mib:.0f} MiB, last node reached at {spread(g.fan.first_done)[1]:.2f} s)"
+                    for name, runs in zip(names, got, strict=True)
                 )
                 print(f"  round {r + 1}: {line}", flush=True)
 
+            failures: list[str] = []
+
+            def tolerant(variant: Callable[[int], FleetRun]) -> Callable[[int], FleetRun | None]:
+                def run(r: int) -> FleetRun | None:
+                    try:
+                        return variant(r)
+                    except RunFailed as failed:
+                        failures.append(f"round {r + 1}: {failed}")
+                        print(f"  round {r + 1}: a run failed (its round is left out):\n{failed}", flush=True)
+                        return None
+
+                return run
+
             try:
-                got = interleave(args.rounds, variants, progress)
+                tried = interleave(args.rounds, [tolerant(v) for v in variants], progress)
             finally:
                 cleanup()
     finally:
         server.server.stop()
         engine.release()
+    # A round counts only when all its runs finished: the figures pair and line up the counts per round.
+    whole = [r for r in range(args.rounds) if all(v[r] is not None for v in tried)]
+    got = [[run for r, run in enumerate(v) if r in whole and run is not None] for v in tried]
+    report.extra["failed_runs"] = [f.splitlines()[0] for f in failures]
+    if failures:
+        print(f"{len(failures)} run(s) failed; {len(whole)} of {args.rounds} rounds are whole and counted")
+    if not whole:
+        raise SystemExit("no round finished on every node: nothing to report")
     cores = len(os.sched_getaffinity(0))
     by_column = {c: {n: got[i * len(columns) + j] for i, n in enumerate(counts)} for j, c in enumerate(columns)}
     for column, runs in by_column.items():
@@ -405,10 +432,10 @@ def slurm_variants(
             argv = slurm_argv(cluster, cluster.node_names[:n], parameters, work)
             try:
                 result = run_controller(argv, work, f"slurm-{n}-{next(_COUNT)}", n, meter)
-            except SystemExit as failed:
+            except RunFailed as failed:
                 container = cluster.login.container
                 said = container.logs(tail=30).decode(errors="replace") if container is not None else ""
-                raise SystemExit(f"{failed}\nthe login node's sshd and daemons said (last lines):\n{said}") from None
+                raise RunFailed(f"{failed}\nthe login node's sshd and daemons said (last lines):\n{said}") from None
             if cluster.queue():  # the run must leave nothing behind, or the next one would wait for it
                 raise SystemExit(f"slurm: jobs left after the run: {cluster.queue()}")
             return result
