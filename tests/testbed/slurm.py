@@ -198,7 +198,8 @@ class SlurmCluster:
             "GresTypes=gpu",
             # The nodes share this machine's CPUs and memory: trust the configured sizes.
             "SlurmdParameters=config_overrides",
-            "ReturnToService=2",
+            # A node set DOWN by the admin (scontrol) stays down until resumed, as with the usual setting.
+            "ReturnToService=1",
             "SlurmdTimeout=30",
             "InactiveLimit=0",
             "KillWait=5",

@@ -331,6 +331,13 @@ class LoadGenExecutor(Step):
             # After Ctrl-C/SIGTERM the killed run ends here and no further scenario starts.
             ctx.stop_if_cancelled(f"LoadGen {scenario} {mode}")
             expected = expected_seconds(scenario, mode, settings, rates)
+            left = ctx.host.time_left_s()  # a scheduler's time limit (Slurm --time); None: none
+            if left is not None and left < expected:
+                raise self.fail(
+                    f"LoadGen {scenario} {mode} needs about {expected:.0f}s, the job has {left:.0f}s left: not started",
+                    ctx,
+                    hint="ask for a longer --time (or fewer scenarios, or a shorter MinDurationMs)",
+                )
             ctx.log(f"-> {change.summary} {expected_marker(expected)}")
             result = self._attempt(ctx, scenario, mode, change.commands[0], settings)
             local = self.local_dir(ctx, scenario, mode)

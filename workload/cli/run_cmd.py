@@ -106,6 +106,7 @@ def run_command(
     resolved = resolve_from_options(profile, parameters, scenarios)
     unfinished = set(unfinished_hosts(only_failed)) if only_failed is not None else None
     specs, factory = build_targets(targets, only=unfinished)
+    hosts_factory = factory  # before telemetry wraps it (--slurm-requeue asks it for other nodes)
     if unfinished is not None:
         specs = [spec for spec in specs if spec.name in unfinished]
         if not specs:
@@ -151,6 +152,16 @@ def run_command(
             outcomes = engine.run(specs)
     finally:
         telemetry = telemetry_hook.detach(monitor)
+    if not engine.interrupted:  # --slurm-requeue: the work of lost Slurm nodes once more on other nodes
+        from workload.cli.slurm_targets import requeue_lost_nodes
+
+        def rerun(more: list[Any], opener: Any) -> list[HostOutcome]:
+            specs.extend(more)
+            again = ConsoleReporter(console, hosts=[s.name for s in more], verbose=verbose, total_steps=total_steps)
+            with again:
+                return Engine(resolved, folder, opener, options, again).run(more)
+
+        outcomes = requeue_lost_nodes(hosts_factory, outcomes, rerun)
     # From here on the benchmark has run: a file that cannot be written (disk full) is named and
     # the run goes on to print what was collected, then exits 8 (OutputError), not 1.
     write_errors: list[OutputError] = list(engine.write_errors)

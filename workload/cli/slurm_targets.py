@@ -11,11 +11,16 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from workload.hosts.base import Host, HostSpec
+from workload.hosts.slurm_alloc import SlurmAllocation
+
+if TYPE_CHECKING:
+    from workload.engine import HostOutcome
 
 SLURM_OPTIONS = (
     "slurm",
@@ -84,8 +89,7 @@ def slurm_targets(
     ``only`` (``--only-failed``): these nodes of an earlier run, and no others.
     """
     from workload.errors import UsageError
-    from workload.hosts.slurm import SlurmHost
-    from workload.hosts.slurm_alloc import SlurmAllocation, SlurmRequest
+    from workload.hosts.slurm_alloc import SlurmRequest
 
     if len(login_specs) != 1:
         raise UsageError(
@@ -136,8 +140,62 @@ def slurm_targets(
             release()
         raise
     specs = [HostSpec(scheme="slurm", hostname=node, alias=node, source="--slurm") for node in node_names]
+    return specs, SlurmNodes(allocation, factory, login_spec)
 
-    def open_node(spec: HostSpec) -> Host:
-        return SlurmHost(spec.hostname, allocation, factory(login_spec), allows_changes=request.allow_changes)
 
-    return specs, open_node
+class SlurmNodes:
+    """The host factory of a ``--slurm`` run: a :class:`SlurmHost` per node, each with a login connection of its own."""
+
+    def __init__(self, allocation: SlurmAllocation, factory: Callable[[HostSpec], Host], login_spec: HostSpec) -> None:
+        self.allocation = allocation
+        self.factory = factory
+        self.login_spec = login_spec
+
+    def __call__(self, spec: HostSpec) -> Host:
+        from workload.hosts.slurm import SlurmHost
+
+        login = self.factory(self.login_spec)
+        return SlurmHost(spec.hostname, self.allocation, login, allows_changes=self.allocation.request.allow_changes)
+
+
+def requeue_lost_nodes(
+    factory: Callable[[HostSpec], Host],
+    outcomes: list[HostOutcome],
+    rerun: Callable[[list[HostSpec], Callable[[HostSpec], Host]], list[HostOutcome]],
+) -> list[HostOutcome]:
+    """``--slurm-requeue``: the work of nodes that failed (:class:`NodeLost`) runs once more on other nodes.
+
+    A second allocation of as many nodes, excluding the lost ones, made and given back like the
+    first; ``rerun(specs, factory)`` runs the profile on them. Each replacement's outcome takes the
+    lost node's place, labelled ``requeued_from=<lost node>`` (its metrics carry the label too).
+    Without ``--slurm-requeue`` (or with nothing lost) the outcomes are returned unchanged.
+    """
+    from workload.hosts.slurm import NodeLost
+
+    if not isinstance(factory, SlurmNodes) or not factory.allocation.request.requeue:
+        return outcomes
+    lost = [o for o in outcomes if o.status == "failed" and isinstance(o.error, NodeLost)]
+    if not lost:
+        return outcomes
+    first = factory.allocation
+    request = replace(
+        first.request, nodes=len(lost), nodelist=None, exclude=tuple(sorted({*first.request.exclude, *first.nodes}))
+    )
+    again = SlurmAllocation(first.login, request, f"{first.job_name}-requeue")
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(again.release)
+    names = ", ".join(o.name for o in lost)
+    click.echo(f"slurm: requeue: {len(lost)} node(s) lost ({names}); asking for others", err=True)
+    try:
+        nodes = again.allocate(lambda line: click.echo(line, err=True))
+    except BaseException:
+        again.release()
+        raise
+    specs = [
+        HostSpec(scheme="slurm", hostname=node, alias=node, source="--slurm-requeue", labels={"requeued_from": old})
+        for node, old in zip(nodes, (o.name for o in lost), strict=False)
+    ]
+    results = rerun(specs, SlurmNodes(again, factory.factory, factory.login_spec))
+    replaced = {spec.labels["requeued_from"]: outcome for spec, outcome in zip(specs, results, strict=True)}
+    return [replaced.get(o.name, o) for o in outcomes]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import shlex
+import uuid
 
 from workload.errors import ConnectError
 from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
@@ -60,13 +61,22 @@ class SlurmHost(Host):
         self.login = login
         #: Whether steps may change the node (install packages); False: verify-only.
         self.allows_changes = allows_changes
+        #: Extra srun options of every step of this object (e.g. pyxis's ``--container-image``).
+        self.step_options: tuple[str, ...] = ()
+
+    def with_step_options(self, *options: str) -> SlurmHost:
+        """The same node, with ``options`` added to every job step (through the same login connection)."""
+        view = SlurmHost(self.node, self.allocation, self.login, allows_changes=self.allows_changes)
+        view.step_options = self.step_options + options
+        return view
 
     # -- the job step ------------------------------------------------------------------------------
-    def srun_argv(self, shell_line: str) -> list[str]:
+    def srun_argv(self, shell_line: str, *, step_name: str = "workload") -> list[str]:
         """The srun command that runs ``shell_line`` on this node, inside the run's allocation."""
         return [
             "srun",
             f"--jobid={self.allocation.job_id}",
+            f"--job-name={step_name}",
             "--nodes=1",
             "--ntasks=1",
             f"--nodelist={self.node}",
@@ -74,6 +84,7 @@ class SlurmHost(Host):
             "--quiet",
             "--kill-on-bad-exit=1",
             "--chdir=/",
+            *self.step_options,
             "--",
             "/bin/sh",
             "-c",
@@ -89,35 +100,53 @@ class SlurmHost(Host):
         stdout: OutputCollector,
         stderr: OutputCollector,
     ) -> tuple[int, bool]:
+        step_name = f"workload-{uuid.uuid4().hex[:12]}"
         try:
             code, timed_out = self.login._execute(
-                shlex.join(self.srun_argv(shell_line)), stdin=stdin, timeout=timeout, stdout=stdout, stderr=stderr
+                shlex.join(self.srun_argv(shell_line, step_name=step_name)),
+                stdin=stdin,
+                timeout=timeout,
+                stdout=stdout,
+                stderr=stderr,
             )
         except ConnectionLost as lost:
             problem = f"the login host {self.login.name}: {lost.problem}"
             raise ConnectionLost(self.name, problem, hint=lost.hint) from lost
-        if code != 0 and not timed_out:
+        finally:
+            self.connection_generation = self.login.connection_generation  # the telemetry waits for it
+        if timed_out:
+            # srun was killed at the timeout (SIGKILL: it could not pass anything on): end the step itself.
+            self.allocation.cancel_step(step_name)
+        elif code != 0:
             self._raise_if_node_lost(stderr.text())
         return code, timed_out
 
     def _raise_if_node_lost(self, stderr: str) -> None:
-        """After a failed step: raise :class:`NodeLost` when the node (not the command) is the reason."""
+        """After a failed step: raise :class:`NodeLost` when the node (not the command) is the reason.
+
+        Only when srun itself reported an error: its lines (``Node failure on NODE``, ``Unable to
+        create step``...) or then sinfo's state of the node (down, drained, failing, not responding ``*``).
+        """
         srun_said = [line for line in stderr.splitlines() if line.startswith(("srun: error:", "srun: Job step"))]
+        if not srun_said:
+            return  # srun itself had nothing to say: the command failed, not the node (no extra round trip)
         trouble = [line for line in srun_said if any(mark in line for mark in NODE_TROUBLE)]
         state, reason = self.allocation.node_state(self.node)
         bad_state = state.rstrip("*~#!%$@^-").lower() in BAD_NODE_STATES or state.endswith("*")
         if not trouble and not bad_state:
             return
-        status = self.allocation.status()
         job = f"slurm job {self.allocation.job_id}"
+        status = self.allocation.status()
         if status is None or not status.active:
-            raise NodeLost(self.name, f"{job} has ended" + (f" ({status.state})" if status else ""))
-        what = f"node {self.node} is {state.upper() or 'unknown'}" + (f" ({reason})" if reason else "")
-        said = trouble[0].removeprefix("srun: error: ") if trouble else ""
+            ended = f" ({status.state}: {status.reason})" if status else ""
+            raise NodeLost(self.name, f"{job} has ended{ended}", hint="a longer --time may be needed")
+        said = trouble[0].removeprefix("srun: error: ") if trouble else f"a step failed on {self.node}"
+        shown = f"; sinfo: {state.upper()}" + (f" ({reason})" if reason else "") if state else ""
         raise NodeLost(
             self.name,
-            f"{what}: {said}" if said else what,
-            hint="the other nodes went on; see `sinfo -R` on the login node, and rerun this node with --only-failed",
+            f"node {self.node} failed in {job}: {said}{shown}",
+            hint="the other nodes went on; `sinfo -R` on the login node says why, "
+            "and --only-failed RUN_FOLDER runs this node's work again",
         )
 
     def _raw(self, shell_line: str, *, stdin: bytes | None = None, limit: int = 1 << 30) -> tuple[int, bytes, str]:

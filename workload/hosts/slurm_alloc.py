@@ -270,6 +270,19 @@ class SlurmAllocation:
         state, _, reason = (result.stdout.strip().splitlines() or [""])[0].partition("|")
         return state.strip(), reason.strip() if reason.strip() != "none" else ""
 
+    def cancel_step(self, step_name: str) -> None:
+        """Cancel the job's step named ``step_name`` (``squeue -s``, then ``scancel JOB.STEP``); quiet."""
+        if self.job_id is None:
+            return
+        try:
+            steps = self.login.run(cmd("squeue", "-h", "-s", "-j", self.job_id, "-o", "%i|%j", timeout=60))
+            for line in steps.stdout.splitlines():
+                step_id, _, name = line.strip().partition("|")
+                if name == step_name and step_id.startswith(f"{self.job_id}."):
+                    self.login.run(cmd("scancel", step_id, timeout=60))
+        except (ConnectError, Interrupted):
+            return
+
     # -- giving back -------------------------------------------------------------------------------
     def release(self, wait_s: float = 30.0) -> None:
         """Cancel the job (by id, or by name while its id is not known yet) and wait until it is gone.

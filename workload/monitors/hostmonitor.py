@@ -65,6 +65,11 @@ def own_connection(host: Host) -> Host | None:
     if isinstance(host, SshHost):
         options = replace(host.options, accept_new_host_keys=False, connect_attempts=1, sudo_password=None)
         return SshHost(host.hostname, port=host.port, user=host.user, options=options, name=host.name)
+    from workload.hosts.slurm import SlurmHost
+
+    if isinstance(host, SlurmHost):  # samples are job steps of the same allocation, through a login of their own
+        login = own_connection(host.login)
+        return None if login is None else SlurmHost(host.node, host.allocation, login)
     return None
 
 
