@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from workload.hosts.base import Host, HostSpec
-from workload.hosts.slurm_alloc import SlurmAllocation
-
 if TYPE_CHECKING:
+    # Only for annotations: `--help` builds the Slurm options from this module and must not load
+    # the host layer (bench/bench_startup.py); the functions that need them import them.
     from workload.cli.options import TargetOpener
     from workload.commands import Secret
     from workload.engine import HostOutcome
+    from workload.hosts.base import Host, HostSpec
+    from workload.hosts.slurm_alloc import SlurmAllocation
 
 SLURM_OPTIONS = (
     "slurm",
@@ -91,7 +92,8 @@ def slurm_targets(
     ``only`` (``--only-failed``): these nodes of an earlier run, and no others.
     """
     from workload.errors import UsageError
-    from workload.hosts.slurm_alloc import SlurmRequest
+    from workload.hosts.base import HostSpec
+    from workload.hosts.slurm_alloc import SlurmAllocation, SlurmRequest
 
     if len(login_specs) != 1:
         raise UsageError(
@@ -177,7 +179,9 @@ def requeue_lost_nodes(
     lost node's place, labelled ``requeued_from=<lost node>`` (its metrics carry the label too).
     Without ``--slurm-requeue`` (or with nothing lost) the outcomes are returned unchanged.
     """
+    from workload.hosts.base import HostSpec
     from workload.hosts.slurm import NodeLost
+    from workload.hosts.slurm_alloc import SlurmAllocation
 
     if not isinstance(factory, SlurmNodes) or not factory.allocation.request.requeue:
         return outcomes
