@@ -297,6 +297,37 @@ def test_exception_mapping(error: BaseException, transient: bool, words: str) ->
     assert "Traceback" not in str(info.value)
 
 
+def test_sshd_dropping_at_max_startups_is_retried_as_transient() -> None:
+    """sshd past its MaxStartups limit writes "Exceeded MaxStartups" instead of its banner and closes
+    (OpenSSH sshd.c, drop_connection); a login node hit by one connection per Slurm node at once
+    does this. It is sshd, busy: retried like a refused connection, never "does not speak SSH"."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted: list[int] = []
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            with conn:
+                conn.sendall(b"Exceeded MaxStartups\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        options = ConnectOptions(use_system_known_hosts=False, connect_attempts=2, connect_budget_s=20)
+        host = SshHost("127.0.0.1", port=port, user="root", options=options, name="login1")
+        with pytest.raises(ConnectError) as info:
+            host.connect()
+    finally:
+        server.close()
+    assert host.connect_attempts == 2 and len(accepted) >= 2, (host.connect_attempts, accepted)
+    assert "does not speak SSH" not in str(info.value), str(info.value)
+    assert "MaxStartups" in str(info.value), str(info.value)
+
+
 # -- losing the connection -----------------------------------------------------------------------
 
 

@@ -202,7 +202,7 @@ def connect_error(exc: Exception, target: SshTarget, options: ConnectOptions) ->
         )
     if isinstance(exc, EOFError) or (
         isinstance(exc, paramiko.SSHException)
-        and any(s in str(exc) for s in ("Error reading SSH protocol banner", "Negotiation failed"))
+        and any(s in str(exc) for s in ("Error reading SSH protocol banner", "Negotiation failed", MAX_STARTUPS))
     ):
         return TransientConnectError(
             target.name,
@@ -226,6 +226,11 @@ def connect_error(exc: Exception, target: SshTarget, options: ConnectOptions) ->
     return ConnectError(target.name, f"unexpected error connecting to {where}: {type(exc).__name__}: {exc}")
 
 
+#: What OpenSSH's sshd writes, instead of its banner, to a connection it drops at its MaxStartups
+#: limit (sshd.c, ``drop_connection``): sshd itself, busy with unauthenticated connections.
+MAX_STARTUPS = "Exceeded MaxStartups"
+
+
 def _not_ssh(exc: Exception, target: SshTarget, options: ConnectOptions) -> str | None:
     """Why the peer is evidently not an SSH server, or None (then the error may be transient).
 
@@ -241,6 +246,8 @@ def _not_ssh(exc: Exception, target: SshTarget, options: ConnectOptions) -> str 
     text = str(exc)
     if text.startswith("Indecipherable protocol version"):
         said = text.partition('"')[2].rstrip('"').strip()
+        if said.startswith(MAX_STARTUPS):
+            return None  # sshd itself, refusing for now: transient (many connections at once)
         return f"it said {said[:60]!r}" if said else "it sent no SSH banner"
     # "No existing session": the banner wait ran out while connect() went on to authenticate.
     if not text.startswith(("Error reading SSH protocol banner", "No existing session")):
@@ -255,7 +262,7 @@ def _not_ssh(exc: Exception, target: SshTarget, options: ConnectOptions) -> str 
                 return f"it sent no SSH banner within {timeout:g}s"
     except OSError:
         return None
-    if not first or first.startswith(b"SSH-"):
+    if not first or first.startswith((b"SSH-", MAX_STARTUPS.encode())):
         return None
     said = first.decode("ascii", errors="replace").splitlines()[0].strip()
     return f"it said {said[:60]!r} instead of an SSH banner"
