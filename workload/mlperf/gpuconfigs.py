@@ -1,6 +1,11 @@
 """The gpuconfigs table: NVIDIA's published config values per GPU SKU, model, scenario, accuracy target and GPU count.
 
-One JSON file per SKU in the shipped ``gpuconfigs/`` folder (:func:`workload.resources.gpuconfig_dir`)::
+One table per harness round (:data:`ROUNDS`): v4.1's files lie in ``gpuconfigs/`` itself, every later round's in
+``gpuconfigs/<round>/`` (``gpuconfigs/v5.1/B200_SXM_180GB.json``); ``load_table(harness_round="v5.1")`` reads one round.
+Each file names its round (``"round": "v5.1"``; absent = v4.1) and holds the values of that round's files only:
+a GPU NVIDIA no longer tunes in a round has no file in it (the adapter decides what to do, never this module).
+
+One JSON file per SKU in the round's folder (:func:`workload.resources.gpuconfig_dir`)::
 
     {"sku": "H100_SXM_80GB", "known_gpu": "H100_SXM_80GB", "gpu_names": ["NVIDIA H100 80GB HBM3"],
      "source": "...",
@@ -26,6 +31,7 @@ and the key.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +53,50 @@ REQUIRED_BY_SCENARIO = {
 #: NVIDIA's ``AccuracyTarget`` members: 99 % and 99.9 % of the reference accuracy.
 ACCURACY_TARGETS = ("k_99", "k_99_9")
 
+#: Rounds with a table, and the folder of its files below ``gpuconfigs/`` ("" = the folder itself).
+ROUNDS: dict[str, str] = {"v4.1": "", "v5.0": "v5.0", "v5.1": "v5.1"}
+#: The round a file without ``"round"`` belongs to (the files written before rounds had folders).
+DEFAULT_ROUND = "v4.1"
+#: ``--benchmarks`` names each round's harness has (v5.0: README "Valid benchmarks"; v5.1: ``code/common/constants.py``
+#: ``Benchmark`` values, the names of its config files).
+ROUND_MODELS: dict[str, tuple[str, ...]] = {
+    "v4.1": tuple(MODELS),
+    "v5.0": (
+        *MODELS,
+        "llama2-70b-interactive",
+        "llama3_1-405b",
+        "rgat",
+    ),
+    "v5.1": (
+        "resnet50",
+        "retinanet",
+        "bert",
+        "dlrm-v2",
+        "gptj",
+        "llama2-70b",
+        "llama3_1-8b",
+        "llama3_1-405b",
+        "mixtral-8x7b",
+        "deepseek-r1",
+        "stable-diffusion-xl",
+        "whisper",
+        "rgat",
+    ),
+}
+#: Scenarios of each round (v5.1 ``Scenario`` adds ``Interactive``, a folder of its own in ``configs/<SYSTEM>/``).
+ROUND_SCENARIOS: dict[str, tuple[str, ...]] = {
+    "v4.1": SCENARIOS,
+    "v5.0": SCENARIOS,
+    "v5.1": (*SCENARIOS, "Interactive"),
+}
+#: Where NVIDIA's config file of a round lies: one file per benchmark and scenario up to v5.0, one per system,
+#: scenario and benchmark from v5.1 (``configs/<SYSTEM>/<Scenario>/<benchmark>.py``).
+ROUND_FILE_PATTERNS: dict[str, str] = {
+    "v4.1": r"^closed/NVIDIA/configs/(?P<model>[^/]+)/(?P<scenario>[A-Za-z]+)/__init__\.py$",
+    "v5.0": r"^closed/NVIDIA/configs/(?P<model>[^/]+)/(?P<scenario>[A-Za-z]+)/__init__\.py$",
+    "v5.1": r"^closed/NVIDIA/configs/[^/]+/(?P<scenario>[A-Za-z]+)/(?!__init__\.py$)(?P<model>[^/]+)\.py$",
+}
+
 
 class ConfigFields(BaseModel):
     """Config fields (the harness's names); every one optional, None = not set by the class."""
@@ -60,7 +110,7 @@ class ConfigFields(BaseModel):
     server_target_qps: float | None = Field(default=None, gt=0)
     single_stream_expected_latency_ns: int | None = Field(default=None, gt=0)
     multi_stream_expected_latency_ns: int | None = Field(default=None, gt=0)
-    precision: Literal["int8", "fp16", "fp32", "fp8"] | None = None
+    precision: Literal["int8", "fp16", "fp32", "fp8", "fp4"] | None = None
     use_graphs: bool | None = None
     gpu_copy_streams: int | None = Field(default=None, ge=1)
     gpu_inference_streams: int | None = Field(default=None, ge=1)
@@ -80,6 +130,15 @@ class ConfigFields(BaseModel):
     pipeline_parallelism: int | None = Field(default=None, ge=1)
     kvcache_free_gpu_mem_frac: float | None = Field(default=None, gt=0, le=1)
     enable_sort: bool | None = None
+    # From v5.0 the LLM engines take TRT-LLM's own flags as dicts (tensor/pipeline parallelism among them in v5.0).
+    trtllm_build_flags: dict[str, str | int | float | bool] | None = None
+    trtllm_runtime_flags: dict[str, str | int | float | bool] | None = None
+    trtllm_checkpoint_flags: dict[str, str | int | float | bool] | None = None
+    min_duration: int | None = Field(default=None, gt=0)
+    input_dtype: str | None = None
+    llm_gen_config_path: str | None = None
+    tensor_path: str | None = None
+    use_token_latencies: bool | None = None
 
     @model_validator(mode="after")
     def _positive_batch(self) -> ConfigFields:
@@ -100,8 +159,12 @@ class PublishedConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    file: str = Field(pattern=r"^closed/NVIDIA/configs/[^/]+/[A-Za-z]+/__init__\.py$")
-    class_name: str = Field(alias="class", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    #: The config file (its form per round: :data:`ROUND_FILE_PATTERNS`, checked by the table).
+    file: str = Field(pattern=r"^closed/NVIDIA/configs/[^/]+/[A-Za-z]+/[^/]+\.py$")
+    #: The registered class (v4.1, v5.0) or, from v5.1, the ``EXPORTS`` key (``WorkloadSetting(...)``).
+    class_name: str = Field(alias="class", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$|^WorkloadSetting\(.+\)$")
+    #: The extra name a v5.0 class is registered under (``ConfigRegistry.register(..., "PP2")``), if any.
+    variant: str | None = None
     #: Set when NVIDIA's file was read from a copy another submitter of the round carries.
     read_from: str | None = None
     fields: ConfigFields
@@ -113,6 +176,8 @@ class SkuTable(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     sku: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    #: The harness round whose files the values come from (:data:`ROUNDS`).
+    round: str = DEFAULT_ROUND
     #: The harness's ``KnownGPU`` member used in custom_list.py (``KnownGPU.<known_gpu>.value``).
     known_gpu: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     #: ``nvidia-smi`` names of this SKU (matched case-insensitively).
@@ -125,14 +190,20 @@ class SkuTable(BaseModel):
 
     @model_validator(mode="after")
     def _known_keys(self) -> SkuTable:
+        if self.round not in ROUNDS:
+            raise ValueError(f"round: unknown round {self.round!r} (known: {', '.join(ROUNDS)})")
+        models = ROUND_MODELS[self.round]
+        scenarios_known = ROUND_SCENARIOS[self.round]
+        file_pattern = re.compile(ROUND_FILE_PATTERNS[self.round])
         for section in (self.configs, self.unpublished):
             for model, scenarios in section.items():
-                if model not in MODELS:
-                    raise ValueError(f"configs.{model}: unknown model (known: {', '.join(MODELS)})")
+                if model not in models:
+                    raise ValueError(f"configs.{model}: unknown model of {self.round} (known: {', '.join(models)})")
                 for scenario in scenarios:
-                    if scenario not in SCENARIOS:
+                    if scenario not in scenarios_known:
                         raise ValueError(
-                            f"configs.{model}.{scenario}: unknown scenario (known: {', '.join(SCENARIOS)})"
+                            f"configs.{model}.{scenario}: unknown scenario of {self.round} "
+                            f"(known: {', '.join(scenarios_known)})"
                         )
         for model, scenarios in self.configs.items():
             for scenario, targets in scenarios.items():
@@ -145,7 +216,13 @@ class SkuTable(BaseModel):
                     for count, entry in counts.items():
                         if count < 1:
                             raise ValueError(f"{where}.{count}: a GPU count is 1 or more")
-                        needed = REQUIRED_BY_SCENARIO[scenario]
+                        found = file_pattern.match(entry.file)
+                        if not found:
+                            raise ValueError(f"{where}.{count}.file: not where {self.round} keeps its configs")
+                        if (found["model"], found["scenario"]) != (model, scenario):
+                            raise ValueError(f"{where}.{count}.file: is the config of another model or scenario")
+                        # Interactive is LoadGen's Server scenario with tighter latencies (v5.1 Scenario.to_lg_obj).
+                        needed = REQUIRED_BY_SCENARIO["Server" if scenario == "Interactive" else scenario]
                         if getattr(entry.fields, needed) is None:
                             raise ValueError(f"{where}.{count}.fields: {scenario} needs {needed}")
                         if entry.fields.gpu_batch_size is None:
@@ -177,9 +254,18 @@ class ResolvedConfig:
         return text
 
 
+def _parallelism(fields: dict[str, Any], name: str) -> int:
+    """A parallelism field, plain (v4.1, v5.1) or inside ``trtllm_build_flags`` (v5.0); 1 when unset."""
+    value = fields.get(name)
+    if value is None:
+        flags = fields.get("trtllm_build_flags") or {}
+        value = flags.get(name)
+    return int(value or 1)
+
+
 def parallel_gpus(fields: dict[str, Any]) -> int:
     """GPUs one instance of the engine spans: tensor x pipeline parallelism (1 without either)."""
-    return int(fields.get("tensor_parallelism") or 1) * int(fields.get("pipeline_parallelism") or 1)
+    return _parallelism(fields, "tensor_parallelism") * _parallelism(fields, "pipeline_parallelism")
 
 
 def gpu_count_problem(config: ResolvedConfig) -> str | None:
@@ -187,8 +273,8 @@ def gpu_count_problem(config: ResolvedConfig) -> str | None:
     width = parallel_gpus(config.fields)
     if width <= 1:
         return None
-    tp = config.fields.get("tensor_parallelism") or 1
-    pp = config.fields.get("pipeline_parallelism") or 1
+    tp = _parallelism(config.fields, "tensor_parallelism")
+    pp = _parallelism(config.fields, "pipeline_parallelism")
     if config.gpu_count < width or config.gpu_count % width:
         return (
             f"{config.source()} needs a multiple of {width} GPUs (tensor_parallelism {tp} x pipeline_parallelism "
@@ -203,6 +289,18 @@ class GpuConfigTable:
 
     skus: dict[str, SkuTable]
     folder: Path
+    #: The harness round of every file here (:data:`ROUNDS`).
+    round: str = DEFAULT_ROUND
+
+    def label(self, sku: str) -> str:
+        """How messages name a SKU's file: ``gpuconfigs/H100_SXM_80GB.json``, ``gpuconfigs/v5.1/B200...json``."""
+        sub = ROUNDS.get(self.round, "")
+        return f"gpuconfigs/{sub + '/' if sub else ''}{sku}.json"
+
+    def has_gpu(self, gpu_name: str) -> bool:
+        """Whether any SKU of this round's table is the GPU named ``gpu_name`` (nvidia-smi's name)."""
+        wanted = gpu_name.strip().lower()
+        return any(name.lower() == wanted for t in self.skus.values() for name in t.gpu_names)
 
     def sku_for_gpu(self, gpu_name: str) -> SkuTable:
         """The SKU whose ``gpu_names`` holds ``gpu_name``; ProfileError listing SKUs and how to add one."""
@@ -211,8 +309,9 @@ class GpuConfigTable:
             if any(name.lower() == wanted for name in table.gpu_names):
                 return table
         raise ProfileError(
-            "gpuconfigs",
-            f"no entry for the GPU {gpu_name!r} (SKUs in the table: {', '.join(sorted(self.skus)) or 'none'})",
+            "gpuconfigs" if self.round == DEFAULT_ROUND else f"gpuconfigs/{ROUNDS[self.round]}",
+            f"no {self.round} entry for the GPU {gpu_name!r} "
+            f"(SKUs in the table: {', '.join(sorted(self.skus)) or 'none'})",
             hint=(
                 f"add a file {self.folder}/<SKU>.json with sku, known_gpu (the harness's KnownGPU name), "
                 f"gpu_names ([{gpu_name!r}]), source and NVIDIA's configs per model, scenario, accuracy target "
@@ -231,9 +330,11 @@ class GpuConfigTable:
         targets = table.configs.get(model, {}).get(scenario)
         if targets is None or accuracy not in targets:
             why = table.unpublished.get(model, {}).get(scenario)
+            # Up to v5.0 a config is a registered class; from v5.1 an EXPORTS entry of a per-system file.
+            kind = "class" if self.round in ("v4.1", "v5.0") else "config"
             return (
-                f"NVIDIA's v4.1 configs have no {table.sku} {model} {scenario} class for the {target} target "
-                f"({why or 'not published'}); gpuconfigs/{table.sku}.json holds only NVIDIA's published values"
+                f"NVIDIA's {self.round} configs have no {table.sku} {model} {scenario} {kind} for the {target} "
+                f"target ({why or 'not published'}); {self.label(table.sku)} holds only NVIDIA's published values"
             )
         return None
 
@@ -244,7 +345,7 @@ class GpuConfigTable:
         table = self.sku_for_gpu(gpu_name)
         problem = self.entry_problem(gpu_name, model, scenario, high_accuracy=high_accuracy)
         if problem is not None:
-            raise ProfileError(f"gpuconfigs/{table.sku}.json", problem)
+            raise ProfileError(self.label(table.sku), problem)
         accuracy = "k_99_9" if high_accuracy else "k_99"
         counts = table.configs[model][scenario][accuracy]
         base = _nearest_count(sorted(counts), gpu_count)
@@ -275,15 +376,24 @@ def _nearest_count(published: list[int], wanted: int) -> int:
     return below[-1] if below else published[0]
 
 
-def load_table(folder: Path | None = None) -> GpuConfigTable:
-    """Load and validate every ``*.json`` in ``folder`` (default: the shipped table)."""
+def load_table(folder: Path | None = None, harness_round: str = DEFAULT_ROUND) -> GpuConfigTable:
+    """Load and validate every ``*.json`` of one round's table.
+
+    ``folder`` is the round's folder itself (default: the shipped ``gpuconfigs/`` plus the round's subfolder). A
+    round this module has no table for, or a file of another round in the folder, is a ProfileError naming it.
+    """
+    if harness_round not in ROUNDS:
+        raise ProfileError(
+            "gpuconfigs", f"no table for the harness round {harness_round!r} (rounds: {', '.join(ROUNDS)})"
+        )
     if folder is None:
         from workload.resources import gpuconfig_dir
 
-        folder = gpuconfig_dir()
+        folder = gpuconfig_dir() / ROUNDS[harness_round] if ROUNDS[harness_round] else gpuconfig_dir()
+    prefix = f"gpuconfigs/{ROUNDS[harness_round]}/" if ROUNDS[harness_round] else "gpuconfigs/"
     skus: dict[str, SkuTable] = {}
     for path in sorted(Path(folder).glob("*.json")):
-        label = f"gpuconfigs/{path.name}"
+        label = f"{prefix}{path.name}"
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
@@ -296,8 +406,10 @@ def load_table(folder: Path | None = None) -> GpuConfigTable:
             raise ProfileError(label, _first_problem(exc)) from None
         if table.sku != path.stem:
             raise ProfileError(f"{label}: sku", f"is {table.sku!r} but the file is named {path.stem!r}")
+        if table.round != harness_round:
+            raise ProfileError(f"{label}: round", f"is {table.round!r} but the file lies in the {harness_round} table")
         skus[table.sku] = table
-    return GpuConfigTable(skus=skus, folder=Path(folder))
+    return GpuConfigTable(skus=skus, folder=Path(folder), round=harness_round)
 
 
 def _first_problem(exc: ValidationError) -> str:

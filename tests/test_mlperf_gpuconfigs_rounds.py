@@ -1,0 +1,192 @@
+"""NVIDIA's published v5.0 and v5.1 values reach an unknown machine with the same GPUs: the expectation table below,
+written by hand from NVIDIA's files, against what the round-aware gpuconfigs table resolves for it.
+
+Sources:
+- v5.0: ``mlcommons/inference_results_v5.0`` commit ``6069beb2``,
+  ``closed/NVIDIA/configs/llama2-70b/Offline/__init__.py``:
+  ``HopperOfflineGPUBaseConfig`` (fp8, vboost_slider 1, kv_cache_dtype fp8), ``BlackwellOfflineGPUBaseConfig`` (fp4,
+  kv_cache_dtype fp8), classes ``H200_SXM_141GBx1`` (bs 2048, 14.4 QPS, max_num_tokens 1536, gemm_swiglu_plugin fp8),
+  ``H200_SXM_141GBx8`` (x1's QPS * 8), ``B200_SXM_180GBx1`` (bs 2048, 47 QPS, max_num_tokens 3584, kvcache 0.95,
+  vboost 1), ``B200_SXM_180GBx8`` (x1's QPS * 8), ``H100_SXM_80GB_PP2x4`` (PP2, bs 1024, 300 QPS, vboost 0).
+- v5.1: NVIDIA's ``closed/NVIDIA/configs/B200-SXM-180GBx8/{Offline,Server,Interactive}/llama2-70b.py`` as carried by
+  the public fork ``ykamiset/inference_results_v5.1`` commit ``e9ccad4d`` (``EXPORTS`` of
+  ``WorkloadSetting(Custom, 0.99, MaxP)``): Offline 376 QPS, Server 364.0, Interactive 220 with bs 768 and
+  max_num_tokens 768, min_duration 2400000 (1200000 Interactive).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workload.errors import ProfileError
+from workload.mlperf.gpuconfigs import gpu_count_problem, load_table
+
+H200 = "NVIDIA H200"
+B200 = "NVIDIA B200"
+H100 = "NVIDIA H100 80GB HBM3"
+
+# (round, GPU, count, model, scenario, 99.9 %?) -> NVIDIA's values for that machine (subset checked field by field)
+EXPECTED: list[tuple[str, str, int, str, str, bool, dict[str, Any]]] = [
+    (
+        "v5.0",
+        H200,
+        8,
+        "llama2-70b",
+        "Offline",
+        False,
+        {
+            "gpu_batch_size": {"llama2-70b": 2048},
+            "offline_expected_qps": 115.2,
+            "precision": "fp8",
+            "vboost_slider": 1,
+            "trtllm_build_flags": {"max_num_tokens": 1536, "gemm_swiglu_plugin": "fp8"},
+            "trtllm_runtime_flags": {"max_num_tokens": 1536},
+            "trtllm_checkpoint_flags": {"kv_cache_dtype": "fp8"},
+        },
+    ),
+    ("v5.0", H200, 1, "llama2-70b", "Offline", True, {"offline_expected_qps": 14.4, "precision": "fp8"}),
+    (
+        "v5.0",
+        B200,
+        8,
+        "llama2-70b",
+        "Offline",
+        False,
+        {
+            "gpu_batch_size": {"llama2-70b": 2048},
+            "offline_expected_qps": 376,
+            "precision": "fp4",
+            "vboost_slider": 1,
+            "trtllm_build_flags": {"max_num_tokens": 3584},
+            "trtllm_runtime_flags": {"max_num_tokens": 3584, "kvcache_free_gpu_mem_frac": 0.95},
+        },
+    ),
+    (
+        "v5.0",
+        H100,
+        8,
+        "llama2-70b",
+        "Offline",
+        False,
+        {"gpu_batch_size": {"llama2-70b": 1024}, "offline_expected_qps": 300, "vboost_slider": 0},
+    ),
+    (
+        "v5.1",
+        B200,
+        8,
+        "llama2-70b",
+        "Offline",
+        False,
+        {
+            "gpu_batch_size": {"llama2-70b": 2048},
+            "offline_expected_qps": 376,
+            "precision": "fp4",
+            "min_duration": 2400000,
+            "tensor_parallelism": 1,
+            "pipeline_parallelism": 1,
+            "use_token_latencies": True,
+            "vboost_slider": 1,
+            "input_dtype": "int32",
+        },
+    ),
+    ("v5.1", B200, 8, "llama2-70b", "Server", True, {"server_target_qps": 364.0, "min_duration": 2400000}),
+    (
+        "v5.1",
+        B200,
+        8,
+        "llama2-70b",
+        "Interactive",
+        False,
+        {"gpu_batch_size": {"llama2-70b": 768}, "server_target_qps": 220, "min_duration": 1200000},
+    ),
+]
+
+
+@pytest.mark.parametrize(("rnd", "gpu", "count", "model", "scenario", "high", "want"), EXPECTED)
+def test_unknown_machine_gets_nvidias_values(
+    rnd: str, gpu: str, count: int, model: str, scenario: str, high: bool, want: dict[str, Any]
+) -> None:
+    resolved = load_table(harness_round=rnd).resolve(gpu, count, model, scenario, high_accuracy=high)
+    assert resolved.scaled_from is None, resolved.source()
+    for field, value in want.items():
+        assert resolved.fields[field] == value, (field, resolved.source())
+
+
+def test_v51_interactive_has_its_own_engine_flags() -> None:
+    fields = load_table(harness_round="v5.1").resolve(B200, 8, "llama2-70b", "Interactive").fields
+    # Interactive/llama2-70b.py: max_num_tokens 768, an fp4 GEMM plugin, no norm_quant_fusion and no vboost.
+    assert fields["trtllm_build_flags"]["max_num_tokens"] == 768
+    assert fields["trtllm_build_flags"]["gemm_plugin"] == "fp4"
+    assert "norm_quant_fusion" not in fields["trtllm_build_flags"]
+    assert "vboost_slider" not in fields
+
+
+def test_a_count_nvidia_has_no_config_for_is_scaled_from_the_nearest() -> None:
+    table = load_table(harness_round="v5.1")
+    four = table.resolve(B200, 4, "llama2-70b", "Offline")
+    # Only x8 is published in v5.1: x4 is derived from it, throughput halved, the rest as NVIDIA's.
+    assert four.scaled_from == 8
+    assert four.fields["offline_expected_qps"] == 188
+    assert four.fields["gpu_batch_size"] == {"llama2-70b": 2048}
+    assert "scaled from x8" in four.source()
+
+
+def test_v50_pp2_engine_needs_two_gpus() -> None:
+    one = load_table(harness_round="v5.0").resolve(H100, 1, "llama2-70b", "Offline")
+    problem = gpu_count_problem(one)
+    assert problem is not None and "pipeline_parallelism 2" in problem
+
+
+def test_hopper_is_not_in_the_v51_table() -> None:
+    table = load_table(harness_round="v5.1")
+    assert not table.has_gpu(H100) and not table.has_gpu(H200)
+    assert table.has_gpu(B200)
+    with pytest.raises(ProfileError) as info:
+        table.sku_for_gpu(H200)
+    assert "v5.1" in str(info.value) and "gpuconfigs/v5.1" in info.value.location
+
+
+def test_rounds_stay_apart() -> None:
+    v41 = load_table()
+    assert v41.round == "v4.1" and "B200_SXM_180GB" not in v41.skus
+    assert set(load_table(harness_round="v5.0").skus) == {"B200_SXM_180GB", "H100_SXM_80GB", "H200_SXM_141GB"}
+    with pytest.raises(ProfileError) as info:
+        load_table(harness_round="v9.9")
+    assert "v9.9" in str(info.value)
+
+
+def _copy(tmp_path: Path, rnd: str, sku: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((Path("gpuconfigs") / rnd / f"{sku}.json").read_text())
+    return data
+
+
+def test_a_file_of_another_round_is_refused(tmp_path: Path) -> None:
+    data = _copy(tmp_path, "v5.1", "B200_SXM_180GB")
+    (tmp_path / "B200_SXM_180GB.json").write_text(json.dumps(data))
+    with pytest.raises(ProfileError) as info:
+        load_table(tmp_path, harness_round="v5.0")
+    assert info.value.location == "gpuconfigs/v5.0/B200_SXM_180GB.json: round"
+
+
+def test_a_v51_entry_in_the_v50_file_layout_is_refused(tmp_path: Path) -> None:
+    data = _copy(tmp_path, "v5.1", "B200_SXM_180GB")
+    data["configs"]["llama2-70b"]["Offline"]["k_99"]["8"]["file"] = (
+        "closed/NVIDIA/configs/llama2-70b/Offline/__init__.py"
+    )
+    (tmp_path / "B200_SXM_180GB.json").write_text(json.dumps(data))
+    with pytest.raises(ProfileError) as info:
+        load_table(tmp_path, harness_round="v5.1")
+    assert "configs.llama2-70b.Offline.k_99.8.file" in str(info.value)
+
+
+def test_interactive_is_a_v51_scenario_only(tmp_path: Path) -> None:
+    data = _copy(tmp_path, "v5.0", "B200_SXM_180GB")
+    data["configs"]["llama2-70b"]["Interactive"] = data["configs"]["llama2-70b"]["Offline"]
+    (tmp_path / "B200_SXM_180GB.json").write_text(json.dumps(data))
+    with pytest.raises(ProfileError) as info:
+        load_table(tmp_path, harness_round="v5.0")
+    assert "unknown scenario of v5.0" in str(info.value)
