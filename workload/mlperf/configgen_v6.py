@@ -250,11 +250,18 @@ def v61_harness(
     system_id: str,
     description: str,
     accuracy: str = "k_99",
+    tensor_dir: str | None = None,
 ) -> str:
     """``harness.py``: LoadGen and harness fields plus the endpoints the harness sends queries to."""
     values = {**fields, "trtllm_server_urls": list(urls)}
+    body = _dict(values)
+    if tensor_dir:
+        # NVIDIA writes it as an expression over the scratch space (paths.PREPROCESSED_DATA_DIR / 'llama2-70b/').
+        body = (
+            body[: -len("\n}")] + f"\n    harness_fields.tensor_path: paths.PREPROCESSED_DATA_DIR / {tensor_dir!r},\n}}"
+        )
     out = [*provenance.header(system_id, description), *_V61_IMPORTS, ""]
-    out += [f"harness_config = {_dict(values)}", "", "EXPORTS = {"]
+    out += [f"harness_config = {body}", "", "EXPORTS = {"]
     out += [f"    {workload_setting(accuracy)}: harness_config,", "}", ""]
     return "\n".join(out)
 

@@ -201,7 +201,9 @@ def load_table61(folder: Path | None = None) -> V61Table:
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(p) for p in error["loc"])
-            message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+            message = (
+                "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+            )
             raise ProfileError(label, f"{where}: {message}" if where else message) from None
         if table.sku != path.stem:
             raise ProfileError(f"{label}: sku", f"is {table.sku!r} but the file is named {path.stem!r}")
