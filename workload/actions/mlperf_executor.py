@@ -21,348 +21,55 @@ import re
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import field_validator
-
-from workload.commands import Command, cmd
+from workload.commands import cmd
 from workload.errors import ProfileError, StepError, WorkloadError
 from workload.hosts.base import Host
 from workload.mlperf import custom_system, results
 from workload.mlperf.catalog import (
-    TEST_MODES,
     WorkloadSetting,
-    benchmark_full,
-    canonical_scenario,
-    check_config_version,
-    model_info,
     workload_setting,
 )
 from workload.mlperf.container import ContainerSpec, HarnessContainer, container_name
 from workload.mlperf.gpuconfigs import ResolvedConfig, gpu_count_problem
 from workload.mlperf.harness import (
-    CONTAINER_WORKDIR,
     SETUP_STAGES,
     HarnessVersion,
-    LoadGenOverride,
     log_dir,
     log_dir_prefix,
     make_argv,
-    parse_override,
-    parse_override_list,
     run_args,
     run_groups,
 )
+from workload.mlperf.ops import to_changes
+from workload.mlperf.planner import plan_ops
 from workload.mlperf.registrations import Registration, registrations
+from workload.mlperf.settings import (
+    STATE_KEY,
+    MLPerfFacts,
+    MLPerfParameters,
+    Settings,
+    UserFacts,
+    build_key,
+    settings_of,
+    setup_key,
+)
 from workload.mlperf.system import HostSystem, parse_system_description
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
+from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
 
-STATE_KEY = "mlperf"
 ASSUMED_VERSION = HarnessVersion(4, 1)
 #: What NVIDIA's ``scripts/get_system_id.py`` prints (v4.1: ``print(MATCHED_SYSTEM)``): ``None`` for a
 #: machine no KnownSystem matches, ``KnownSystem.<member>`` for one that does; exit 0 either way.
 KNOWN_SYSTEM_LINE = re.compile(r"^KnownSystem\.([A-Za-z_][A-Za-z0-9_]*)$")
 
 
-class MLPerfParameters(StepParameters):
-    """Parameters (VirtualClient's names first, then this runner's additions)."""
-
-    Model: str
-    Username: str | None = None
-    #: Accepted for VirtualClient profiles; the scratch disk is chosen by MountDisks (MLPERF_SCRATCH_PATH).
-    DiskFilter: str | None = None
-    RequireCustomSystemSupport: bool = False
-    #: LoadGen scenarios (default: every scenario the harness has configs for, per model).
-    Scenarios: str | None = None
-    #: ``--config_ver`` values, comma separated (default, high_accuracy, triton, maxq, ...).
-    ConfigVersion: str = "default"
-    TestModes: str = "PerformanceOnly,AccuracyOnly"
-    #: The harness's real short run: ``--test_run`` (v4.1+) or ``--fast`` (v4.0 and older).
-    Quick: bool = False
-    PackageName: str = "mlperf"
-    #: The results repository clone (or its closed/NVIDIA folder); default: what GitRepoClone exported.
-    RepoPath: str | None = None
-    ScratchPath: str | None = None
-    #: ``bert.Server.target_qps=100;bert.Offline.min_duration=60000`` (also as parameters named like the key):
-    #: passed to the harness as RUN_ARGS config fields (``--server_target_qps``, ``--min_duration``...).
-    LoadGenOverrides: str | None = None
-    #: Run this image as it is instead of building the repository's recipe.
-    ContainerImage: str | None = None
-    BuildImage: bool = True
-    #: BASE_IMAGE build argument of docker/release/Dockerfile (default: the Dockerfile's own).
-    BaseImage: str | None = None
-    UseGpus: bool = True
-    #: ``--ulimit memlock=-1`` like launch_docker (tests turn it off: their nested dockerd may not raise it).
-    UnlimitedMemlock: bool = True
-    #: The Docker daemon: ``unix:///path`` (a socket on the host; over its SSH connection for an SSH
-    #: host), ``tcp://...``; default: the host's default socket.
-    DockerBaseUrl: str | None = None
-    #: Test-only: a JSON HostSystem instead of reading nvidia-smi/lscpu (for machines without a GPU).
-    SystemDescription: str | None = None
-
-    @field_validator("Model")
-    @classmethod
-    def _model(cls, value: str) -> str:
-        return model_info(value).name
-
-    @field_validator("DockerBaseUrl")
-    @classmethod
-    def _docker_url(cls, value: str | None) -> str | None:
-        if value and value.strip().startswith("ssh://"):
-            raise ValueError(
-                "ssh:// is not used: the docker SDK would open its own SSH connection, ignoring the host's key, "
-                "known_hosts and sudo settings; run the step on that host (--host ssh://...) and the daemon is "
-                "reached over the host's own connection (give unix:///path for a socket other than the default)"
-            )
-        return (value.strip() or None) if value is not None else None
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Validated, normalised parameters."""
-
-    model: str
-    scenarios: tuple[str, ...]
-    config_versions: tuple[str, ...]
-    test_modes: tuple[str, ...]
-    #: Every override given; those for another model are ignored (:meth:`ignored_overrides`).
-    overrides: tuple[LoadGenOverride, ...]
-
-    @property
-    def config_version(self) -> str:
-        """The ``--config_ver`` value."""
-        return ",".join(self.config_versions)
-
-    @property
-    def benchmarks(self) -> tuple[str, ...]:
-        """The result benchmarks this run must produce: ``bert-99``, ``bert-99.9``..."""
-        return tuple(dict.fromkeys(benchmark_full(self.model, cv) for cv in self.config_versions))
-
-    def versions_of(self, benchmark: str) -> tuple[str, ...]:
-        """The config versions whose results are ``benchmark``."""
-        return tuple(cv for cv in self.config_versions if benchmark_full(self.model, cv) == benchmark)
-
-    def ignored_overrides(self) -> list[LoadGenOverride]:
-        """Overrides no scenario of this run reads (another model, or a scenario not run)."""
-        return [o for o in self.overrides if not any(o.applies_to(self.model, s) for s in self.scenarios)]
-
-
-def settings_of(params: MLPerfParameters) -> Settings:
-    """Normalise parameters; ValueError ``"Param: problem"`` for anything wrong (used at profile load)."""
-    info = model_info(params.Model)
-    scenarios: list[str] = []
-    for item in split_list(params.Scenarios) or list(info.scenarios):
-        try:
-            scenario = canonical_scenario(item)
-        except ValueError as exc:
-            raise ValueError(f"Scenarios: {exc}") from None
-        if scenario not in info.scenarios:
-            raise ValueError(
-                f"Scenarios: the harness has no {scenario} config for {info.name} (has: {', '.join(info.scenarios)})"
-            )
-        if scenario not in scenarios:
-            scenarios.append(scenario)
-    try:
-        versions = tuple(check_config_version(v) for v in split_list(params.ConfigVersion) or ["default"])
-    except ValueError as exc:
-        raise ValueError(f"ConfigVersion: {exc}") from None
-    modes = []
-    for mode in split_list(params.TestModes):
-        canonical = {m.lower(): m for m in TEST_MODES}.get(mode.lower())
-        if canonical is None:
-            raise ValueError(f"TestModes: unknown test mode {mode!r} (known: {', '.join(TEST_MODES)})")
-        modes.append(canonical)
-    if not modes:
-        raise ValueError("TestModes: give at least one test mode")
-    try:
-        overrides = list(parse_override_list(params.LoadGenOverrides or ""))
-    except ValueError as exc:
-        raise ValueError(f"LoadGenOverrides: {exc}") from None
-    for key, value in (params.model_extra or {}).items():
-        if key.count(".") == 2:
-            overrides.append(parse_override(key, value))
-    return Settings(info.name, tuple(scenarios), versions, tuple(modes), tuple(overrides))
-
-
-# -- facts ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class UserFacts:
-    name: str
-    uid: int
-    gid: int
-    group: str
-    home: str
-
-
-@dataclass
-class MLPerfFacts:
-    """What the planner needs to know about the host (all read-only)."""
-
-    nvidia_dir: str | None
-    nvidia_dir_exists: bool
-    version: HarnessVersion | None
-    commit: str | None
-    scratch_path: str | None
-    user: UserFacts | None
-    machine: str
-    done: dict[str, Any] = field(default_factory=dict)
-    build_exists: bool = False
-    container_status: str | None = None
-    docker_problem: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-def setup_key(scratch: str, model: str, stage: str) -> str:
-    """Host-state key of a finished setup stage: the data lives in the scratch path, per model."""
-    return f"setup:{scratch}:{model}:{stage}"
-
-
-def build_key(nvidia_dir: str, commit: str | None) -> str:
-    """Host-state key of a finished ``make build``: once per harness commit."""
-    return f"build:{nvidia_dir}@{commit or 'unknown'}"
-
-
 def plan_mlperf(params: MLPerfParameters, facts: MLPerfFacts, *, run_id: str = "<run id>") -> StepPlan:
-    """The pure planner: (parameters, facts) -> the changes a run makes, in order."""
-    settings = settings_of(params)
-    version = facts.version or ASSUMED_VERSION
-    notes = list(facts.notes)
-    if facts.version is None:
-        notes.append(f"harness version not readable yet (closed/NVIDIA/VERSION); assuming {ASSUMED_VERSION}")
-    user = facts.user.name if facts.user else "<user>"
-    name = container_name(user, facts.machine)
-    scratch = facts.scratch_path or "<MLPERF_SCRATCH_PATH>"
-    nvidia_dir = facts.nvidia_dir or "<repo>/closed/NVIDIA"
-    changes: list[Change] = []
-
-    def in_container(argv: Sequence[str]) -> Command:
-        return cmd(
-            "docker",
-            "exec",
-            "-u",
-            f"{facts.user.uid}:{facts.user.gid}" if facts.user else user,
-            "-w",
-            CONTAINER_WORKDIR,
-            name,
-            *argv,
-        )
-
-    changes.append(
-        Change(
-            f"make sure the scratch folders exist under {scratch}",
-            (cmd("mkdir", "-p", *(f"{scratch}/{d}" for d in ("data", "models", "preprocessed_data"))),),
-        )
-    )
-    if params.ContainerImage:
-        image_summary = f"use the image {params.ContainerImage}"
-    else:
-        image_summary = (
-            f"build the harness image mlperf-inference:{user}-{facts.machine} from the repository's "
-            "docker/release/Dockerfile and docker/Dockerfile.user (skipped when already built for this commit)"
-        )
-    changes.append(Change(image_summary))
-    status = facts.container_status or "absent"
-    changes.append(
-        Change(
-            f"container {name}: {'keep it running' if status == 'running' else 'start it (' + status + ')'}"
-            "; checked before every exec and recreated when gone"
-        )
-    )
-    # The system check runs before any download: an unknown system must not cost hours of setup.
-    check = in_container(["python3", "-m", "scripts.get_system_id"])
-    if params.RequireCustomSystemSupport:
-        targets = ", ".join(custom_system.custom_config_path(settings.model, s) for s in settings.scenarios)
-        changes.append(
-            Change(
-                "ask the harness which system this is; if it does not know it, register a custom system "
-                "(code/common/systems/custom_list.py, marked block), and add the configs it lacks for it "
-                f"({targets}), values from gpuconfigs/",
-                (check,),
-            )
-        )
-    else:
-        changes.append(Change("ask the harness which system this is and which configs it has for it", (check,)))
-    pending = [s for s in SETUP_STAGES if not facts.done.get(setup_key(scratch, settings.model, s))]
-    if pending:
-        changes.append(
-            Change(
-                f"set up {settings.model}: {', '.join(pending)} (BENCHMARKS={settings.model} only)",
-                tuple(
-                    in_container(make_argv(s, {"BENCHMARKS": settings.model, "EXTERNAL_USER": "1"})) for s in pending
-                ),
-            )
-        )
-    else:
-        notes.append(f"setup of {settings.model} already done ({', '.join(SETUP_STAGES)})")
-    if facts.done.get(build_key(nvidia_dir, facts.commit)) and facts.build_exists:
-        notes.append(f"make build already done for commit {(facts.commit or '')[:12]}")
-    else:
-        changes.append(
-            Change(
-                f"make build (harness commit {(facts.commit or 'unknown')[:12]})",
-                (in_container(make_argv("build", {"EXTERNAL_USER": "1"})),),
-            )
-        )
-    engines = run_args(
-        model=settings.model,
-        scenarios=settings.scenarios,
-        config_version=settings.config_version,
-        version=version,
-    )
-    changes.append(
-        Change(
-            f"generate the engines of {settings.model} {','.join(settings.scenarios)} (once for every test mode)",
-            (in_container(make_argv("generate_engines", {"RUN_ARGS": engines, "EXTERNAL_USER": "1"})),),
-        )
-    )
-    groups = run_groups(settings.model, settings.scenarios, settings.overrides)
-    for mode in settings.test_modes:
-        for index, group in enumerate(groups, 1):
-            args = run_args(
-                model=settings.model,
-                scenarios=group.scenarios,
-                config_version=settings.config_version,
-                version=version,
-                test_mode=mode,
-                quick=params.Quick,
-                fields=group.fields,
-            )
-            overrides = f" with {', '.join(f'{k}={v}' for k, v in group.fields)}" if group.fields else ""
-            changes.append(
-                Change(
-                    f"run {settings.model} {','.join(group.scenarios)} {mode}"
-                    + (f" (quick: {version.quick_flag})" if params.Quick else "")
-                    + overrides,
-                    (
-                        in_container(
-                            make_argv(
-                                "run_harness",
-                                {
-                                    "RUN_ARGS": args,
-                                    "LOG_DIR": log_dir(run_id, settings.model, mode, index),
-                                    "EXTERNAL_USER": "1",
-                                },
-                            )
-                        ),
-                    ),
-                )
-            )
-    if len(groups) > 1:
-        notes.append(
-            f"{len(groups)} runs per test mode: the scenarios' LoadGen overrides differ "
-            "(RUN_ARGS reach every scenario of one run)"
-        )
-    ignored = settings.ignored_overrides()
-    if ignored:
-        notes.append(
-            f"overrides not read by {settings.model} {','.join(settings.scenarios)}: "
-            + ", ".join(o.name for o in ignored)
-        )
-    if facts.docker_problem:
-        notes.append(facts.docker_problem)
-    return StepPlan(changes=tuple(changes), notes=tuple(notes))
+    """The pure planner's ops (:func:`workload.mlperf.planner.plan_ops`) as the changes ``plan`` prints."""
+    planned = plan_ops(params, facts, run_id=run_id)
+    changes = tuple(Change(c.summary, c.commands) for c in to_changes(planned.ops))
+    return StepPlan(changes=changes, notes=planned.notes)
 
 
 # -- the step ------------------------------------------------------------------------------------

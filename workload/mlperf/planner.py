@@ -1,0 +1,97 @@
+"""The pure MLPerf planner: (parameters, facts) -> the ordered ops a run executes, and notes.
+
+Called by the action at ``plan`` (ops rendered as changes) and at ``apply`` (the same ops
+executed by :mod:`workload.mlperf.interpreter`; after the system check, again with the results it
+found no config for, see :class:`workload.mlperf.ops.IdentifySystem`). The round adapter chosen by
+:func:`workload.mlperf.rounds.choose_round` supplies every round-specific op; this module only
+orders them: scratch, image, container, system check (before any download), setup, engines, runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workload.mlperf.container import container_name
+from workload.mlperf.harness import run_groups
+from workload.mlperf.ops import ContainerRef, EnsureContainer, EnsureScratch, IdentifySystem, Op
+from workload.mlperf.rounds import Checkout, HarnessRound, PlanInputs, choose_round
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, settings_of
+
+
+@dataclass(frozen=True)
+class MLPerfPlan:
+    """The ops in order, the notes ``plan`` shows with them, and what they were planned from."""
+
+    ops: tuple[Op, ...]
+    notes: tuple[str, ...]
+    round: HarnessRound
+    inputs: PlanInputs
+
+    def after_system_check(self) -> tuple[Op, ...]:
+        """The ops after :class:`IdentifySystem` (what a re-plan with blocked results replaces)."""
+        index = next((i for i, op in enumerate(self.ops) if isinstance(op, IdentifySystem)), -1)
+        return self.ops[index + 1 :]
+
+
+def plan_ops(
+    params: MLPerfParameters,
+    facts: MLPerfFacts,
+    *,
+    run_id: str = "<run id>",
+    blocked: frozenset[tuple[str, str]] = frozenset(),
+) -> MLPerfPlan:
+    """Every op of one MLPerf action, in the order ``apply`` runs them (pure)."""
+    settings = settings_of(params)
+    chosen = choose_round(Checkout(facts.version, facts.present), params.HarnessRound)
+    harness = chosen.round
+    version = facts.version or harness.assumed_version
+    notes = list(facts.notes)
+    if facts.version is None:
+        notes.append(f"harness version not readable yet (closed/NVIDIA/VERSION); assuming {version}")
+    if chosen.note:
+        notes.append(chosen.note)
+    user = facts.user.name if facts.user else "<user>"
+    container = ContainerRef(
+        container_name(user, facts.machine), f"{facts.user.uid}:{facts.user.gid}" if facts.user else user
+    )
+    inputs = PlanInputs(
+        params=params,
+        settings=settings,
+        facts=facts,
+        version=version,
+        container=container,
+        nvidia_dir=facts.nvidia_dir or "<repo>/closed/NVIDIA",
+        scratch=facts.scratch_path or "<MLPERF_SCRATCH_PATH>",
+        user_name=user,
+        run_id=run_id,
+        blocked=blocked,
+    )
+    ops: list[Op] = [EnsureScratch(inputs.scratch)]
+    ops += harness.image_ops(inputs)
+    ops.append(EnsureContainer(container, facts.container_status))
+    # The system check runs before any download: an unknown system must not cost hours of setup.
+    ops.append(harness.system_check(inputs))
+    setup, setup_notes = harness.setup_ops(inputs)
+    ops += setup
+    notes += setup_notes
+    runnable = [s for s in settings.scenarios if any((s, b) not in blocked for b in settings.benchmarks)]
+    groups = run_groups(settings.model, runnable, settings.overrides)
+    if runnable:
+        ops += harness.engine_ops(inputs, runnable)
+        for mode in settings.test_modes:
+            for index, group in enumerate(groups, 1):
+                ops += harness.run_ops(inputs, group, mode, index)
+    if len(groups) > 1:
+        notes.append(
+            f"{len(groups)} runs per test mode: the scenarios' LoadGen overrides differ "
+            "(RUN_ARGS reach every scenario of one run)"
+        )
+    ignored = settings.ignored_overrides()
+    if ignored:
+        notes.append(
+            f"overrides not read by {settings.model} {','.join(settings.scenarios)}: "
+            + ", ".join(o.name for o in ignored)
+        )
+    if facts.docker_problem:
+        notes.append(facts.docker_problem)
+    return MLPerfPlan(tuple(ops), tuple(notes), harness, inputs)

@@ -1,0 +1,65 @@
+"""The harness round adapters, and the one place that chooses among them.
+
+Contract: :func:`choose_round` is called by the MLPerf action at ``plan`` and at ``apply`` with
+what it read of the checkout (:class:`~workload.mlperf.rounds.base.Checkout`) and the step's
+``HarnessRound`` parameter. A parameter value names a round (``v4.1``, ``4.1``) and overrides
+detection; otherwise the first adapter of :data:`ROUNDS` (newest first) that
+:meth:`~workload.mlperf.rounds.base.HarnessRound.recognises` the checkout is used. A checkout no
+adapter recognises (no VERSION yet, or a round this runner does not know) gets :data:`DEFAULT`
+and a note saying so; it never fails at plan time.
+
+Adding a round: write ``rounds/vX_Y.py`` (see ``base.py``), put its class in :data:`ROUNDS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workload.mlperf.rounds.base import Checkout, HarnessRound, PlanInputs
+from workload.mlperf.rounds.v4_1 import V4_1Round
+
+__all__ = ["DEFAULT", "ROUNDS", "Checkout", "Chosen", "HarnessRound", "PlanInputs", "choose_round", "round_named"]
+
+#: Every adapter, newest first (detection takes the first that recognises a checkout).
+ROUNDS: tuple[type[HarnessRound], ...] = (V4_1Round,)
+#: The round planned for when nothing is known of the checkout yet.
+DEFAULT: type[HarnessRound] = V4_1Round
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The round chosen and, when it was not recognised from the checkout, why (shown as a note)."""
+
+    round: HarnessRound
+    note: str | None = None
+
+
+def round_named(name: str) -> type[HarnessRound]:
+    """The adapter named ``name`` (``v4.1``, ``4.1``, ``v4.0``: any version it runs); ValueError if none."""
+    wanted = name.strip().lower().removeprefix("v")
+    for adapter in ROUNDS:
+        if wanted in {str(v).removeprefix("v") for v in adapter.versions} | {adapter.name.removeprefix("v")}:
+            return adapter
+    known = ", ".join(str(v) for adapter in ROUNDS for v in adapter.versions)
+    raise ValueError(f"unknown harness round {name!r} (known: {known})")
+
+
+def choose_round(checkout: Checkout, requested: str | None = None) -> Chosen:
+    """The round to plan and run with (see the module docstring for the rule)."""
+    if requested:
+        return Chosen(round_named(requested)())
+    for adapter in ROUNDS:
+        if adapter.recognises(checkout):
+            return Chosen(adapter())
+    if checkout.version is None:
+        return Chosen(DEFAULT())
+    return Chosen(
+        DEFAULT(),
+        note=f"harness version {checkout.version} has no adapter; running it as {DEFAULT.name} "
+        "(set the parameter HarnessRound to choose one)",
+    )
+
+
+def markers() -> tuple[str, ...]:
+    """Every path some adapter's detection looks at (read-only, relative to closed/NVIDIA)."""
+    return tuple(dict.fromkeys(m for adapter in ROUNDS for m in adapter.markers))

@@ -1,0 +1,149 @@
+"""``HarnessRound``: everything that differs between rounds of NVIDIA's MLPerf Inference harness.
+
+One adapter per round (``v4_1.py``: NVIDIA's v4.0/v4.1 ``closed/NVIDIA``; later rounds beside it).
+The action never asks "which version?" itself: it asks the round chosen by
+:func:`workload.mlperf.rounds.choose_round` for values and ops, in this order (all pure: values in,
+values/ops out; no host access except through what the interpreter does with the ops):
+
+1. :meth:`HarnessRound.recognises` -- by ``choose_round``, at ``plan`` and ``apply``: is this checkout
+   (its ``VERSION`` and which of :attr:`HarnessRound.markers` exist) this round?
+2. :meth:`HarnessRound.image_ops` -- the planner: how the harness image is made (build the
+   checkout's recipe, or use a given image). Returns ops (``UseImage``/``BuildImage``...).
+3. :meth:`HarnessRound.system_check` -- the planner: the ``IdentifySystem`` op (the round's own
+   system-detection command and the rule for an unknown system).
+4. :meth:`HarnessRound.setup_ops` -- the planner: the model's setup stages (``SetupStage``), then
+   the one-off build (``BuildHarness``), those already done carrying ``done``; plus notes for them.
+5. :meth:`HarnessRound.engine_ops` and :meth:`HarnessRound.run_ops` -- the planner: the ops that
+   run one (model, scenarios, test mode) group (``MakeTarget`` then ``CollectResults``).
+6. :meth:`HarnessRound.results_dir` -- where a run's results land (relative to closed/NVIDIA);
+   also what the run id is checked against (:meth:`HarnessRound.results_prefix`).
+7. System support (the interpreter, when ``IdentifySystem`` needs a custom system):
+   :meth:`HarnessRound.custom_config_path`, :meth:`HarnessRound.custom_list_block` and
+   :meth:`HarnessRound.custom_config` -- the files a custom system needs, in the round's format.
+
+A new round: subclass :class:`HarnessRound` (or the nearest adapter), set :attr:`name`,
+:attr:`versions` and :attr:`markers`, override what changed, add it to ``ROUNDS`` in
+``rounds/__init__.py`` (newest first), and give it a stand-in harness under ``tests/fixtures/``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from workload.mlperf.catalog import WorkloadSetting
+from workload.mlperf.custom_system import GeneratedFile
+from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
+from workload.mlperf.harness import HarnessVersion, RunGroup
+from workload.mlperf.ops import ContainerRef, Op
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
+from workload.mlperf.system import HostSystem
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """What ``choose_round`` knows of a checkout: its ``closed/NVIDIA/VERSION`` and which marker paths exist."""
+
+    #: None: no checkout yet (plan before GitRepoClone), or VERSION missing/unreadable.
+    version: HarnessVersion | None
+    #: The paths of every round's :attr:`HarnessRound.markers` that exist (relative to closed/NVIDIA).
+    present: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything a round plans from: parameters, normalised settings, facts and derived names."""
+
+    params: MLPerfParameters
+    settings: Settings
+    facts: MLPerfFacts
+    #: The checkout's version, or the round's assumed one (plan before the clone).
+    version: HarnessVersion
+    container: ContainerRef
+    #: ``closed/NVIDIA`` on the host (or a placeholder for ``plan``).
+    nvidia_dir: str
+    #: MLPERF_SCRATCH_PATH (or a placeholder).
+    scratch: str
+    #: The user the image and container are made for (or ``<user>``).
+    user_name: str
+    run_id: str
+    #: (scenario, benchmark) pairs the system check found no config for (apply only): left out of runs.
+    blocked: frozenset[tuple[str, str]] = frozenset()
+
+
+class HarnessRound(ABC):
+    """One round of NVIDIA's harness. Instances are stateless; every method is pure."""
+
+    #: ``"v4.1"``: shown in notes and accepted by the ``HarnessRound`` parameter.
+    name: ClassVar[str]
+    #: The VERSION values this adapter runs (``v4.0`` and ``v4.1`` for ``v4_1``).
+    versions: ClassVar[tuple[HarnessVersion, ...]]
+    #: Paths (relative to closed/NVIDIA) whose presence tells this round's layout apart; checked read-only.
+    markers: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def assumed_version(self) -> HarnessVersion:
+        """The version planned for before the checkout exists (the newest this adapter runs)."""
+        return max(self.versions)
+
+    # -- detection ---------------------------------------------------------------------------
+    @classmethod
+    def recognises(cls, checkout: Checkout) -> bool:
+        """Whether ``checkout`` is this round: by default, its VERSION is one of :attr:`versions`."""
+        return checkout.version in cls.versions
+
+    # -- planning ----------------------------------------------------------------------------
+    @abstractmethod
+    def image_ops(self, inputs: PlanInputs) -> list[Op]:
+        """How the harness image is prepared (before ``EnsureContainer``)."""
+
+    @abstractmethod
+    def system_check(self, inputs: PlanInputs) -> Op:
+        """The ``IdentifySystem`` op: runs before any download (an unknown system must not cost hours)."""
+
+    @abstractmethod
+    def setup_ops(self, inputs: PlanInputs) -> tuple[list[Op], list[str]]:
+        """(ops, notes): the model's setup stages, then the one-off build (done ones carry ``done``)."""
+
+    @abstractmethod
+    def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:
+        """Ops that prepare ``scenarios`` once for every test mode (engines); may be empty."""
+
+    @abstractmethod
+    def run_ops(self, inputs: PlanInputs, group: RunGroup, test_mode: str, index: int) -> list[Op]:
+        """Ops that run one group of scenarios in one test mode (``index``: 1-based group number)."""
+
+    @abstractmethod
+    def results_dir(self, run_id: str, model: str, test_mode: str, index: int) -> str:
+        """Where one run's results land, relative to closed/NVIDIA (the run's LOG_DIR)."""
+
+    @abstractmethod
+    def results_prefix(self, run_id: str, model: str) -> str:
+        """What every :meth:`results_dir` of one run of one model starts with (a free run id has none)."""
+
+    # -- system support ----------------------------------------------------------------------
+    @abstractmethod
+    def custom_config_path(self, model: str, scenario: str) -> str:
+        """The config file (relative to closed/NVIDIA) a custom system's settings go in."""
+
+    @abstractmethod
+    def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
+        """The custom-system registration block (v4.1: ``code/common/systems/custom_list.py``)."""
+
+    @abstractmethod
+    def custom_config(
+        self,
+        model: str,
+        scenario: str,
+        member: str,
+        class_base: str,
+        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
+        version: HarnessVersion,
+    ) -> GeneratedFile:
+        """One scenario's config file for ``KnownSystem.<member>`` in the round's format."""
+
+    def extra_variables(self) -> Mapping[str, str]:
+        """``make`` variables every harness target gets (v4.1: ``EXTERNAL_USER=1``)."""
+        return {"EXTERNAL_USER": "1"}

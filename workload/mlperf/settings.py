@@ -1,0 +1,198 @@
+"""The MLPerf action's parameters, their normalised form (:class:`Settings`) and the host facts it plans from.
+
+Who calls what: profile loading validates :class:`MLPerfParameters` and calls :func:`settings_of`
+(through ``MLPerfExecutor.check_parameters``); the action gathers :class:`MLPerfFacts` read-only on
+the host and hands both to the planner (:mod:`workload.mlperf.planner`) and the round adapters
+(:mod:`workload.mlperf.rounds`). Nothing here touches a host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import field_validator
+
+from workload.mlperf.catalog import (
+    TEST_MODES,
+    benchmark_full,
+    canonical_scenario,
+    check_config_version,
+    model_info,
+)
+from workload.mlperf.harness import HarnessVersion, LoadGenOverride, parse_override, parse_override_list
+from workload.steps import StepParameters, split_list
+
+#: The host-state key under which finished setup stages and builds are marked.
+STATE_KEY = "mlperf"
+
+
+class MLPerfParameters(StepParameters):
+    """Parameters (VirtualClient's names first, then this runner's additions)."""
+
+    Model: str
+    Username: str | None = None
+    #: Accepted for VirtualClient profiles; the scratch disk is chosen by MountDisks (MLPERF_SCRATCH_PATH).
+    DiskFilter: str | None = None
+    RequireCustomSystemSupport: bool = False
+    #: LoadGen scenarios (default: every scenario the harness has configs for, per model).
+    Scenarios: str | None = None
+    #: ``--config_ver`` values, comma separated (default, high_accuracy, triton, maxq, ...).
+    ConfigVersion: str = "default"
+    TestModes: str = "PerformanceOnly,AccuracyOnly"
+    #: The harness's real short run: ``--test_run`` (v4.1+) or ``--fast`` (v4.0 and older).
+    Quick: bool = False
+    PackageName: str = "mlperf"
+    #: The results repository clone (or its closed/NVIDIA folder); default: what GitRepoClone exported.
+    RepoPath: str | None = None
+    ScratchPath: str | None = None
+    #: ``bert.Server.target_qps=100;bert.Offline.min_duration=60000`` (also as parameters named like the key):
+    #: passed to the harness as RUN_ARGS config fields (``--server_target_qps``, ``--min_duration``...).
+    LoadGenOverrides: str | None = None
+    #: Run this image as it is instead of building the repository's recipe.
+    ContainerImage: str | None = None
+    BuildImage: bool = True
+    #: BASE_IMAGE build argument of docker/release/Dockerfile (default: the Dockerfile's own).
+    BaseImage: str | None = None
+    UseGpus: bool = True
+    #: ``--ulimit memlock=-1`` like launch_docker (tests turn it off: their nested dockerd may not raise it).
+    UnlimitedMemlock: bool = True
+    #: The Docker daemon: ``unix:///path`` (a socket on the host; over its SSH connection for an SSH
+    #: host), ``tcp://...``; default: the host's default socket.
+    DockerBaseUrl: str | None = None
+    #: Test-only: a JSON HostSystem instead of reading nvidia-smi/lscpu (for machines without a GPU).
+    SystemDescription: str | None = None
+    #: The harness round adapter (``v4.1``...); default: recognised from the checkout (VERSION, layout).
+    HarnessRound: str | None = None
+
+    @field_validator("Model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        return model_info(value).name
+
+    @field_validator("HarnessRound")
+    @classmethod
+    def _round(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from workload.mlperf.rounds import round_named
+
+        round_named(value)  # ValueError naming the known rounds
+        return value.strip()
+
+    @field_validator("DockerBaseUrl")
+    @classmethod
+    def _docker_url(cls, value: str | None) -> str | None:
+        if value and value.strip().startswith("ssh://"):
+            raise ValueError(
+                "ssh:// is not used: the docker SDK would open its own SSH connection, ignoring the host's key, "
+                "known_hosts and sudo settings; run the step on that host (--host ssh://...) and the daemon is "
+                "reached over the host's own connection (give unix:///path for a socket other than the default)"
+            )
+        return (value.strip() or None) if value is not None else None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated, normalised parameters."""
+
+    model: str
+    scenarios: tuple[str, ...]
+    config_versions: tuple[str, ...]
+    test_modes: tuple[str, ...]
+    #: Every override given; those for another model are ignored (:meth:`ignored_overrides`).
+    overrides: tuple[LoadGenOverride, ...]
+
+    @property
+    def config_version(self) -> str:
+        """The ``--config_ver`` value."""
+        return ",".join(self.config_versions)
+
+    @property
+    def benchmarks(self) -> tuple[str, ...]:
+        """The result benchmarks this run must produce: ``bert-99``, ``bert-99.9``..."""
+        return tuple(dict.fromkeys(benchmark_full(self.model, cv) for cv in self.config_versions))
+
+    def versions_of(self, benchmark: str) -> tuple[str, ...]:
+        """The config versions whose results are ``benchmark``."""
+        return tuple(cv for cv in self.config_versions if benchmark_full(self.model, cv) == benchmark)
+
+    def ignored_overrides(self) -> list[LoadGenOverride]:
+        """Overrides no scenario of this run reads (another model, or a scenario not run)."""
+        return [o for o in self.overrides if not any(o.applies_to(self.model, s) for s in self.scenarios)]
+
+
+def settings_of(params: MLPerfParameters) -> Settings:
+    """Normalise parameters; ValueError ``"Param: problem"`` for anything wrong (used at profile load)."""
+    info = model_info(params.Model)
+    scenarios: list[str] = []
+    for item in split_list(params.Scenarios) or list(info.scenarios):
+        try:
+            scenario = canonical_scenario(item)
+        except ValueError as exc:
+            raise ValueError(f"Scenarios: {exc}") from None
+        if scenario not in info.scenarios:
+            raise ValueError(
+                f"Scenarios: the harness has no {scenario} config for {info.name} (has: {', '.join(info.scenarios)})"
+            )
+        if scenario not in scenarios:
+            scenarios.append(scenario)
+    try:
+        versions = tuple(check_config_version(v) for v in split_list(params.ConfigVersion) or ["default"])
+    except ValueError as exc:
+        raise ValueError(f"ConfigVersion: {exc}") from None
+    modes = []
+    for mode in split_list(params.TestModes):
+        canonical = {m.lower(): m for m in TEST_MODES}.get(mode.lower())
+        if canonical is None:
+            raise ValueError(f"TestModes: unknown test mode {mode!r} (known: {', '.join(TEST_MODES)})")
+        modes.append(canonical)
+    if not modes:
+        raise ValueError("TestModes: give at least one test mode")
+    try:
+        overrides = list(parse_override_list(params.LoadGenOverrides or ""))
+    except ValueError as exc:
+        raise ValueError(f"LoadGenOverrides: {exc}") from None
+    for key, value in (params.model_extra or {}).items():
+        if key.count(".") == 2:
+            overrides.append(parse_override(key, value))
+    return Settings(info.name, tuple(scenarios), versions, tuple(modes), tuple(overrides))
+
+
+@dataclass(frozen=True)
+class UserFacts:
+    name: str
+    uid: int
+    gid: int
+    group: str
+    home: str
+
+
+@dataclass
+class MLPerfFacts:
+    """What the planner needs to know about the host (all read-only)."""
+
+    nvidia_dir: str | None
+    nvidia_dir_exists: bool
+    version: HarnessVersion | None
+    commit: str | None
+    scratch_path: str | None
+    user: UserFacts | None
+    machine: str
+    done: dict[str, Any] = field(default_factory=dict)
+    build_exists: bool = False
+    container_status: str | None = None
+    docker_problem: str | None = None
+    notes: list[str] = field(default_factory=list)
+    #: Which round-marker paths exist in the checkout (:func:`workload.mlperf.rounds.markers`).
+    present: frozenset[str] = frozenset()
+
+
+def setup_key(scratch: str, model: str, stage: str) -> str:
+    """Host-state key of a finished setup stage: the data lives in the scratch path, per model."""
+    return f"setup:{scratch}:{model}:{stage}"
+
+
+def build_key(nvidia_dir: str, commit: str | None) -> str:
+    """Host-state key of a finished ``make build``: once per harness commit."""
+    return f"build:{nvidia_dir}@{commit or 'unknown'}"
