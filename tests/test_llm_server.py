@@ -1,0 +1,160 @@
+"""The LLM server lifecycle on real processes: a real HTTP server (Python's http.server serving a ``health`` file,
+so ``GET /health`` answers 200 like trtllm-serve's) started through the real bash commands ServerSpec renders."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from workload.errors import BenchmarkFailed
+from workload.mlperf import llm_server
+from workload.mlperf.llm_server import ServerSpec
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _exec(cwd: Path) -> llm_server.Exec:
+    def run(argv: Sequence[str]) -> tuple[int, str]:
+        done = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+        return done.returncode, done.stdout + done.stderr
+
+    return run
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie leader still counts for killpg(0); it is gone once nothing in the group runs.
+    out = subprocess.run(["ps", "-o", "stat=", "-g", str(pgid)], capture_output=True, text=True, check=False).stdout
+    return any(not line.strip().startswith("Z") for line in out.splitlines() if line.strip())
+
+
+def _spec(tmp_path: Path, argv: tuple[str, ...], port: int, **kw: float) -> ServerSpec:
+    (tmp_path / "health").write_text("ok\n")
+    return ServerSpec(
+        argv=argv,
+        url=f"127.0.0.1:{port}",
+        log_path=str(tmp_path / "server.log"),
+        pid_path=str(tmp_path / "server.pgid"),
+        ready_timeout_s=kw.get("ready_timeout_s", 20.0),
+        poll_s=0.2,
+        stop_grace_s=kw.get("stop_grace_s", 5.0),
+    )
+
+
+def _http_server(tmp_path: Path, port: int) -> tuple[str, ...]:
+    # A make-like parent that spawns the real server as a child: the stop must reach the whole group.
+    return ("bash", "-c", f"python3 -m http.server {port} --bind 127.0.0.1 --directory {tmp_path} & wait")
+
+
+def test_serving_waits_until_it_answers_then_stops_the_whole_group(tmp_path: Path) -> None:
+    port = _free_port()
+    spec = _spec(tmp_path, _http_server(tmp_path, port), port)
+    run = _exec(tmp_path)
+    with llm_server.serving(run, spec) as took:
+        pgid = int((tmp_path / "server.pgid").read_text())
+        assert took >= 0
+        assert _group_alive(pgid)
+        # The harness would talk to it now: it answers.
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+    assert not _group_alive(pgid)
+    assert not (tmp_path / "server.pgid").exists()
+    assert "GET /health" in (tmp_path / "server.log").read_text()
+
+
+def test_a_failing_harness_still_stops_the_server(tmp_path: Path) -> None:
+    port = _free_port()
+    spec = _spec(tmp_path, _http_server(tmp_path, port), port)
+    with pytest.raises(RuntimeError, match="harness failed"), llm_server.serving(_exec(tmp_path), spec):
+        pgid = int((tmp_path / "server.pgid").read_text())
+        raise RuntimeError("harness failed")
+    assert not _group_alive(pgid)
+
+
+def test_ctrl_c_during_the_harness_stops_the_server(tmp_path: Path) -> None:
+    port = _free_port()
+    spec = _spec(tmp_path, _http_server(tmp_path, port), port)
+    with pytest.raises(KeyboardInterrupt), llm_server.serving(_exec(tmp_path), spec):
+        pgid = int((tmp_path / "server.pgid").read_text())
+        raise KeyboardInterrupt
+    assert not _group_alive(pgid)
+
+
+def test_a_server_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, ("bash", "-c", "echo 'CUDA error: out of memory'; exit 1"), _free_port())
+    with pytest.raises(BenchmarkFailed) as info, llm_server.serving(_exec(tmp_path), spec):
+        pytest.fail("the body must not run")
+    text = str(info.value)
+    assert "exited before answering" in text and "CUDA error: out of memory" in text
+
+
+def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, ("bash", "-c", "echo loading weights; exec sleep 300"), _free_port(), ready_timeout_s=1.5)
+    began = time.monotonic()
+    with pytest.raises(BenchmarkFailed) as info, llm_server.serving(_exec(tmp_path), spec):
+        pytest.fail("the body must not run")
+    assert time.monotonic() - began < 15
+    assert "did not answer" in str(info.value) and "loading weights" in str(info.value)
+    assert not (tmp_path / "server.pgid").exists()
+
+
+def test_a_server_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
+    port = _free_port()
+    stubborn = ("bash", "-c", f"trap '' TERM; python3 -m http.server {port} --bind 127.0.0.1 --directory {tmp_path}")
+    spec = _spec(tmp_path, stubborn, port, stop_grace_s=0.5)
+    with llm_server.serving(_exec(tmp_path), spec):
+        pgid = int((tmp_path / "server.pgid").read_text())
+    assert not _group_alive(pgid)
+
+
+def test_stop_without_a_server_is_a_no_op(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, ("true",), _free_port())
+    llm_server.stop(_exec(tmp_path), spec)
+
+
+def test_stop_runs_through_stop_exec_when_the_runner_refuses(tmp_path: Path) -> None:
+    port = _free_port()
+    spec = _spec(tmp_path, _http_server(tmp_path, port), port)
+    run = _exec(tmp_path)
+    refused: list[Sequence[str]] = []
+
+    def refusing(argv: Sequence[str]) -> tuple[int, str]:
+        if refused or "llm-server-stop" in argv:
+            refused.append(argv)
+            raise RuntimeError("runner stopped")
+        return run(argv)
+
+    with pytest.raises(KeyboardInterrupt), llm_server.serving(refusing, spec, stop_exec=run):
+        pgid = int((tmp_path / "server.pgid").read_text())
+        raise KeyboardInterrupt
+    assert not refused
+    assert not _group_alive(pgid)
+
+
+def test_spec_rejects_nonsense() -> None:
+    with pytest.raises(ValueError):
+        ServerSpec(argv=())
+    with pytest.raises(ValueError):
+        ServerSpec(argv=("make",), ready_timeout_s=0)
+
+
+def test_probe_of_a_dead_group_says_dead(tmp_path: Path) -> None:
+    proc = subprocess.Popen(["true"], start_new_session=True)
+    proc.wait()
+    (tmp_path / "server.pgid").write_text(str(proc.pid))
+    spec = _spec(tmp_path, ("true",), _free_port())
+    code, _ = _exec(tmp_path)(spec.probe_argv())
+    assert code == llm_server.DEAD

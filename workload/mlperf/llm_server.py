@@ -1,0 +1,177 @@
+"""An LLM server's lifecycle beside the harness: start it detached, wait until it answers, stop it whatever happens.
+
+From v5.1 NVIDIA's harness runs LLM benchmarks against a server: ``make run_llm_server RUN_ARGS="..."`` starts
+``trtllm-serve`` (port 30000 by default, ``code/llmlib/fields.py`` ``trtllm_server_urls``), and ``make run_harness``
+with ``--trtllm_server_urls=<host:port>`` sends LoadGen's queries to it (NVIDIA's
+``scripts/slurm_llm/local_node_instance/run_servers_and_harness.sh`` does the same on Slurm, ending with
+``pkill -9 make``). This module does it on one machine with a bounded wait and a stop that runs on every way out.
+
+Every step is an argv tuple run by the caller's ``exec`` (a ``docker exec`` in the harness container, or any other
+transport): :class:`ServerSpec` renders them, so ``plan`` prints exactly what :func:`serving` runs.
+
+- **start** runs the server command under ``setsid`` (its own process group, so a stop reaches make, its Python
+  and every worker it spawns) in the background with its output in ``log_path`` and its group id in ``pid_path``;
+  the exec itself returns at once.
+- **probe** asks ``http://<url><health_path>`` (trtllm-serve's ``/health``): exit 0 when it answers 200, 3 when
+  the server's process group is gone (it died: waiting longer is pointless), anything else when not ready yet.
+- **stop** sends SIGTERM to the group, waits up to ``stop_grace_s``, then SIGKILL, and removes the pid file; it
+  is a no-op when no server was started (no pid file), so it is safe to run twice.
+
+:func:`serving` starts, probes every ``poll_s`` until ``ready_timeout_s`` (a :class:`~workload.errors.BenchmarkFailed`
+with the server log's last lines on timeout or death), yields, and stops in ``finally`` — after a failed harness,
+an exception or Ctrl-C (``KeyboardInterrupt``, :class:`~workload.errors.Interrupted`) alike.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from workload.errors import BenchmarkFailed
+
+#: Runs one argv where the server lives; returns (exit code, output).
+Exec = Callable[[Sequence[str]], tuple[int, str]]
+
+#: trtllm-serve's default endpoint in NVIDIA's v5.1 harness (``trtllm_server_urls`` "default=0.0.0.0:30000").
+DEFAULT_URL = "127.0.0.1:30000"
+#: The endpoint trtllm-serve (TensorRT-LLM's OpenAI-compatible server) answers 200 on once the model is loaded.
+HEALTH_PATH = "/health"
+#: Exit code of the probe when the server's process group no longer exists.
+DEAD = 3
+
+_START = 'log=$1; pid=$2; shift 2; setsid "$@" >"$log" 2>&1 </dev/null & echo $! >"$pid"'
+# Python instead of curl: NVIDIA's image always has python3, not always curl.
+_PROBE = (
+    'p=$(cat "$1" 2>/dev/null) || exit 3; kill -0 -- "-$p" 2>/dev/null || exit 3; '
+    'exec python3 -c "import sys, urllib.request as u; '
+    'r = u.urlopen(sys.argv[1], timeout=2); sys.exit(0 if r.status == 200 else 1)" '
+    '"$2" 2>/dev/null'
+)
+_STOP = (
+    'p=$(cat "$1" 2>/dev/null) || exit 0; kill -TERM -- "-$p" 2>/dev/null; n=0; '
+    'while kill -0 -- "-$p" 2>/dev/null && [ "$n" -lt "$2" ]; do sleep 0.1; n=$((n+1)); done; '
+    'kill -KILL -- "-$p" 2>/dev/null; rm -f -- "$1"; exit 0'
+)
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One server: its command, where it answers and where its log and process group id are kept."""
+
+    #: The server command, e.g. ``("make", "run_llm_server", "RUN_ARGS=--benchmarks=llama2-70b ...")``.
+    argv: tuple[str, ...]
+    #: ``host:port`` the server listens on (what the harness gets as ``--trtllm_server_urls``).
+    url: str = DEFAULT_URL
+    log_path: str = "build/logs/llm_server.log"
+    pid_path: str = "build/logs/llm_server.pgid"
+    health_path: str = HEALTH_PATH
+    ready_timeout_s: float = 1800.0
+    poll_s: float = 5.0
+    stop_grace_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.argv:
+            raise ValueError("a server needs a command")
+        if self.ready_timeout_s <= 0 or self.poll_s <= 0 or self.stop_grace_s < 0:
+            raise ValueError("ready_timeout_s and poll_s must be positive, stop_grace_s not negative")
+
+    def start_argv(self) -> tuple[str, ...]:
+        return ("bash", "-c", _START, "llm-server", self.log_path, self.pid_path, *self.argv)
+
+    def probe_argv(self) -> tuple[str, ...]:
+        return ("bash", "-c", _PROBE, "llm-server-probe", self.pid_path, f"http://{self.url}{self.health_path}")
+
+    def stop_argv(self) -> tuple[str, ...]:
+        ticks = str(int(self.stop_grace_s * 10))
+        return ("bash", "-c", _STOP, "llm-server-stop", self.pid_path, ticks)
+
+    def log_tail_argv(self, lines: int = 40) -> tuple[str, ...]:
+        return ("tail", "-n", str(lines), "--", self.log_path)
+
+    def summary(self) -> str:
+        return f"start {' '.join(self.argv[:2])} detached, wait up to {self.ready_timeout_s:g}s for {self.url}"
+
+
+def start(exec_: Exec, spec: ServerSpec) -> None:
+    """Start the server detached; BenchmarkFailed when even that fails (bash or the log folder missing)."""
+    code, out = exec_(spec.start_argv())
+    if code != 0:
+        raise BenchmarkFailed(f"could not start the LLM server ({' '.join(spec.argv)}): exit {code}: {out.strip()}")
+
+
+def wait_ready(
+    exec_: Exec,
+    spec: ServerSpec,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Probe until the server answers; return the seconds it took. BenchmarkFailed with its log when it died or
+    did not answer within ``spec.ready_timeout_s``."""
+    began = clock()
+    deadline = began + spec.ready_timeout_s
+    while True:
+        code, _ = exec_(spec.probe_argv())
+        if code == 0:
+            return clock() - began
+        if code == DEAD:
+            raise BenchmarkFailed(
+                f"the LLM server ({' '.join(spec.argv)}) exited before answering on {spec.url}" + _log_tail(exec_, spec)
+            )
+        if clock() >= deadline:
+            raise BenchmarkFailed(
+                f"the LLM server ({' '.join(spec.argv)}) did not answer on http://{spec.url}{spec.health_path} "
+                f"within {spec.ready_timeout_s:g}s" + _log_tail(exec_, spec)
+            )
+        sleep(min(spec.poll_s, max(0.0, deadline - clock())))
+
+
+def stop(exec_: Exec, spec: ServerSpec) -> None:
+    """Stop the server's whole process group (TERM, then KILL after the grace period); safe when none runs."""
+    code, out = exec_(spec.stop_argv())
+    if code != 0:
+        raise BenchmarkFailed(f"could not stop the LLM server (pid file {spec.pid_path}): exit {code}: {out.strip()}")
+
+
+@contextmanager
+def serving(
+    exec_: Exec,
+    spec: ServerSpec,
+    *,
+    stop_exec: Exec | None = None,
+    log: Callable[[str], None] = lambda _line: None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[float]:
+    """Run the body while the server answers; yield the seconds it took to answer.
+
+    ``stop_exec`` runs the stop when the normal ``exec_`` refuses work after an interrupt (a stopped container
+    runner); the stop runs on every way out of the body and of the wait, and a failing stop is logged, never
+    hiding the body's own exception.
+    """
+    started = False
+    try:
+        start(exec_, spec)
+        started = True
+        log(f"LLM server starting: {' '.join(spec.argv)} (log {spec.log_path})")
+        took = wait_ready(exec_, spec, clock=clock, sleep=sleep)
+        log(f"LLM server answers on {spec.url} after {took:.0f}s")
+        yield took
+    finally:
+        if started:
+            try:
+                stop(stop_exec or exec_, spec)
+                log("LLM server stopped")
+            except Exception as exc:  # the body's own error matters more: report and go on
+                log(f"could not stop the LLM server: {exc}")
+
+
+def _log_tail(exec_: Exec, spec: ServerSpec) -> str:
+    code, out = exec_(spec.log_tail_argv())
+    text = out.strip()
+    if code != 0 or not text:
+        return f" (no log at {spec.log_path})"
+    lines = "\n".join("    " + line for line in text.splitlines())
+    return f"; last lines of {spec.log_path}:\n{lines}"
