@@ -274,6 +274,7 @@ def test_v60_generated_system_is_detected_and_runs_with_nvidias_values(tmp_path:
             "--scenarios=Offline,Server",
             f"--log_dir={tmp_path}/logs",
         ],
+        SYSTEM_NAME=files.system_id,
     )
     assert done.returncode == 0, done.stderr
     assert "Detected system ID: WL_B200-SXM-180GBx4" in done.stderr
@@ -304,6 +305,7 @@ def test_v60_a_field_the_harness_lacks_fails_the_import_like_nvidias(tmp_path: P
             "--benchmarks=llama3.1-405b",
             "--scenarios=Offline",
         ],
+        SYSTEM_NAME=files.system_id,
     )
     assert done.returncode != 0 and "has no attribute 'tensor_paralelism'" in done.stderr
 
@@ -315,7 +317,7 @@ def test_v60_hopper_is_refused_naming_v50_or_runs_untuned_when_allowed(tmp_path:
         v60_files(system, table, "llama2-70b", ["Offline"], ["k_99"], allow_untuned=False)
     files = v60_files(system, table, "llama2-70b", ["Offline"], ["k_99"], allow_untuned=True)
     assert not files.tuned and files.system_id == "WL_H200-SXM-141GBx8"
-    (config,) = [f for f in files.files if f.path.endswith(".py")]
+    (config,) = files.files
     assert (
         "# UNTUNED: NVIDIA publishes no NVIDIA H200 config in v6.0 (the last round NVIDIA tunes it in is v5.0)"
         in config.text
@@ -327,6 +329,7 @@ def test_v60_hopper_is_refused_naming_v50_or_runs_untuned_when_allowed(tmp_path:
         nvidia,
         scratch,
         [sys.executable, "-m", "code.main", "--action=run_harness", "--benchmarks=llama2-70b", "--scenarios=Offline"],
+        SYSTEM_NAME=files.system_id,
     )
     assert done.returncode == 0, done.stderr
     # GB200x1's 49 QPS scaled to 8 GPUs: the donor's throughput per GPU, not a guess.
@@ -336,22 +339,19 @@ def test_v60_hopper_is_refused_naming_v50_or_runs_untuned_when_allowed(tmp_path:
     )
 
 
-def test_v60_custom_list_keeps_entries_that_are_not_ours(tmp_path: Path) -> None:
-    other = {"PARTNER_SYSTEM": {"__obj_class__": "x", "data": {}}}
-    files = v60_files(
-        host(B200, 183359, 4),
-        load_table(harness_round="v6.0"),
-        "llama3.1-405b",
-        ["Offline"],
-        ["k_99"],
-        allow_untuned=False,
-        existing_custom_list=json.dumps(other),
+def test_v60_an_unknown_system_without_system_name_falls_back_to_minimal_configs(tmp_path: Path) -> None:
+    # What the adapter must never let happen silently: NVIDIA's harness runs an unknown machine on minimal settings.
+    system = host(B200, 183359, 1)
+    nvidia, scratch = standin(tmp_path, "v6.0", system)
+    done = run(
+        nvidia,
+        scratch,
+        [sys.executable, "-m", "code.main", "--action=run_harness", "--benchmarks=bert", "--scenarios=Offline"],
     )
-    merged = json.loads(files.files[0].text)
-    assert (
-        list(merged) == ["PARTNER_SYSTEM", "WL_B200-SXM-180GBx4"]
-        and merged["PARTNER_SYSTEM"] == other["PARTNER_SYSTEM"]
-    )
+    assert done.returncode == 0, done.stderr
+    assert "Runtime system not found in built-ins" in done.stderr
+    assert "Loading minimal configs as default." in done.stderr
+    assert (nvidia / "build/loadgen-configs/UNREGISTERED_x86_64_NVIDIA_B200x1_TRT/bert-99/Offline/user.conf").exists()
 
 
 def free_port() -> int:

@@ -3,8 +3,8 @@
 v6.0 (``closed/NVIDIA/configs/<SYSTEM>/<Scenario>/<benchmark>.py``, the benchmark's ``.`` spelled ``_``): a Python
 module of dicts keyed by the harness's Field objects (``model_fields.gpu_batch_size``...) and
 ``EXPORTS = {C.WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget(0.99), C.PowerSetting.MaxP): <dict>}``, with
-``ACCURACY_OVERRIDES`` for AccuracyOnly runs; the system itself goes into ``code/common/systems/custom_list.json``
-as an nvmitten-encoded ``Description`` (tests/fixtures/harness/rounds/v6.0/UPSTREAM.md names the files read).
+``ACCURACY_OVERRIDES`` for AccuracyOnly runs; the system is named by ``SYSTEM_NAME`` (tests/fixtures/harness/
+rounds/v6.0/UPSTREAM.md names the files read).
 
 v6.1 (``configs/<benchmark with _>/<SYSTEM>/TRTLLM/<Scenario>/``): ``server.py`` (what ``nv-mlpinf run_llm_server``
 imports: the trtllm-serve options file, its environment file, the precision), ``harness.py`` (what ``run_harness``
@@ -130,66 +130,6 @@ def v60_config(
 def v60_config_path(system_id: str, scenario: str, benchmark: str) -> str:
     """``configs/WL_B200-SXM-180GBx8/Offline/llama3_1-405b.py`` (relative to closed/NVIDIA)."""
     return f"configs/{system_id}/{scenario}/{benchmark.replace('.', '_')}.py"
-
-
-#: nvmitten's encoding of a ``Description`` (``system/component.py`` ``json_encode``) as custom_list.json holds it.
-_DESCRIPTION = "<class 'nvmitten.system.component.Description'>"
-
-
-def _description(module: str, classname: str, fields: Mapping[str, Any], ignore: Sequence[str] = ()) -> dict[str, Any]:
-    return {
-        "__obj_class__": _DESCRIPTION,
-        "data": {
-            "_component_module": module,
-            "_component_classname": classname,
-            "_match_ignore_fields": list(ignore),
-            "fields": dict(fields),
-        },
-    }
-
-
-def custom_list_entry(
-    *,
-    gpu_name: str,
-    gpu_memory_mib: int,
-    gpu_count: int,
-    cpu_model: str,
-    cpu_cores_per_socket: int,
-    architecture: str,
-    memory_bytes: int,
-) -> dict[str, Any]:
-    """One ``custom_list.json`` value: the System this host is (GPU name/count, CPU, host memory)."""
-    cpu = _description(
-        "nvmitten.system.cpu",
-        "CPU",
-        {"name": cpu_model, "architecture": architecture, "core_count": cpu_cores_per_socket},
-    )
-    gpu = _description("nvmitten.nvidia.accelerator", "GPU", {"name": gpu_name, "vram_mib": gpu_memory_mib})
-    accelerators = _description(
-        "nvmitten.system.accelerator", "AcceleratorConfiguration", {"GPU": [gpu], "count": gpu_count}
-    )
-    memory = _description("nvmitten.system.memory", "Memory", {"capacity": memory_bytes})
-    return _description(
-        "nvmitten.system.system", "System", {"cpu": cpu, "host_memory": memory, "accelerators": accelerators}
-    )
-
-
-def merge_custom_list(existing: str | None, system_id: str, entry: Mapping[str, Any], prefix: str) -> str:
-    """custom_list.json with our entries (keys starting with ``prefix``) replaced by ``system_id``'s; others kept.
-
-    ValueError when the file is not a JSON object or already holds ``system_id`` written by someone else.
-    """
-    data: dict[str, Any] = {}
-    if existing is not None and existing.strip():
-        loaded = json.loads(existing)
-        if not isinstance(loaded, dict):
-            raise ValueError("custom_list.json is not a JSON object")
-        data = loaded
-    kept = {k: v for k, v in data.items() if not k.startswith(prefix)}
-    if system_id in kept:
-        raise ValueError(f"custom_list.json already defines {system_id}")
-    kept[system_id] = dict(entry)
-    return json.dumps(kept, indent=2) + "\n"
 
 
 # ---- v6.1 -----------------------------------------------------------------------------------------------------

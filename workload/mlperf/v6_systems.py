@@ -27,8 +27,6 @@ from workload.mlperf.system import HostSystem
 LAST_TUNED = {"H100": "v5.0", "H200": "v5.0", "GH200": "v5.0"}
 #: NVIDIA's system-id prefix per GPU (``<prefix>x<count>``) for the GPUs the v6 tables lack.
 SYSTEM_PREFIX = {"H100": "H100-SXM-80GB", "H200": "H200-SXM-141GB", "GH200": "GH200-96GB_aarch64"}
-#: Where v6.0's harness reads custom systems from (code/common/systems/system_list.py).
-V60_CUSTOM_LIST = "code/common/systems/custom_list.json"
 #: The fields v6.1's harness.py gets from the round when no NVIDIA harness.py for the GPU gives them (the values of
 #: NVIDIA's llama2_70b GB300x8 harness.py, intel-ai-tce/inference_results_v6.1 @ 5174fca8; paths as NVIDIA spells them).
 V61_HARNESS_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -121,13 +119,11 @@ def v60_files(
     *,
     allow_untuned: bool,
     sid: str | None = None,
-    existing_custom_list: str | None = None,
 ) -> SystemFiles:
-    """The custom system's ``custom_list.json`` entry and one config file per scenario (v6.0).
+    """One config file per scenario under the system id the harness is given as ``SYSTEM_NAME`` (v6.0).
 
-    ``sid``: register under this id instead of ours (a system NVIDIA knows, for configs it lacks: then no
-    custom_list.json entry is written). A (scenario, accuracy) no table entry covers is left out and named in
-    the notes (the harness would have no config for it: the caller blocks that result).
+    ``sid``: that id (default: ours, :func:`system_id`). A (scenario, accuracy) no table entry covers is left out
+    and named in the notes (the harness would fall back to its minimal config: the caller blocks that result).
     """
     stem = benchmark.replace(".", "_")
     own = next((t for t in table.skus.values() if system.gpu_name.lower() in (n.lower() for n in t.gpu_names)), None)
@@ -139,18 +135,6 @@ def v60_files(
     files: list[GeneratedFile] = []
     notes: list[str] = []
     tuned_all = True
-    if sid is None:
-        entry = gen.custom_list_entry(
-            gpu_name=system.gpu_name,
-            gpu_memory_mib=system.gpu_memory_mib,
-            gpu_count=system.gpu_count,
-            cpu_model=system.cpu_model,
-            cpu_cores_per_socket=system.cpu_cores_per_socket,
-            architecture="aarch64" if system.architecture in ("aarch64", "arm64") else "x86_64",
-            memory_bytes=system.memory_bytes,
-        )
-        text = gen.merge_custom_list(existing_custom_list, ident, entry, SYSTEM_ID_PREFIX)
-        files.append(GeneratedFile(V60_CUSTOM_LIST, text))
     donors = sorted(table.skus.values(), key=lambda t: (abs(_memory_gib(t.sku) - system.gpu_memory_mib / 1024), t.sku))
     for scenario in scenarios:
         settings: dict[str, dict[str, Any]] = {}
