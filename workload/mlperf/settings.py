@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from workload.mlperf.catalog import (
     TEST_MODES,
@@ -64,6 +64,8 @@ class MLPerfParameters(StepParameters):
     SystemDescription: str | None = None
     #: The harness round adapter (``v4.1``...); default: recognised from the checkout (VERSION, layout).
     HarnessRound: str | None = None
+    #: v6.x: the port the LLM server listens on (the container shares the host's network; NVIDIA's default 30000).
+    LlmServerPort: int = Field(default=30000, ge=1, le=65535)
 
     @field_validator("Model")
     @classmethod
