@@ -71,6 +71,9 @@ class PlanInputs:
     run_id: str
     #: (scenario, benchmark) pairs the system check found no config for (apply only): left out of runs.
     blocked: frozenset[tuple[str, str]] = frozenset()
+    #: The system id the harness is told to use (v5.1+ ``SYSTEM_NAME``), decided by the system check (apply
+    #: only; ``plan`` shows a placeholder where a round needs it).
+    system_name: str | None = None
 
 
 class HarnessRound(ABC):

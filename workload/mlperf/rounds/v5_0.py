@@ -1,0 +1,45 @@
+"""NVIDIA's v5.0 harness (``closed/NVIDIA`` of mlcommons/inference_results_v5.0).
+
+The v4.1 layout (``make prebuild``/``build``/``generate_engines``/``run_harness``, Python config classes registered
+with ``ConfigRegistry.register``, ``configs/<model>/<Scenario>/custom.py``, ``--config_ver``, ``--test_run``) with
+one change this runner sees: custom systems are entries of ``code/common/systems/custom_list.json`` (nvmitten's
+JSON, loaded by ``system_list.py``), no longer a Python ``custom_list.py``
+(:mod:`workload.mlperf.custom_json`). New benchmarks (llama2-70b-interactive, llama3.1-405b, mixtral-8x7b, rgat)
+and B200 systems; the last round whose configs tune Hopper. ``tests/fixtures/harness/rounds/v5.0/UPSTREAM.md`` names
+the upstream file of each behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from workload.mlperf import custom_json
+from workload.mlperf.custom_system import CustomSystemError
+from workload.mlperf.gpuconfigs import SkuTable
+from workload.mlperf.harness import HarnessVersion
+from workload.mlperf.rounds.v4_1 import V4_1Round
+from workload.mlperf.system import HostSystem
+
+
+class V5_0Round(V4_1Round):
+    """v5.0: v4.1's layout, custom systems in ``custom_list.json``."""
+
+    name: ClassVar[str] = "v5.0"
+    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 0),)
+    markers: ClassVar[tuple[str, ...]] = ()
+    #: Where a custom system is registered (relative to closed/NVIDIA).
+    custom_list_path: ClassVar[str] = custom_json.CUSTOM_LIST_JSON
+
+    def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
+        """Our entry as JSON text (``{"WL_<SKU>x<n>": <Description>}``); :meth:`merge_custom_list` puts it in."""
+        key, description = custom_json.entry(system, sku)
+        return json.dumps({key: description}, indent=2) + "\n"
+
+    def merge_custom_list(self, existing: str | None, block: str) -> str:
+        """custom_list.json with our entry of ``block`` set and every other entry kept."""
+        try:
+            ((key, description),) = json.loads(block).items()
+        except (ValueError, AttributeError) as exc:
+            raise CustomSystemError(f"not one custom_list.json entry: {exc}") from None
+        return custom_json.merge(existing, key, description)

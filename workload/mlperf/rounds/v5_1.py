@@ -1,0 +1,289 @@
+"""NVIDIA's v5.1 harness (``closed/NVIDIA`` of mlcommons/inference_results_v5.1).
+
+What changed from v5.0, and the upstream file each behaviour comes from (``tests/fixtures/harness/rounds/v5.1/
+UPSTREAM.md`` names repository and commit):
+* configs are one file per system, scenario and benchmark, ``configs/<SYSTEM>/<Scenario>/<benchmark>.py`` with an
+  ``EXPORTS`` dict (``code/main.py`` ``MainRunner.conf_path``); the system is the detected one or ``SYSTEM_NAME``
+  (``code/fields/general.py``), and a system without its file silently runs ``configs/minimal``: we write our
+  custom system's files (:mod:`workload.mlperf.exports_config`), pass ``SYSTEM_NAME``, and refuse any run whose
+  output shows the minimal fallback (:func:`minimal_fallback`);
+* the system check prints the runtime id; an unknown machine is ``UNREGISTERED_<arch>_<gpu>x<n>``
+  (``code/common/systems/system_list.py``) and is refused without ``RequireCustomSystemSupport``;
+* the accuracy target is ``--accuracy_target=0.99|0.999`` (``code/fields/meta.py``), one per harness run;
+* LLM benchmarks run against a server: ``make run_llm_server`` (``--core_type=trtllm_endpoint
+  --server_in_foreground``, port 30000) started detached and stopped after the run (:mod:`workload.mlperf.llm_server`),
+  then ``make run_harness ... --trtllm_server_urls=127.0.0.1:30000``, one scenario at a time (each scenario's
+  engine flags differ);
+* NVIDIA's v5.1 configs tune Blackwell only: a Hopper GPU is refused naming v5.0 (the last round that tunes it), or
+  with ``RequireCustomSystemSupport=true`` runs v5.0's values marked untuned (:func:`values_for`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from workload.errors import ProfileError
+from workload.mlperf.catalog import WorkloadSetting, model_info
+from workload.mlperf.custom_system import GeneratedFile
+from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, render
+from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
+from workload.mlperf.harness import HarnessVersion, RunGroup
+from workload.mlperf.llm_server import DEFAULT_URL, ServerSpec
+from workload.mlperf.ops import CollectResults, MakeTarget, Op
+from workload.mlperf.results import Expected
+from workload.mlperf.rounds.base import PlanInputs
+from workload.mlperf.rounds.v4_1 import V4_1Round
+from workload.mlperf.server_ops import StartServer, StopServer
+from workload.mlperf.system import HostSystem
+
+#: The last round whose NVIDIA configs tune Hopper (H100/H200): its table is where untuned values come from.
+LAST_HOPPER_ROUND = "v5.0"
+#: Benchmarks the v5.1 harness runs as LLMs (``code/common/constants.py`` ``Benchmark.is_llm``; whisper aside).
+LLM_BENCHMARKS = ("gptj", "llama2-70b", "llama3_1-8b", "llama3_1-405b", "mixtral-8x7b", "deepseek-r1")
+#: Lines NVIDIA's v5.1 ``code/main.py`` logs when a run falls back to ``configs/minimal`` (or runs unregistered).
+FALLBACK_MARKS = (
+    "Loading minimal configs as default",
+    "Attempting to load minimal config",
+    "Runtime system not found in built-ins",
+)
+#: What ``plan`` shows for SYSTEM_NAME before the system check decided it.
+SYSTEM_PLACEHOLDER = "<system id from the system check>"
+
+
+def minimal_fallback(output: str) -> list[str]:
+    """The harness's own lines saying it ran (or would run) minimal settings instead of this system's configs."""
+    return [line.strip() for line in output.splitlines() if any(mark in line for mark in FALLBACK_MARKS)]
+
+
+def is_unregistered(system_id: str) -> bool:
+    """Whether the v5.1 system check's answer is its placeholder for a machine it does not know."""
+    return system_id.strip().startswith("UNREGISTERED")
+
+
+def custom_system_id(system: HostSystem, sku: SkuTable) -> str:
+    """``WL_<SKU>x<count>``: the SYSTEM_NAME (and configs folder) of a custom system."""
+    return f"WL_{sku.sku}x{system.gpu_count}"
+
+
+def values_for(
+    gpu_name: str,
+    gpu_count: int,
+    model: str,
+    scenario: str,
+    setting: WorkloadSetting,
+    *,
+    allow_untuned: bool,
+    tables: dict[str, GpuConfigTable] | None = None,
+) -> tuple[ResolvedConfig, Provenance]:
+    """NVIDIA's v5.1 values for this GPU, or (Hopper, ``allow_untuned``) v5.0's marked untuned.
+
+    ProfileError (exit 2: the user chooses) when v5.1 has no values for the GPU: naming the last round that tunes it
+    and the parameter that runs it untuned; or when neither round has values for (model, scenario, accuracy).
+    """
+    tables = tables or {}
+    current = tables.get("v5.1") or load_table(harness_round="v5.1")
+    high = setting.accuracy == "k_99_9"
+    if current.has_gpu(gpu_name):
+        problem = current.entry_problem(gpu_name, model, scenario, high_accuracy=high)
+        if problem is not None:
+            raise ProfileError(current.label(current.sku_for_gpu(gpu_name).sku), problem)
+        resolved = current.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
+        return resolved, Provenance(resolved.source())
+    older = tables.get(LAST_HOPPER_ROUND) or load_table(harness_round=LAST_HOPPER_ROUND)
+    if not older.has_gpu(gpu_name):
+        raise ProfileError(
+            "HarnessRound v5.1",
+            f"neither NVIDIA's v5.1 nor its {LAST_HOPPER_ROUND} configs have values for the GPU {gpu_name!r}",
+        )
+    if not allow_untuned:
+        raise ProfileError(
+            "HarnessRound v5.1",
+            f"NVIDIA's v5.1 harness has no tuned configs for {gpu_name} (its configs are for Blackwell systems); "
+            f"{LAST_HOPPER_ROUND} is the last round that tunes it",
+            hint=f"run a {LAST_HOPPER_ROUND} checkout (parameter HarnessRound={LAST_HOPPER_ROUND}), or set "
+            f"RequireCustomSystemSupport=true to run v5.1 with {LAST_HOPPER_ROUND}'s values, marked untuned",
+        )
+    problem = older.entry_problem(gpu_name, model, scenario, high_accuracy=high)
+    if problem is not None:
+        raise ProfileError(older.label(older.sku_for_gpu(gpu_name).sku), problem)
+    resolved = older.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
+    why = (
+        f"NVIDIA's v5.1 configs do not tune {gpu_name}; these are its {LAST_HOPPER_ROUND} values ({resolved.source()})"
+    )
+    return resolved, Provenance(f"{LAST_HOPPER_ROUND} {resolved.source()}", untuned=why)
+
+
+def custom_files(
+    system: HostSystem,
+    sku: SkuTable,
+    model: str,
+    scenarios: Sequence[str],
+    settings: Sequence[WorkloadSetting],
+    *,
+    allow_untuned: bool,
+) -> list[tuple[GeneratedFile, tuple[Provenance, ...]]]:
+    """Every config file a custom system needs for (model, scenarios, settings), with where its values come from."""
+    system_id = custom_system_id(system, sku)
+    out = []
+    for scenario in scenarios:
+        entries = []
+        for setting in settings:
+            resolved, provenance = values_for(
+                system.gpu_name, system.gpu_count, model, scenario, setting, allow_untuned=allow_untuned
+            )
+            entries.append((setting, resolved, provenance))
+        out.append((render(system_id, model, scenario, entries), tuple(p for _, _, p in entries)))
+    return out
+
+
+class V5_1Round(V4_1Round):
+    """v5.1: per-system config files, SYSTEM_NAME, ``--accuracy_target``, LLMs behind a server."""
+
+    name: ClassVar[str] = "v5.1"
+    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 1),)
+    markers: ClassVar[tuple[str, ...]] = ()
+
+    def _system_variables(self, inputs: PlanInputs) -> dict[str, str]:
+        if not inputs.params.RequireCustomSystemSupport:
+            return {}
+        return {"SYSTEM_NAME": inputs.system_name or SYSTEM_PLACEHOLDER}
+
+    @staticmethod
+    def _targets(inputs: PlanInputs) -> list[tuple[str, str]]:
+        """(accuracy target, config version) per harness run: v5.1 takes one ``--accuracy_target`` a run."""
+        seen: dict[str, str] = {}
+        for version in inputs.settings.config_versions:
+            seen.setdefault("0.999" if "high_accuracy" in version else "0.99", version)
+        return list(seen.items())
+
+    def _args(self, inputs: PlanInputs, scenarios: Sequence[str], accuracy: str) -> list[str]:
+        parts = [
+            f"--benchmarks={inputs.settings.model}",
+            f"--scenarios={','.join(scenarios)}",
+            f"--accuracy_target={accuracy}",
+        ]
+        if self.serves(inputs.settings.model):
+            parts.append("--core_type=trtllm_endpoint")
+        return parts
+
+    @staticmethod
+    def serves(model: str) -> bool:
+        """Whether v5.1 runs ``model`` against an LLM server."""
+        return model in LLM_BENCHMARKS
+
+    def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:
+        ops: list[Op] = []
+        for accuracy, _ in self._targets(inputs):
+            args = " ".join(self._args(inputs, scenarios, accuracy))
+            ops.append(
+                MakeTarget(
+                    inputs.container,
+                    f"generate the engines of {inputs.settings.model} {','.join(scenarios)} "
+                    f"(accuracy target {accuracy}; once for every test mode)",
+                    "generate_engines",
+                    self._variables(RUN_ARGS=args, **self._system_variables(inputs)),
+                    scenarios=tuple(scenarios),
+                )
+            )
+        return ops
+
+    def run_ops(self, inputs: PlanInputs, group: RunGroup, test_mode: str, index: int) -> list[Op]:
+        settings, quick = inputs.settings, inputs.params.Quick
+        model = settings.model
+        serve = self.serves(model)
+        # A server serves one scenario's engine: LLM runs go one scenario at a time.
+        batches = [(s,) for s in group.scenarios] if serve else [tuple(group.scenarios)]
+        ops: list[Op] = []
+        for accuracy, _version in self._targets(inputs):
+            for scenarios in batches:
+                suffix = f"-{scenarios[0].lower()}" if serve else ""
+                suffix += "-999" if accuracy == "0.999" and len(self._targets(inputs)) > 1 else ""
+                logs = self.results_dir(inputs.run_id, model, test_mode, index) + suffix
+                args = [*self._args(inputs, scenarios, accuracy), f"--test_mode={test_mode}"]
+                if quick:
+                    args.append(inputs.version.quick_flag)
+                args += [f"--{name}={value}" for name, value in group.fields]
+                benchmark = _benchmark_full(model, accuracy)
+                expected = tuple(
+                    Expected(model, benchmark, scenario, test_mode)
+                    for scenario in scenarios
+                    if (scenario, benchmark) not in inputs.blocked
+                )
+                spec = self.server_spec(inputs, scenarios[0], accuracy, logs) if serve else None
+                if spec is not None:
+                    args.append(f"--trtllm_server_urls={spec.url}")
+                    ops.append(StartServer(inputs.container, spec, f"{model} {scenarios[0]}"))
+                title = (
+                    f"run {model} {','.join(scenarios)} {test_mode} (accuracy target {accuracy})"
+                    + (f" (quick: {inputs.version.quick_flag})" if quick else "")
+                    + (f" with {', '.join(f'{k}={v}' for k, v in group.fields)}" if group.fields else "")
+                    + (f" against the LLM server on {spec.url}" if spec else "")
+                )
+                ops.append(
+                    MakeTarget(
+                        inputs.container,
+                        title,
+                        "run_harness",
+                        self._variables(RUN_ARGS=" ".join(args), LOG_DIR=logs, **self._system_variables(inputs)),
+                        log_dir=logs,
+                        expected=expected,
+                        scenarios=tuple(scenarios),
+                        test_mode=test_mode,
+                    )
+                )
+                ops.append(CollectResults(f"{inputs.nvidia_dir}/{logs}", test_mode, expected))
+                if spec is not None:
+                    ops.append(StopServer(inputs.container, spec, f"{model} {scenarios[0]}"))
+        return ops
+
+    def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
+        """The server of one (model, scenario, accuracy target): ``make run_llm_server`` in the foreground of its
+        own process group, its log and process-group file beside the run's results."""
+        args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={URL}"]
+        variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
+        argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
+        return ServerSpec(argv=argv, url=URL, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
+
+    def custom_config_path(self, model: str, scenario: str) -> str:
+        return config_path(SYSTEM_PLACEHOLDER, model, scenario)
+
+    def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
+        """v5.1 registers nothing: the system is named by SYSTEM_NAME and its config folder."""
+        return ""
+
+    def custom_config(
+        self,
+        model: str,
+        scenario: str,
+        member: str,
+        class_base: str,
+        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
+        version: HarnessVersion,
+    ) -> GeneratedFile:
+        return render(member, model, scenario, [(s, c, Provenance(c.source())) for s, c in classes])
+
+
+#: Where the server listens and the harness sends queries: the container uses the host's network (launch_docker).
+URL = DEFAULT_URL
+
+
+def _benchmark_full(model: str, accuracy: str) -> str:
+    """v5.1 ``submission_benchmark_name``: ``-99``/``-99.9`` for high-accuracy capable benchmarks only."""
+    info = model_info(model)
+    if not info.high_accuracy:
+        return info.name
+    return f"{info.name}-{'99.9' if accuracy == '0.999' else '99'}"
+
+
+__all__ = [
+    "ACCURACY",
+    "FALLBACK_MARKS",
+    "LAST_HOPPER_ROUND",
+    "V5_1Round",
+    "custom_files",
+    "custom_system_id",
+    "is_unregistered",
+    "minimal_fallback",
+    "values_for",
+]
