@@ -38,7 +38,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 from workload.commands import Command, cmd
 from workload.errors import EXIT_STEP_FAILED, CommandFailed, WorkloadError
 from workload.hosts.base import Host
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
+from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, package_export, split_list
 
 _SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 _FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
@@ -94,8 +94,8 @@ class CloneFacts:
 
 
 def export_name(package: str) -> str:
-    """``mlperf`` -> ``MLPERF`` (prefix of ``_PATH`` / ``_COMMIT`` exports)."""
-    return re.sub(r"[^A-Za-z0-9]", "_", package).upper()
+    """``mlperf`` -> ``MLPERF`` (prefix of ``_PATH`` / ``_COMMIT`` exports, see :func:`package_export`)."""
+    return package_export(package, "")[:-1]
 
 
 _URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@]*)@")
@@ -328,13 +328,17 @@ class GitRepoClone(Step):
     def _facts(self, ctx: StepContext) -> CloneFacts:
         return read_clone_facts(ctx.host, target_dir(ctx.host, self.p), self.p.Commit)
 
+    def exports(self) -> tuple[str, ...]:
+        """The clone's path and commit, under the package's names (``MLPERF_PATH``, ``MLPERF_COMMIT``)."""
+        return (package_export(self.p.PackageName), package_export(self.p.PackageName, "COMMIT"))
+
     def plan(self, ctx: StepContext) -> StepPlan:
         facts = self._facts(ctx)
         try:
             plan = plan_clone(self.p, facts)
         except CloneRefused as exc:
             raise self.fail(exc.problem, ctx, hint=exc.hint) from None
-        ctx.exports[f"{export_name(self.p.PackageName)}_PATH"] = facts.target  # in memory, for later plans
+        ctx.exports[package_export(self.p.PackageName)] = facts.target  # in memory, for later plans
         return plan
 
     def apply(self, ctx: StepContext, plan: StepPlan) -> None:
@@ -379,9 +383,8 @@ class GitRepoClone(Step):
             plan_clone(self.p, facts)
         except CloneRefused as exc:
             raise self.fail(exc.problem, ctx, hint=exc.hint) from None
-        name = export_name(self.p.PackageName)
-        ctx.exports[f"{name}_PATH"] = facts.target
-        ctx.exports[f"{name}_COMMIT"] = facts.head or ""
+        ctx.exports[package_export(self.p.PackageName)] = facts.target
+        ctx.exports[package_export(self.p.PackageName, "COMMIT")] = facts.head or ""
         ctx.state.set(
             f"GitRepoClone:{self.p.PackageName.lower()}",
             {"path": facts.target, "commit": facts.head, "repo": without_credentials(self.p.RepoUri)},

@@ -56,6 +56,20 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "installers",
         "workload.mlperf",
     ),
+    # Actions read what installers publish through declared exports (Step.exports), never their modules.
+    "workload.actions": ("installers", "workload.engine"),
+    # The MLPerf harness support (rounds, ops, planner, interpreter) is below the actions that use it.
+    "workload.mlperf": ("workload.actions", "workload.engine", "workload.profile", "workload.registry"),
+    # A round adapter is pure: values in, ops out (the interpreter runs them).
+    "workload.mlperf.rounds": (
+        "workload.hosts",
+        "workload.engine",
+        "workload.actions",
+        "workload.mlperf.interpreter",
+        "workload.mlperf.image",
+        "workload.mlperf.system_support",
+        "installers",
+    ),
     "workload.history": ("workload.hosts", "workload.steps", "workload.engine", "workload.actions", "installers"),
     "workload.report": ("workload.hosts", "workload.steps", "workload.engine", "workload.actions", "installers"),
 }

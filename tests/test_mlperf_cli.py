@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,7 +43,9 @@ from workload.mlperf.custom_system import BLOCK_BEGIN, HEADER
 pytestmark = pytest.mark.slow
 
 PROFILE = Path(__file__).resolve().parent / "fixtures" / "profiles" / "mlperf" / "TEST-GPU-MLPERF-CHAINED.json"
-CONTAINER = "mlperf-inference-root-x86_64"
+#: This test's own container (the harness's DOCKER_NAME): checkouts running these tests at once on the
+#: shared test bed must not share (and remove) one container.
+CONTAINER = f"mlperf-inference-test-{uuid.uuid4().hex[:12]}"
 # closed/NVIDIA/.gitignore as found in a v4.1 results tree (abridged): it ignores byte code but NOT build/,
 # so after a run `git status` lists build/ and only IgnorePaths keeps the clone "clean". (The stand-in
 # tree's own .gitignore says build/ and misses __pycache__.)
@@ -121,6 +124,7 @@ def bed(tmp_path: Path, docker_engine: Any, freshvm_image: str, monkeypatch: pyt
             f"DockerBaseUrl={docker_engine.base_url}",
             f"BaseImage={freshvm_image}",
             f"SystemDescription={json.dumps(H100X8)}",
+            f"DockerName={CONTAINER}",
             # A LoadGen key given as is: no step refers to it, yet it reaches bert's Server run only.
             f"bert.Server.target_qps={SERVER_TARGET_QPS}",
             "Quick=true",  # the harness's real short run (--test_run): results are INVALID by design

@@ -14,6 +14,7 @@ import contextlib
 import json
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,7 @@ def test_mlperf_executor_runs_on_an_ssh_host_over_its_connection(
     scratch.mkdir()
     (scratch / "standin_detected_system.json").write_text(json.dumps(H100X8))
     profile_path = tmp_path / "profile.json"
+    container = f"mlperf-inference-test-{uuid.uuid4().hex[:12]}"  # this test's own (shared test bed)
     parameters = {
         "Scenario": "inferencemodels-bert",
         "Model": "bert",
@@ -139,6 +141,7 @@ def test_mlperf_executor_runs_on_an_ssh_host_over_its_connection(
         "ScratchPath": str(scratch),
         "SystemDescription": json.dumps(H100X8),
         "RequireCustomSystemSupport": True,
+        "DockerName": container,
     }
     profile_path.write_text(
         json.dumps(
@@ -172,7 +175,7 @@ def test_mlperf_executor_runs_on_an_ssh_host_over_its_connection(
         assert f"Docker daemon on 127.0.0.1:{sshd.port}: over its SSH connection (`{dial}` per request)" in step_log
     finally:
         with contextlib.suppress(Exception):
-            docker_engine.client.containers.get("mlperf-inference-root-x86_64").remove(force=True)
+            docker_engine.client.containers.get(container).remove(force=True)
 
 
 def test_a_user_without_socket_access_or_sudo_is_told_what_to_allow(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,9 @@ A100X8 = {
     "cpu_model": "AMD EPYC 7V12 64-Core Processor",
     "cpu_cores_per_socket": 48,
 }
-CONTAINER = "mlperf-inference-root-x86_64"
+#: This test's own container (the harness's DOCKER_NAME): checkouts running these tests at once on the
+#: shared test bed must not share (and remove) one container.
+CONTAINER = f"mlperf-inference-test-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture
@@ -75,6 +78,7 @@ def action(bed: dict[str, Any], model: str, scenarios: str, **extra: Any) -> dic
             "ScratchPath": str(bed["scratch"]),
             "SystemDescription": json.dumps(H100X8),
             "RequireCustomSystemSupport": True,
+            "DockerName": CONTAINER,
             **extra,
         },
     }

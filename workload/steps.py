@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import difflib
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -301,6 +302,14 @@ class Step(abc.ABC):
         suffix = f" ({self.params.Scenario})" if self.params.Scenario else ""
         return f"{self.location} {self.type_name}{suffix}"
 
+    def exports(self) -> tuple[str, ...]:
+        """The export names this step sets in ``ctx.exports`` (declared, so later steps read a known name).
+
+        Names of a package's values are built by :func:`package_export`; the engine persists
+        every export on the host for later runs. Default: none.
+        """
+        return ()
+
     @abc.abstractmethod
     def plan(self, ctx: StepContext) -> StepPlan:
         """Read facts (read-only) and return what :meth:`apply` would do."""
@@ -348,6 +357,15 @@ class Step(abc.ABC):
     @classmethod
     def check_parameters(cls, params: StepParameters) -> None:
         """Cross-field checks at profile load; raise ``ValueError("Param: problem")`` on bad input."""
+
+
+def package_export(package: str, value: str = "PATH") -> str:
+    """The declared export name of a package's value: (``mlperf``, ``PATH``) -> ``MLPERF_PATH``.
+
+    GitRepoClone publishes a clone's path (``PATH``) and commit (``COMMIT``) under these names; a
+    later step reads ``ctx.exports[package_export(name)]`` without knowing which step published it.
+    """
+    return f"{re.sub(r'[^A-Za-z0-9]', '_', package).upper()}_{value}"
 
 
 def split_list(value: str | None) -> list[str]:

@@ -147,6 +147,9 @@ class IdentifySystem(Op):
     custom_support: bool
     #: The config files a custom system gets (``configs/<model>/<scenario>/custom.py``...), for ``plan``.
     config_targets: tuple[str, ...] = ()
+    #: The script ``argv`` runs (relative to closed/NVIDIA); a checkout without it has no system check
+    #: (nothing is registered, the results check explains what is missing). None: always run ``argv``.
+    script: str | None = "scripts/get_system_id.py"
 
     def summary(self) -> str:
         if self.custom_support:

@@ -52,7 +52,8 @@ def plan_ops(
         notes.append(chosen.note)
     user = facts.user.name if facts.user else "<user>"
     container = ContainerRef(
-        container_name(user, facts.machine), f"{facts.user.uid}:{facts.user.gid}" if facts.user else user
+        params.DockerName or container_name(user, facts.machine),
+        f"{facts.user.uid}:{facts.user.gid}" if facts.user else user,
     )
     inputs = PlanInputs(
         params=params,

@@ -8,6 +8,7 @@ the host and hands both to the planner (:mod:`workload.mlperf.planner`) and the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,9 @@ class MLPerfParameters(StepParameters):
     DockerBaseUrl: str | None = None
     #: Test-only: a JSON HostSystem instead of reading nvidia-smi/lscpu (for machines without a GPU).
     SystemDescription: str | None = None
+    #: The container's name, as NVIDIA's ``DOCKER_NAME`` (overridable on its make command line);
+    #: default ``mlperf-inference-<user>-<arch>`` (VirtualClient's fixed name, no ``$RANDOM`` suffix).
+    DockerName: str | None = None
     #: The harness round adapter (``v4.1``...); default: recognised from the checkout (VERSION, layout).
     HarnessRound: str | None = None
     #: v6.x: the port the LLM server listens on (the container shares the host's network; NVIDIA's default 30000).
@@ -82,6 +86,15 @@ class MLPerfParameters(StepParameters):
 
         round_named(value)  # ValueError naming the known rounds
         return value.strip()
+
+    @field_validator("DockerName")
+    @classmethod
+    def _docker_name(cls, value: str | None) -> str | None:
+        value = (value or "").strip() or None
+        # Docker's own rule for container names ([a-zA-Z0-9][a-zA-Z0-9_.-]+).
+        if value is not None and not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+", value):
+            raise ValueError(f"{value!r} is not a container name (letters, digits, _ . -; first a letter or digit)")
+        return value
 
     @field_validator("DockerBaseUrl")
     @classmethod

@@ -1,0 +1,244 @@
+"""The MLPerf run loop: executes a plan's ops in order, one handler per op type.
+
+Called by ``MLPerfExecutor.apply`` with the plan :func:`workload.mlperf.planner.plan_ops` made from
+the facts read at apply time (the same function ``plan`` printed). Each handler does what its op
+says and nothing else; the only re-planning is the rule :class:`~workload.mlperf.ops.IdentifySystem`
+carries: when the system check leaves some (scenario, benchmark) without a config, the ops after
+it are planned again with those results blocked.
+
+Failures: a failed setup stage, build or engine generation stops the step at once; a failed run or
+a missing result is collected, every run still happens, and one :class:`StepError` names them all
+at the end (results found are kept either way).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workload.errors import StepError
+from workload.mlperf import image, results
+from workload.mlperf.container import ContainerSpec, HarnessContainer
+from workload.mlperf.ops import (
+    BuildHarness,
+    BuildImage,
+    CollectResults,
+    EnsureContainer,
+    EnsureScratch,
+    IdentifySystem,
+    MakeTarget,
+    Op,
+    SetupStage,
+    UseImage,
+)
+from workload.mlperf.planner import MLPerfPlan, plan_ops
+from workload.mlperf.settings import STATE_KEY, MLPerfFacts, MLPerfParameters
+from workload.mlperf.system_support import SystemSupport, system_text, tail
+from workload.steps import Step, StepContext
+
+
+@dataclass
+class Interpreter:
+    """One apply of one MLPerf action (see the module docstring)."""
+
+    step: Step
+    ctx: StepContext
+    params: MLPerfParameters
+    facts: MLPerfFacts
+    plan: MLPerfPlan
+    #: Opens the docker client (first needed by the image op, after the scratch folders exist).
+    connect: Callable[[], Any]
+    #: The container for an image (the action's ``launch_docker`` equivalent).
+    container_spec: Callable[[str], ContainerSpec]
+    image: str | None = None
+    container: HarnessContainer | None = None
+    blocked: dict[tuple[str, str], str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    #: The last run's (exit code, output), read by the CollectResults after it; engines' output too.
+    last_run: tuple[int, str, MakeTarget] | None = None
+    engine_output: str = ""
+    client: Any = field(default=None, init=False)
+    _stack: ExitStack = field(default_factory=ExitStack, init=False)
+
+    def run(self) -> None:
+        """Execute every op in order; raise StepError naming every problem at the end."""
+        handlers: dict[type[Op], Callable[[Any], None]] = {
+            EnsureScratch: self._scratch,
+            UseImage: self._use_image,
+            BuildImage: self._build_image,
+            EnsureContainer: self._container,
+            IdentifySystem: self._identify,
+            SetupStage: self._setup_stage,
+            BuildHarness: self._build_harness,
+            MakeTarget: self._make_target,
+            CollectResults: self._collect,
+        }
+        ops: list[Op] = list(self.plan.ops)
+        with self._stack:
+            self._stack.callback(self._close)
+            index = 0
+            while index < len(ops):
+                op = ops[index]
+                handler = handlers.get(type(op))
+                if handler is None:
+                    raise self.step.fail(f"internal: no handler for the plan operation {type(op).__name__}", self.ctx)
+                handler(op)
+                if isinstance(op, IdentifySystem) and self.blocked:
+                    # The rule IdentifySystem carries: plan the rest again without what cannot run.
+                    again = plan_ops(
+                        self.params, self.facts, run_id=self.plan.inputs.run_id, blocked=frozenset(self.blocked)
+                    )
+                    ops = ops[: index + 1] + list(again.after_system_check())
+                index += 1
+        if self.problems:
+            kept = f" ({len(self.ctx.results)} result folder(s) kept)" if self.ctx.results else ""
+            raise StepError(self.step.label, "; ".join(self.problems) + kept, host=self.ctx.host.name)
+
+    def _docker(self) -> Any:
+        if self.client is None:
+            self.client = self.connect()
+        return self.client
+
+    def _close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+    # -- handlers ------------------------------------------------------------------------------
+    def _scratch(self, op: EnsureScratch) -> None:
+        for command in op.commands():
+            self.ctx.check(command)
+
+    def _use_image(self, op: UseImage) -> None:
+        self.image = image.use_image(self.ctx, self._docker(), op)
+
+    def _build_image(self, op: BuildImage) -> None:
+        assert self.facts.user is not None
+        self.image = image.build(self.step, self.ctx, self._docker(), op, self.facts.user)
+
+    def _container(self, op: EnsureContainer) -> None:
+        """The container object; it is (re)started by the first exec and checked before every one."""
+        assert self.image is not None, "an image op comes before EnsureContainer"
+        container = HarnessContainer(self._docker(), self.container_spec(self.image), self.ctx.log)
+        # Ctrl-C must reach the docker execs too: the host's transport does not run them.
+        self._stack.enter_context(self.ctx.host.on_interrupt(container.stop))
+        self.container = container
+
+    def _identify(self, op: IdentifySystem) -> None:
+        support = SystemSupport(
+            self.step,
+            self.ctx,
+            self._running(),
+            self.params,
+            self.facts,
+            self.plan.inputs.settings,
+            self.plan.inputs.version,
+            self.plan.round,
+        )
+        self.blocked = support.prepare(op)
+        settings = self.plan.inputs.settings
+        for (scenario, benchmark), why in self.blocked.items():
+            self.problems.append(f"no result for {benchmark} {scenario} ({', '.join(settings.test_modes)}): {why}")
+        # Stop before any download when nothing of this action can run, naming each reason.
+        if all((s, b) in self.blocked for s in settings.scenarios for b in settings.benchmarks):
+            raise StepError(
+                self.step.label, "; ".join(self.problems) + " (nothing set up or run)", host=self.ctx.host.name
+            )
+
+    def _setup_stage(self, op: SetupStage) -> None:
+        if op.done:
+            self.ctx.log(f"{op.stage} for {op.model}: already done ({op.done})")
+            return
+        self._exec(f"{op.stage} BENCHMARKS={op.model}", op.argv)
+        self._mark(op.state_key)
+
+    def _build_harness(self, op: BuildHarness) -> None:
+        if op.done:
+            self.ctx.log(f"make build: already done for commit {(op.commit or '')[:12]}")
+            return
+        self._exec("build", op.argv)
+        self._mark(op.state_key)
+
+    def _make_target(self, op: MakeTarget) -> None:
+        code, output = self._make(op)
+        if op.log_dir is None:
+            if code != 0:
+                self.problems.append(
+                    f"make {op.target} failed with exit {code}, so nothing ran; last lines:\n{tail(output, 10)}"
+                )
+                raise StepError(self.step.label, "; ".join(self.problems), host=self.ctx.host.name)
+            self.engine_output += output
+            return
+        self.last_run = (code, output, op)
+        if code != 0:
+            self.problems.append(
+                f"make {op.target} ({','.join(op.scenarios)} {op.test_mode}) failed with exit {code}; "
+                f"last lines:\n{tail(output, 10)}"
+            )
+
+    def _collect(self, op: CollectResults) -> None:
+        found = results.find_results(self.ctx.host, op.log_dir, op.test_mode)
+        self._keep(found, op.log_dir)
+        have = {f.expected for f in found}
+        output = self.last_run[1] if self.last_run else ""
+        for expected in op.expected:
+            if expected not in have:
+                self.problems.append(f"no result for {expected}: {self._why(expected, self.engine_output + output)}")
+        self.ctx.log(f"{op.test_mode}: {len(found)} result folder(s) in {self._relative(op.log_dir)}")
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _running(self) -> HarnessContainer:
+        assert self.container is not None, "EnsureContainer comes before in-container ops"
+        return self.container
+
+    def _relative(self, log_dir: str) -> str:
+        nvidia_dir = self.plan.inputs.nvidia_dir.rstrip("/") + "/"
+        return log_dir[len(nvidia_dir) :] if log_dir.startswith(nvidia_dir) else log_dir
+
+    def _make(self, op: MakeTarget) -> tuple[int, str]:
+        ctx, container = self.ctx, self._running()
+        ctx.stop_if_cancelled(f"make {op.target}")  # after Ctrl-C no further harness run starts
+        argv = list(op.argv)
+        ctx.log(f"$ docker exec {container.spec.name} {shlex.join(argv)}")
+        code, output = container.exec(argv, on_line=ctx.line_sink())
+        ctx.log(f"# exit {code}")
+        return code, output
+
+    def _exec(self, target: str, argv: Sequence[str]) -> str:
+        ctx, container = self.ctx, self._running()
+        ctx.stop_if_cancelled(f"make {target}")
+        ctx.log(f"$ docker exec {container.spec.name} {shlex.join(argv)}")
+        code, output = container.exec(list(argv), on_line=ctx.line_sink())
+        ctx.log(f"# exit {code}")
+        if code != 0:
+            raise self.step.fail(
+                f"make {target} failed in the container (exit {code}); last lines:\n{tail(output, 15)}", ctx
+            )
+        return output
+
+    def _mark(self, key: str) -> None:
+        # merged on the host: stages another run marked meanwhile (another model) are kept
+        self.ctx.state.merge(STATE_KEY, {key: time.strftime("%Y-%m-%dT%H:%M:%S")})
+
+    def _why(self, expected: results.Expected, output: str) -> str:
+        custom = self.params.RequireCustomSystemSupport
+        why = results.explain_missing(expected, output, system_text=None, custom_support=custom)
+        if "did not recognise" in why:
+            text = system_text(self.params, self.ctx)
+            why = results.explain_missing(expected, output, system_text=text, custom_support=custom)
+        return why
+
+    def _keep(self, found: Sequence[results.Found], log_dir: str) -> None:
+        from workload.hosts.local import LocalHost
+
+        for item in found:
+            if isinstance(self.ctx.host, LocalHost):
+                self.ctx.results.append(Path(item.directory))
+            else:
+                destination = self.ctx.host_dir / "mlperf" / posixpath.basename(log_dir)
+                self.ctx.results.append(results.copy_local(self.ctx.host, item, destination))
