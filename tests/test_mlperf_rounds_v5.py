@@ -29,6 +29,7 @@ from workload.mlperf.rounds.v5_1 import (
     custom_system_id,
     is_unregistered,
     minimal_fallback,
+    system_answer,
     values_for,
 )
 from workload.mlperf.server_ops import StartServer, StopServer
@@ -127,6 +128,9 @@ def test_v51_system_answers() -> None:
     )
     assert minimal_fallback(out) == [out.splitlines()[0]]
     assert minimal_fallback("[I] Loading configs from configs/B200-SXM-180GBx8/Offline/llama2-70b.py") == []
+    logged = "[2026 system_list.py:58 ERROR] Runtime system not found in built-ins. Please ...\n"
+    assert system_answer("UNREGISTERED_x86_64_NVIDIA_B200x8\n" + logged) == "UNREGISTERED_x86_64_NVIDIA_B200x8"
+    assert system_answer(logged) is None
 
 
 def test_v51_custom_files_carry_nvidias_b200_values_and_load_in_the_standin(tmp_path: Path) -> None:

@@ -41,7 +41,10 @@ HEALTH_PATH = "/health"
 #: Exit code of the probe when the server's process group no longer exists.
 DEAD = 3
 
-_START = 'log=$1; pid=$2; shift 2; setsid "$@" >"$log" 2>&1 </dev/null & echo $! >"$pid"'
+_START = (
+    'log=$1; pid=$2; shift 2; mkdir -p -- "$(dirname -- "$log")" "$(dirname -- "$pid")" || exit 1; '
+    'setsid "$@" >"$log" 2>&1 </dev/null & echo $! >"$pid"'
+)
 # Python instead of curl: NVIDIA's image always has python3, not always curl.
 _PROBE = (
     'p=$(cat "$1" 2>/dev/null) || exit 3; kill -0 -- "-$p" 2>/dev/null || exit 3; '
@@ -68,7 +71,7 @@ class ServerSpec:
     pid_path: str = "build/logs/llm_server.pgid"
     health_path: str = HEALTH_PATH
     ready_timeout_s: float = 1800.0
-    poll_s: float = 5.0
+    poll_s: float = 2.0
     stop_grace_s: float = 30.0
 
     def __post_init__(self) -> None:
@@ -95,7 +98,7 @@ class ServerSpec:
 
 
 def start(exec_: Exec, spec: ServerSpec) -> None:
-    """Start the server detached; BenchmarkFailed when even that fails (bash or the log folder missing)."""
+    """Start the server detached; BenchmarkFailed when even that fails (bash missing, the log folder not creatable)."""
     code, out = exec_(spec.start_argv())
     if code != 0:
         raise BenchmarkFailed(f"could not start the LLM server ({' '.join(spec.argv)}): exit {code}: {out.strip()}")

@@ -39,6 +39,7 @@ def plan_ops(
     *,
     run_id: str = "<run id>",
     blocked: frozenset[tuple[str, str]] = frozenset(),
+    system_name: str | None = None,
 ) -> MLPerfPlan:
     """Every op of one MLPerf action, in the order ``apply`` runs them (pure)."""
     settings = settings_of(params)
@@ -66,6 +67,7 @@ def plan_ops(
         user_name=user,
         run_id=run_id,
         blocked=blocked,
+        system_name=system_name,
     )
     ops: list[Op] = [EnsureScratch(inputs.scratch)]
     ops += harness.image_ops(inputs)

@@ -20,7 +20,7 @@ UPSTREAM.md`` names repository and commit):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from workload.errors import ProfileError
@@ -54,6 +54,20 @@ SYSTEM_PLACEHOLDER = "<system id from the system check>"
 def minimal_fallback(output: str) -> list[str]:
     """The harness's own lines saying it ran (or would run) minimal settings instead of this system's configs."""
     return [line.strip() for line in output.splitlines() if any(mark in line for mark in FALLBACK_MARKS)]
+
+
+def missing_configs(system_id: str, model: str, scenarios: Sequence[str], exists: Callable[[str], bool]) -> list[str]:
+    """The config files (relative to closed/NVIDIA) the harness would not find for ``system_id``: for each of them
+    it would run ``configs/minimal`` instead, so a run must not start (``exists`` tests a relative path)."""
+    return [p for p in (config_path(system_id, model, s) for s in scenarios) if not exists(p)]
+
+
+def system_answer(output: str) -> str | None:
+    """The id the system check printed: the last line that is one token (the harness's log lines around it, on
+    stderr, are ``[time file:line LEVEL] ...``); None when there is none."""
+    answers = [line.strip() for line in output.splitlines() if line.strip() and len(line.split()) == 1]
+    answers = [a for a in answers if not a.startswith("[")]
+    return answers[-1] if answers else None
 
 
 def is_unregistered(system_id: str) -> bool:
@@ -285,5 +299,7 @@ __all__ = [
     "custom_system_id",
     "is_unregistered",
     "minimal_fallback",
+    "missing_configs",
+    "system_answer",
     "values_for",
 ]
