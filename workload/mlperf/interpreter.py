@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workload.errors import StepError
-from workload.mlperf import image, results
+from workload.mlperf import image, llm_server, results
 from workload.mlperf.container import ContainerSpec, HarnessContainer
 from workload.mlperf.ops import (
     BuildHarness,
@@ -38,6 +38,7 @@ from workload.mlperf.ops import (
     UseImage,
 )
 from workload.mlperf.planner import MLPerfPlan, plan_ops
+from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.settings import STATE_KEY, MLPerfFacts, MLPerfParameters
 from workload.mlperf.system_support import SystemSupport, system_text, tail
 from workload.steps import Step, StepContext
@@ -63,6 +64,10 @@ class Interpreter:
     #: The last run's (exit code, output), read by the CollectResults after it; engines' output too.
     last_run: tuple[int, str, MakeTarget] | None = None
     engine_output: str = ""
+    #: The SYSTEM_NAME the system check decided (rounds that name systems so), for the re-plan.
+    system_name: str | None = None
+    #: LLM servers started and not stopped yet: stopped on every way out (failure, Ctrl-C).
+    servers: list[StartServer] = field(default_factory=list)
     client: Any = field(default=None, init=False)
     _stack: ExitStack = field(default_factory=ExitStack, init=False)
 
@@ -78,10 +83,13 @@ class Interpreter:
             BuildHarness: self._build_harness,
             MakeTarget: self._make_target,
             CollectResults: self._collect,
+            StartServer: self._start_server,
+            StopServer: self._stop_server,
         }
         ops: list[Op] = list(self.plan.ops)
         with self._stack:
             self._stack.callback(self._close)
+            self._stack.callback(self._stop_servers)
             index = 0
             while index < len(ops):
                 op = ops[index]
@@ -89,10 +97,15 @@ class Interpreter:
                 if handler is None:
                     raise self.step.fail(f"internal: no handler for the plan operation {type(op).__name__}", self.ctx)
                 handler(op)
-                if isinstance(op, IdentifySystem) and self.blocked:
-                    # The rule IdentifySystem carries: plan the rest again without what cannot run.
+                if isinstance(op, IdentifySystem) and (self.blocked or self.system_name):
+                    # The rule IdentifySystem carries: plan the rest again without what cannot run (and, from
+                    # v5.1, with the system name the check decided).
                     again = plan_ops(
-                        self.params, self.facts, run_id=self.plan.inputs.run_id, blocked=frozenset(self.blocked)
+                        self.params,
+                        self.facts,
+                        run_id=self.plan.inputs.run_id,
+                        blocked=frozenset(self.blocked),
+                        system_name=self.system_name,
                     )
                     ops = ops[: index + 1] + list(again.after_system_check())
                 index += 1
@@ -115,7 +128,17 @@ class Interpreter:
             self.ctx.check(command)
 
     def _use_image(self, op: UseImage) -> None:
-        self.image = image.use_image(self.ctx, self._docker(), op)
+        import docker.errors
+
+        try:
+            self.image = image.use_image(self.ctx, self._docker(), op)
+        except docker.errors.DockerException as exc:
+            raise self.step.fail(
+                f"cannot pull the image {op.image}: {exc}",
+                self.ctx,
+                hint="the registry must be reachable from the Docker daemon (and logged in where it needs it), or "
+                "the image present there already (docker pull / docker load / docker tag)",
+            ) from None
 
     def _build_image(self, op: BuildImage) -> None:
         assert self.facts.user is not None
@@ -130,6 +153,23 @@ class Interpreter:
         self.container = container
 
     def _identify(self, op: IdentifySystem) -> None:
+        if hasattr(self.plan.round, "system_files"):  # rounds that name systems by SYSTEM_NAME (v6.x)
+            from workload.mlperf import system_support_v6
+
+            decision = system_support_v6.prepare(
+                self.step,
+                self.ctx,
+                self._running(),
+                self.params,
+                self.facts,
+                self.plan.inputs.settings,
+                self.plan.round,
+                op,
+                self.ctx.log,
+            )
+            self.system_name, self.blocked = decision.system_name, decision.blocked
+            self._refuse_blocked()
+            return
         support = SystemSupport(
             self.step,
             self.ctx,
@@ -141,6 +181,9 @@ class Interpreter:
             self.plan.round,
         )
         self.blocked = support.prepare(op)
+        self._refuse_blocked()
+
+    def _refuse_blocked(self) -> None:
         settings = self.plan.inputs.settings
         for (scenario, benchmark), why in self.blocked.items():
             self.problems.append(f"no result for {benchmark} {scenario} ({', '.join(settings.test_modes)}): {why}")
@@ -175,6 +218,13 @@ class Interpreter:
             self.engine_output += output
             return
         self.last_run = (code, output, op)
+        fallback = [line.strip() for line in output.splitlines() if any(m in line for m in self._fallback_marks())]
+        if fallback:
+            # NVIDIA's harness ran its minimal settings instead of this system's configs: not this system's result.
+            self.problems.append(
+                f"make {op.target} ({','.join(op.scenarios)} {op.test_mode}) ran the harness's "
+                f"minimal configs, not this system's: {fallback[0]}"
+            )
         if code != 0:
             self.problems.append(
                 f"make {op.target} ({','.join(op.scenarios)} {op.test_mode}) failed with exit {code}; "
@@ -190,6 +240,51 @@ class Interpreter:
             if expected not in have:
                 self.problems.append(f"no result for {expected}: {self._why(expected, self.engine_output + output)}")
         self.ctx.log(f"{op.test_mode}: {len(found)} result folder(s) in {self._relative(op.log_dir)}")
+
+    def _start_server(self, op: StartServer) -> None:
+        exec_ = self._server_exec()
+        self.ctx.stop_if_cancelled(f"start the LLM server for {op.what}")
+        self.ctx.log(f"$ docker exec {self._running().spec.name} {shlex.join(op.spec.start_argv())}")
+        llm_server.start(exec_, op.spec)
+        self.servers.append(op)
+        took = llm_server.wait_ready(exec_, op.spec)
+        self.ctx.log(f"LLM server for {op.what} answers on {op.spec.url} after {took:.0f}s")
+
+    def _stop_server(self, op: StopServer) -> None:
+        self.ctx.log(f"$ docker exec {self._running().spec.name} {shlex.join(op.spec.stop_argv())}")
+        llm_server.stop(self._server_exec(), op.spec)
+        self.servers[:] = [s for s in self.servers if s.spec != op.spec]
+        self.ctx.log(f"LLM server for {op.what} stopped")
+
+    def _stop_servers(self) -> None:
+        """Stop every server still running (an op failed, or Ctrl-C): as root, working after the container's
+        runner was told to stop."""
+        for started in reversed(self.servers):
+            try:
+                llm_server.stop(self._root_exec(), started.spec)
+                self.ctx.log(f"LLM server for {started.what} stopped")
+            except Exception as exc:  # the op's own error matters more: report and go on
+                self.ctx.log(f"could not stop the LLM server for {started.what}: {exc}")
+        self.servers.clear()
+
+    def _server_exec(self) -> llm_server.Exec:
+        container = self._running()
+        return lambda argv: container.exec(list(argv), on_line=None)
+
+    def _root_exec(self) -> llm_server.Exec:
+        container = self._running()
+
+        def run(argv: Sequence[str]) -> tuple[int, str]:
+            api = container.client.api
+            created = api.exec_create(container.spec.name, cmd=list(argv), user="0:0", workdir="/work")
+            output = api.exec_start(created["Id"]).decode("utf-8", "replace")
+            return int(api.exec_inspect(created["Id"]).get("ExitCode") or 0), output
+
+        return run
+
+    def _fallback_marks(self) -> tuple[str, ...]:
+        marks: tuple[str, ...] = getattr(self.plan.round, "fallback_marks", ())
+        return marks
 
     # -- helpers -------------------------------------------------------------------------------
     def _running(self) -> HarnessContainer:

@@ -21,13 +21,14 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from workload.mlperf.catalog import WorkloadSetting
+from workload.mlperf.configgen_v6 import v60_config_path
 from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import BuildImage, Op, UseImage
 from workload.mlperf.rounds.base import PlanInputs
-from workload.mlperf.rounds.v5_1 import V5_1Round
+from workload.mlperf.rounds.v5_1 import FALLBACK_MARKS, V5_1Round, is_unregistered, system_answer
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import SystemFiles, v60_files
 
@@ -66,6 +67,19 @@ class V6_0Round(V5_1Round):
         variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
         argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
         return ServerSpec(argv=argv, url=url, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
+
+    # -- system support (workload.mlperf.system_support_v6) --------------------------------------------------
+    #: Lines the harness logs when it runs minimal settings instead of this system's configs (v5.1's, kept in v6.0).
+    fallback_marks: ClassVar[tuple[str, ...]] = FALLBACK_MARKS
+
+    def system_answer(self, output: str) -> str | None:
+        """The system id the check printed, or None when the harness does not know the machine."""
+        answer = system_answer(output)
+        return None if answer is None or is_unregistered(answer) or answer == "None" else answer
+
+    def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
+        """The files (relative to closed/NVIDIA) the harness needs for one scenario of ``system_id``."""
+        return (v60_config_path(system_id, scenario, model),)
 
     def system_files(
         self,

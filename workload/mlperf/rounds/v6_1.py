@@ -159,6 +159,18 @@ class V6_1Round(V6_0Round):
                 ops.append(StopServer(inputs.container, spec, what))
         return ops
 
+    #: v6.1 has no minimal fallback: a missing config is an error naming the file.
+    fallback_marks: ClassVar[tuple[str, ...]] = ()
+
+    def system_answer(self, output: str) -> str | None:
+        return system_name_of(output)
+
+    def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
+        from workload.mlperf import configgen_v6
+
+        folder = configgen_v6.v61_folder(model, system_id, scenario)
+        return (f"{folder}/server.py", f"{folder}/harness.py")
+
     def system_files(
         self,
         system: HostSystem,
