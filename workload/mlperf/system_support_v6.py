@@ -95,7 +95,9 @@ def prepare(
             host=ctx.host.name,
         )
     try:
-        files = harness.system_files(system, model, settings.scenarios, _accuracies(settings), allow_untuned=True)
+        files = harness.system_files(
+            system, model, settings.scenarios, _accuracies(settings), allow_untuned=True, port=params.LlmServerPort
+        )
     except (NotTuned, ValueError) as exc:
         raise StepError(step.label, str(exc), host=ctx.host.name) from None
     for generated in files.files:
@@ -110,6 +112,7 @@ def prepare(
     blocked = {}
     for scenario in settings.scenarios:
         if not all(exists(p) for p in harness.config_files(files.system_id, model, scenario)):
+            why = next((n for n in files.notes if f"{model} {scenario}" in n), f"no {harness.name} values")
             for benchmark in settings.benchmarks:
-                blocked[(scenario, benchmark)] = f"no published {harness.name} config of {model} {scenario} for any GPU"
+                blocked[(scenario, benchmark)] = why
     return Decision(files.system_id, blocked)

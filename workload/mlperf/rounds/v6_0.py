@@ -89,6 +89,7 @@ class V6_0Round(V5_1Round):
         accuracies: Sequence[str],
         *,
         allow_untuned: bool,
+        port: int = 30000,
     ) -> SystemFiles:
         """The custom system's config files (``SYSTEM_NAME`` = their system id), from ``gpuconfigs/v6.0``."""
         return v60_files(

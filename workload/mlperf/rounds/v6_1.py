@@ -179,10 +179,11 @@ class V6_1Round(V6_0Round):
         accuracies: Sequence[str],
         *,
         allow_untuned: bool,
+        port: int = 30000,
     ) -> SystemFiles:
         from workload.mlperf.gpuconfigs_v61 import load_table61
 
-        return v61_files(system, load_table61(), model, scenarios, allow_untuned=allow_untuned)
+        return v61_files(system, load_table61(), model, scenarios, allow_untuned=allow_untuned, base_port=port)
 
     def custom_config_path(self, model: str, scenario: str) -> str:
         from workload.mlperf import configgen_v6
