@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import socket
 import subprocess
 import uuid
@@ -211,11 +212,9 @@ def test_v61_hopper_without_custom_support_is_refused_naming_v50_before_any_down
     (bed["scratch"] / "standin_detected_system.json").write_text(json.dumps(H200X8))
     outcome = run(bed, [action(bed, "llama2-70b", "Offline", system=H200X8, RequireCustomSystemSupport=False)])
     assert outcome.status == "failed"
-    assert (
-        "does not know this system" in outcome.error
-        and "the last round NVIDIA tunes NVIDIA H200 in is v5.0" in outcome.error
-    )
-    assert "RequireCustomSystemSupport=true" in outcome.error
+    error = str(outcome.error)
+    assert "does not know this system" in error and "the last round NVIDIA tunes NVIDIA H200 in is v5.0" in error
+    assert "RequireCustomSystemSupport=true" in error
     assert not (bed["scratch"] / "standin_calls.log").exists()  # nothing downloaded or run
 
 
@@ -240,8 +239,9 @@ def test_plan_shows_exactly_the_commands_run_executes(bed: dict[str, Any]) -> No
     run_id = run_id.removeprefix("workload-").split("-llama2")[0]
     params = MLPerfParameters.model_validate(action(bed, model, "Offline")["Parameters"])
     facts = _facts(bed)
-    planned = plan_ops(params, facts, run_id=run_id, system_name="WL_B200-SXM-180GBx4")
-    shown = {" ".join(c.argv) for op in planned.after_system_check() for c in op.commands()}
+    first = plan_ops(params, facts, run_id=run_id)  # up to the system check
+    after = plan_ops(params, facts, run_id=run_id, system_name="WL_B200-SXM-180GBx4").after_system_check()
+    shown = {shlex.join(c.argv) for op in (*first.ops, *after) for c in op.commands()}
     for line in executed:
         argv = line.split(" ", 1)[1] if line.startswith(bed["name"]) else line
         if "llm-server-probe" in argv:
@@ -258,6 +258,7 @@ def _facts(bed: dict[str, Any]) -> Any:
         nvidia_dir=str(bed["nvidia"]),
         nvidia_dir_exists=True,
         version=HarnessVersion(major, minor),
+        commit=None,
         scratch_path=str(bed["scratch"]),
         user=UserFacts("root", 0, 0, "root", "/root"),
         machine="x86_64",

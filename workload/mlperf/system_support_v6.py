@@ -16,6 +16,7 @@ Returns the system name for the rest of the plan and the blocked (scenario, benc
 from __future__ import annotations
 
 import posixpath
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,7 @@ def prepare(
 ) -> Decision:
     """Run the system check and make the harness able to run this machine (see the module docstring)."""
     assert facts.nvidia_dir is not None
-    log(f"$ docker exec {container.spec.name} {' '.join(op.argv)}")
+    log(f"$ docker exec {container.spec.name} {shlex.join(op.argv)}")
     code, output = container.exec(list(op.argv), on_line=None)
     if code != 0:
         raise step.fail(
