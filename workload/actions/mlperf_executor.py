@@ -247,13 +247,12 @@ class MLPerfExecutor(Step):
         Results are found by their LOG_DIR path; a LOG_DIR used before (two actions of one model
         started within the same second) would hand back the earlier action's results as this one's.
         """
-        logs = posixpath.join(nvidia_dir, "build", "logs")
+        root = harness.results_root()
+        logs = posixpath.join(nvidia_dir, root)
         listing = ctx.host.run(cmd("ls", "-1", logs, timeout=60)).stdout.split() if ctx.host.exists(logs) else []
         base = time.strftime("%Y%m%d-%H%M%S") + f"-{ctx.iteration}"
         run_id, n = base, 0
-        while any(
-            posixpath.join("build", "logs", name).startswith(harness.results_prefix(run_id, model)) for name in listing
-        ):
+        while any(posixpath.join(root, name).startswith(harness.results_prefix(run_id, model)) for name in listing):
             n += 1
             run_id = f"{base}.{n}"
         return run_id

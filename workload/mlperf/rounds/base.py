@@ -16,7 +16,8 @@ values/ops out; no host access except through what the interpreter does with the
 5. :meth:`HarnessRound.engine_ops` and :meth:`HarnessRound.run_ops` -- the planner: the ops that
    run one (model, scenarios, test mode) group (``MakeTarget`` then ``CollectResults``).
 6. :meth:`HarnessRound.results_dir` -- where a run's results land (relative to closed/NVIDIA);
-   also what the run id is checked against (:meth:`HarnessRound.results_prefix`).
+   also what the run id is checked against (:meth:`HarnessRound.results_prefix` in
+   :meth:`HarnessRound.results_root`).
 7. System support (the interpreter, when ``IdentifySystem`` needs a custom system):
    :meth:`HarnessRound.custom_config_path`, :meth:`HarnessRound.custom_list_block` and
    :meth:`HarnessRound.custom_config` -- the files a custom system needs, in the round's format.
@@ -125,6 +126,13 @@ class HarnessRound(ABC):
     @abstractmethod
     def results_prefix(self, run_id: str, model: str) -> str:
         """What every :meth:`results_dir` of one run of one model starts with (a free run id has none)."""
+
+    def results_root(self) -> str:
+        """The folder (relative to closed/NVIDIA) every :meth:`results_dir` is directly in.
+
+        ``apply`` lists it (read-only) to choose a run id none of whose results dirs exist yet.
+        """
+        return "build/logs"
 
     # -- system support ----------------------------------------------------------------------
     @abstractmethod
