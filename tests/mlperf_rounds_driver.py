@@ -1,23 +1,23 @@
-"""Test driver: run a v5.x plan's ops in a real harness container, the way ``apply`` runs them.
+"""Test driver: run a v5.x plan's ops in a real harness container without the engine, op by op.
 
-The executor's interpreter (issue 14) runs v4.1's ops; until it handles the v5 ones (server ops, SYSTEM_NAME, the
-minimal-fallback check) this driver executes the same op list the planner returns, op by op, through the real
-:class:`~workload.mlperf.container.HarnessContainer` (docker SDK exec),
-:func:`~workload.mlperf.server_ops.run_with_servers` and :func:`~workload.mlperf.results.find_results`. Every
-command it runs is an op's own argv: what ``plan`` prints.
+``workload run`` runs the ops through the interpreter (tests/test_mlperf_rounds_run.py); this driver runs the very
+op list the planner returns through the real :class:`~workload.mlperf.container.HarnessContainer` (docker SDK exec),
+:mod:`workload.mlperf.llm_server` and :func:`~workload.mlperf.results.find_results`, recording every argv, so the
+tests can compare what ran with what ``plan`` prints for the same inputs, and stop the container from another
+thread at a chosen moment. Every command it runs is an op's own argv.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workload.errors import BenchmarkFailed
 from workload.hosts.local import LocalHost
-from workload.mlperf import results
+from workload.mlperf import llm_server, results
 from workload.mlperf.container import HarnessContainer
 from workload.mlperf.custom_system import is_ours
 from workload.mlperf.gpuconfigs import load_table
@@ -42,7 +42,7 @@ from workload.mlperf.rounds.v5_1 import (
     missing_configs,
     system_answer,
 )
-from workload.mlperf.server_ops import run_with_servers
+from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters
 from workload.mlperf.system import HostSystem
 
@@ -176,3 +176,109 @@ def _run(op: Op, container: HarnessContainer, applied: Applied) -> None:
         applied.found += found
     else:
         raise AssertionError(f"unexpected op: {op}")
+
+
+def apply_v50(
+    params: MLPerfParameters,
+    facts: MLPerfFacts,
+    container: HarnessContainer,
+    system: HostSystem,
+    *,
+    run_id: str,
+    applied: Applied,
+) -> Applied:
+    """v5.0: the system check prints ``None``/``KnownSystem.<member>``; an unknown system becomes an entry of
+    custom_list.json plus a custom.py per scenario (v5.0's values), then the planned runs."""
+    from workload.mlperf.catalog import workload_setting
+    from workload.mlperf.rounds.v5_0 import V5_0Round
+
+    assert facts.nvidia_dir
+    nvidia = Path(facts.nvidia_dir)
+    plan = plan_ops(params, facts, run_id=run_id)
+    check_index = plan.ops.index(next(op for op in plan.ops if isinstance(op, IdentifySystem)))
+    for op in plan.ops[:check_index]:
+        _prepare(op, container, applied)
+    check = plan.ops[check_index]
+    assert isinstance(check, IdentifySystem)
+    code, output = _exec(container, applied, check.argv)
+    answers = [
+        line.strip() for line in output.splitlines() if line.strip() == "None" or line.startswith("KnownSystem.")
+    ]
+    answer = answers[-1] if answers else ""
+    if code != 0 or not answer:
+        raise BenchmarkFailed(f"the system check failed: {output}")
+    if answer == "None":
+        if not check.custom_support:
+            raise BenchmarkFailed("the v5.0 harness does not know this system and would run nothing")
+        harness = V5_0Round()
+        table = load_table(harness_round="v5.0")
+        sku = table.sku_for_gpu(system.gpu_name)
+        member = f"WL_{sku.sku}x{system.gpu_count}"
+        list_path = nvidia / harness.custom_list_path
+        existing = list_path.read_text() if list_path.exists() else None
+        list_path.write_text(harness.merge_custom_list(existing, harness.custom_list_block(system, sku)))
+        applied.written.append(harness.custom_list_path)
+        settings = plan.inputs.settings
+        for scenario in settings.scenarios:
+            classes = []
+            for version in settings.config_versions:
+                setting = workload_setting(settings.model, version)
+                high = setting.accuracy == "k_99_9"
+                classes.append(
+                    (
+                        setting,
+                        table.resolve(system.gpu_name, system.gpu_count, settings.model, scenario, high_accuracy=high),
+                    )
+                )
+            generated = harness.custom_config(
+                settings.model, scenario, member, member.upper(), classes, plan.inputs.version
+            )
+            target = nvidia / generated.path
+            if target.exists() and not is_ours(target.read_text()):
+                raise BenchmarkFailed(f"{generated.path} is not ours; not overwriting it")
+            target.write_text(generated.text)
+            applied.written.append(generated.path)
+        applied.system_name = member
+    else:
+        applied.system_name = answer.removeprefix("KnownSystem.")
+    for op in plan.after_system_check():
+        _run(op, container, applied)
+    return applied
+
+
+def run_with_servers(  # the interpreter does the same with its own handlers
+    ops: Sequence[Op],
+    handle: Callable[[Op], None],
+    exec_for: Callable[[ContainerRef], llm_server.Exec],
+    *,
+    stop_exec_for: Callable[[ContainerRef], llm_server.Exec] | None = None,
+    log: Callable[[str], None] = lambda _line: None,
+) -> None:
+    """Run ``ops`` in order: server ops here, every other op through ``handle``.
+
+    ``exec_for(container)`` runs an argv in that container. A server started here and not yet stopped when an op
+    raises (any exception, KeyboardInterrupt included) is stopped before the exception goes on, through
+    ``stop_exec_for`` when given (an exec that still works after the runner was told to stop).
+    """
+    running: list[StartServer] = []
+    try:
+        for op in ops:
+            if isinstance(op, StartServer):
+                llm_server.start(exec_for(op.container), op.spec)
+                running.append(op)
+                took = llm_server.wait_ready(exec_for(op.container), op.spec)
+                log(f"LLM server for {op.what} answers on {op.spec.url} after {took:.0f}s")
+            elif isinstance(op, StopServer):
+                llm_server.stop(exec_for(op.container), op.spec)
+                running[:] = [s for s in running if s.spec != op.spec]
+                log(f"LLM server for {op.what} stopped")
+            else:
+                handle(op)
+    finally:
+        for started in reversed(running):
+            stopper = (stop_exec_for or exec_for)(started.container)
+            try:
+                llm_server.stop(stopper, started.spec)
+                log(f"LLM server for {started.what} stopped")
+            except Exception as exc:  # the op's own error matters more: report and go on
+                log(f"could not stop the LLM server for {started.what}: {exc}")

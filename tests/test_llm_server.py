@@ -158,3 +158,15 @@ def test_probe_of_a_dead_group_says_dead(tmp_path: Path) -> None:
     spec = _spec(tmp_path, ("true",), _free_port())
     code, _ = _exec(tmp_path)(spec.probe_argv())
     assert code == llm_server.DEAD
+
+
+def test_a_port_something_already_listens_on_is_refused(tmp_path: Path) -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = int(other.getsockname()[1])
+        spec = _spec(tmp_path, _http_server(tmp_path, port), port)
+        with pytest.raises(BenchmarkFailed) as info, llm_server.serving(_exec(tmp_path), spec):
+            pytest.fail("the body must not run")
+    assert "already listens on 127.0.0.1:" in str(info.value)
+    assert not (tmp_path / "server.pgid").exists()  # nothing was started

@@ -11,7 +11,10 @@ Sources:
 - v5.1: NVIDIA's ``closed/NVIDIA/configs/B200-SXM-180GBx8/{Offline,Server,Interactive}/llama2-70b.py`` as carried by
   the public fork ``ykamiset/inference_results_v5.1`` commit ``e9ccad4d`` (``EXPORTS`` of
   ``WorkloadSetting(Custom, 0.99, MaxP)``): Offline 376 QPS, Server 364.0, Interactive 220 with bs 768 and
-  max_num_tokens 768, min_duration 2400000 (1200000 Interactive).
+  max_num_tokens 768, min_duration 2400000 (1200000 Interactive); ``llama3_1-8b.py`` (a ``base`` dict, 99 % only):
+  bs 6000, Offline 1100, Server 1000, min_duration 600000, CUDA graphs on, Server runtime ``max_concurrency`` -1;
+  ``mixtral-8x7b.py``: bs 6144, Offline 880 (both targets), Server 872 with an fp4 GEMM plugin, checkpoint
+  ``effective_bits`` 7.25.
 """
 
 from __future__ import annotations
@@ -98,6 +101,32 @@ EXPECTED: list[tuple[str, str, int, str, str, bool, dict[str, Any]]] = [
         "v5.1",
         B200,
         8,
+        "llama3_1-8b",
+        "Offline",
+        False,
+        {
+            "gpu_batch_size": {"llama3_1-8b": 6000},
+            "offline_expected_qps": 1100,
+            "min_duration": 600000,
+            "use_graphs": True,
+            "tensor_path": "build/preprocessed_data/llama3.1-8b/",
+        },
+    ),
+    ("v5.1", B200, 8, "llama3_1-8b", "Server", False, {"server_target_qps": 1000, "use_graphs": True}),
+    (
+        "v5.1",
+        B200,
+        8,
+        "mixtral-8x7b",
+        "Offline",
+        True,
+        {"gpu_batch_size": {"mixtral-8x7b": 6144}, "offline_expected_qps": 880, "precision": "fp4"},
+    ),
+    ("v5.1", B200, 8, "mixtral-8x7b", "Server", False, {"server_target_qps": 872, "min_duration": 2400000}),
+    (
+        "v5.1",
+        B200,
+        8,
         "llama2-70b",
         "Interactive",
         False,
@@ -125,6 +154,18 @@ def test_v51_interactive_has_its_own_engine_flags() -> None:
     assert "vboost_slider" not in fields
 
 
+def test_v51_flags_of_llama3_8b_and_mixtral_are_nvidias() -> None:
+    table = load_table(harness_round="v5.1")
+    server_8b = table.resolve(B200, 8, "llama3_1-8b", "Server").fields
+    assert server_8b["trtllm_runtime_flags"]["max_concurrency"] == -1
+    assert server_8b["trtllm_build_flags"]["max_num_tokens"] == 12000
+    mixtral = table.resolve(B200, 8, "mixtral-8x7b", "Server").fields
+    assert mixtral["trtllm_build_flags"]["gemm_plugin"] == "fp4"
+    assert mixtral["trtllm_checkpoint_flags"]["effective_bits"] == 7.25
+    # llama3.1-8b has no 99.9 % target: nothing is made up for it.
+    assert table.entry_problem(B200, "llama3_1-8b", "Offline", high_accuracy=True) is not None
+
+
 def test_a_count_nvidia_has_no_config_for_is_scaled_from_the_nearest() -> None:
     table = load_table(harness_round="v5.1")
     four = table.resolve(B200, 4, "llama2-70b", "Offline")
@@ -147,7 +188,7 @@ def test_hopper_is_not_in_the_v51_table() -> None:
     assert table.has_gpu(B200)
     with pytest.raises(ProfileError) as info:
         table.sku_for_gpu(H200)
-    assert "v5.1" in str(info.value) and "gpuconfigs/v5.1" in info.value.location
+    assert "NVIDIA H200" in str(info.value) and info.value.location == "gpuconfigs/v5.1"
 
 
 def test_rounds_stay_apart() -> None:

@@ -235,3 +235,61 @@ def test_v51_registers_nothing_and_names_files_by_system() -> None:
     )
     assert generated.path == "configs/WL_B200_SXM_180GBx4/Server/llama2-70b.py"
     assert "loadgen_fields.server_target_qps: 182.0," in generated.text
+
+
+def _load_in_standin(tmp_path: Path, files: dict[str, str], system_id: str, scenario: str) -> dict[str, Any]:
+    """What the v5.1 stand-in's config loader (the round's file format and EXPORTS lookup) reads for a system."""
+    root = tmp_path / f"NVIDIA-{system_id}-{scenario}"
+    subprocess.run(["cp", "-r", str(V51_TREE), str(root)], check=True)
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    (scratch / "standin_detected_system.json").write_text(
+        json.dumps({"gpu_name": "NVIDIA B200", "gpu_count": 8, "cpu_model": "AMD EPYC", "memory_bytes": 10**12})
+    )
+    code = (
+        "import json; from pathlib import Path; import code.main as m, code.common.constants as C; "
+        f"print(json.dumps(m.get_config(Path('configs'), {system_id!r}, 'llama2-70b', {scenario!r}, "
+        "C.WorkloadSetting())))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"MLPERF_SCRATCH_PATH": str(scratch), "SYSTEM_NAME": system_id, "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "minimal" not in done.stderr.lower(), done.stderr
+    loaded: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+@pytest.mark.parametrize("scenario", ["Offline", "Server"])
+def test_an_unknown_b200x8_gets_what_nvidias_b200x8_file_sets(tmp_path: Path, scenario: str) -> None:
+    """The known system of v5.1 (B200-SXM-180GBx8): the files generated for an unknown machine with the same GPUs
+    hold, through the round's own loader, every value NVIDIA's file for that system sets."""
+    machine = HostSystem("NVIDIA B200", 183359, 8, "AMD EPYC 9V84 96-Core Processor", 96, 2, 1, 1_900_000_000_000)
+    sku = load_table(harness_round="v5.1").sku_for_gpu(machine.gpu_name)
+    ((generated, _),) = custom_files(machine, sku, "llama2-70b", (scenario,), (CUSTOM,), allow_untuned=False)
+    ours = _load_in_standin(tmp_path, {generated.path: generated.text}, "WL_B200_SXM_180GBx8", scenario)
+    nvidias = _load_in_standin(tmp_path, {}, "B200-SXM-180GBx8", scenario)
+    assert nvidias  # the stand-in's copy of NVIDIA's values for this system
+    for field, value in nvidias.items():
+        if isinstance(value, dict) and isinstance(ours.get(field), dict):
+            assert value.items() <= ours[field].items(), field  # the stand-in keeps a subset of NVIDIA's flags
+        else:
+            assert ours.get(field) == value, field
+
+
+@pytest.mark.parametrize(
+    ("version", "registry"),
+    [((5, 0), "custom_list.json"), ((5, 1), "SYSTEM_NAME=WL_<SKU>x<count>"), ((4, 1), "custom_list.py")],
+)
+def test_plan_names_how_the_round_registers_a_custom_system(version: tuple[int, int], registry: str) -> None:
+    plan = plan_ops(params(RequireCustomSystemSupport=True), facts(version))
+    check = next(op for op in plan.ops if isinstance(op, IdentifySystem))
+    assert registry in check.summary()

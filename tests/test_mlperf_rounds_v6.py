@@ -53,7 +53,7 @@ def test_the_checkout_chooses_v60_and_v61() -> None:
 def test_v60_plan_pulls_the_given_image_serves_each_scenario_and_uses_accuracy_target() -> None:
     image = "nvcr.io/nvidia/mlperf/mlperf-inference:mlpinf-v6.0-llm"
     plan = plan_ops(
-        params(ContainerImage=image, RequireCustomSystemSupport=True, LlmServerPort=31555), facts((6, 0)), run_id="r1"
+        params(ContainerImage=image, RequireCustomSystemSupport=True, LLMServerPort=31555), facts((6, 0)), run_id="r1"
     )
     assert plan.round.name == "v6.0"
     images = [op for op in plan.ops if isinstance(op, (UseImage, BuildImage))]

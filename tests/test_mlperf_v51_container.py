@@ -2,7 +2,7 @@
 
 Real parts: the test bed's private dockerd, the fresh-VM Debian image (python3, make, procps), a detached container
 with the stand-in's closed/NVIDIA mounted at /work, real ``docker exec`` of every op's argv (the commands ``plan``
-prints), the stand-in's trtllm-serve answering on 127.0.0.1:30000 inside the container, results written by the
+prints), the stand-in's trtllm-serve answering on a free port of 127.0.0.1 inside the container, results written by the
 stand-in and parsed by workload's metrics layer. No GPU: the machine the stand-in detects is a file in the scratch
 folder (tests/fixtures/harness/rounds/v5.1/UPSTREAM.md).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import socket
 import threading
 import time
 import uuid
@@ -86,8 +87,19 @@ def bed(tmp_path: Path, docker_engine: Any, harness_image: str) -> Iterator[dict
         docker_engine.client.containers.get(name).remove(force=True)
 
 
+def free_port() -> int:
+    """A port nothing listens on (the container shares the host's network with other tests' servers)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+PORT = free_port()
+
+
 def params(**extra: Any) -> MLPerfParameters:
     base: dict[str, Any] = {
+        "LLMServerPort": PORT,
         "Model": "llama2-70b",
         "Scenarios": "Offline,Server",
         "TestModes": "PerformanceOnly",
@@ -132,7 +144,8 @@ def test_custom_b200_runs_llama2_with_its_own_configs_behind_a_server(bed: dict[
     harness_runs = [a for a in applied.argvs if a[:2] == ("make", "run_harness")]
     assert all("SYSTEM_NAME=WL_B200_SXM_180GBx4" in a for a in harness_runs)
     assert all(
-        any(p.startswith("RUN_ARGS=") and "--trtllm_server_urls=127.0.0.1:30000" in p for p in a) for a in harness_runs
+        any(p.startswith("RUN_ARGS=") and f"--trtllm_server_urls=127.0.0.1:{PORT}" in p for p in a)
+        for a in harness_runs
     )
     # Results land under <id>_TRT/<benchmark>/<Scenario> and parse.
     dirs = sorted(f.directory.split("/build/logs/")[1] for f in applied.found)

@@ -117,7 +117,7 @@ def action(
             "ScratchPath": str(bed["scratch"]),
             "SystemDescription": json.dumps(system),
             "RequireCustomSystemSupport": True,
-            "LlmServerPort": bed["port"],
+            "LLMServerPort": bed["port"],
             **extra,
         },
     }

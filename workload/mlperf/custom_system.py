@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from workload.commands import cmd
@@ -196,6 +196,10 @@ def install(
     block: str | None,
     configs: Sequence[GeneratedFile],
     remove: Sequence[str] = (),
+    *,
+    list_path: str = CUSTOM_LIST,
+    merge: Callable[[str | None, str], str] = merge_custom_list,
+    make_dirs: bool = False,
 ) -> list[str]:
     """Write every custom.py (and custom_list.py merged with ``block``, when given); remove our ``remove`` files.
 
@@ -203,12 +207,15 @@ def install(
     name a system custom_list.py no longer defines), anyone else's are left alone. Returns the paths
     written. Raises :class:`CustomSystemError` before writing anything if a custom.py to write exists
     that we did not write, or custom_list.py has no ``custom_systems`` dict.
+
+    ``list_path`` and ``merge``: where the round registers custom systems and how our block goes in (v5.0:
+    ``custom_list.json``); ``make_dirs``: create a config file's missing folders (v5.1 keeps them per system).
     """
-    list_path = posixpath.join(nvidia_dir, CUSTOM_LIST)
+    list_path = posixpath.join(nvidia_dir, list_path)
     merged = None
-    if block is not None:
+    if block:
         existing = host.read_text(list_path) if host.exists(list_path) else None
-        merged = merge_custom_list(existing, block)
+        merged = merge(existing, block)
     for generated in configs:
         target = posixpath.join(nvidia_dir, generated.path)
         if host.exists(target) and not is_ours(host.read_text(target)):
@@ -216,11 +223,13 @@ def install(
                 f"{generated.path} exists and was not written by workload; not overwriting NVIDIA's file "
                 "(move it away or add this system's class to it by hand)"
             )
-        if not host.exists(posixpath.dirname(target)):
+        if not host.exists(posixpath.dirname(target)) and not make_dirs:
             raise CustomSystemError(f"configs folder {posixpath.dirname(generated.path)} is missing in the harness")
     written = []
     for generated in configs:
         target = posixpath.join(nvidia_dir, generated.path)
+        if make_dirs and not host.exists(posixpath.dirname(target)):
+            host.check(cmd("mkdir", "-p", "--", posixpath.dirname(target), timeout=60))
         host.write_text(target, generated.text)
         written.append(target)
     for path in remove:

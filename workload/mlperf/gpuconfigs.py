@@ -338,8 +338,7 @@ class GpuConfigTable:
                 return table
         raise ProfileError(
             "gpuconfigs" if self.round == DEFAULT_ROUND else f"gpuconfigs/{ROUNDS[self.round]}",
-            f"no {self.round} entry for the GPU {gpu_name!r} "
-            f"(SKUs in the table: {', '.join(sorted(self.skus)) or 'none'})",
+            f"no entry for the GPU {gpu_name!r} (SKUs in the table: {', '.join(sorted(self.skus)) or 'none'})",
             hint=(
                 f"add a file {self.folder}/<SKU>.json with sku, known_gpu (the harness's KnownGPU name), "
                 f"gpu_names ([{gpu_name!r}]), source and NVIDIA's configs per model, scenario, accuracy target "

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workload.errors import StepError
+from workload.errors import BenchmarkFailed, StepError
 from workload.mlperf import image, llm_server, results
 from workload.mlperf.container import ContainerSpec, HarnessContainer
+from workload.mlperf.harness import CONTAINER_WORKDIR
 from workload.mlperf.ops import (
     BuildHarness,
     BuildImage,
@@ -64,10 +65,10 @@ class Interpreter:
     #: The last run's (exit code, output), read by the CollectResults after it; engines' output too.
     last_run: tuple[int, str, MakeTarget] | None = None
     engine_output: str = ""
-    #: The SYSTEM_NAME the system check decided (rounds that name systems so), for the re-plan.
+    #: The SYSTEM_NAME the system check decided (rounds that name systems by id).
     system_name: str | None = None
-    #: LLM servers started and not stopped yet: stopped on every way out (failure, Ctrl-C).
-    servers: list[StartServer] = field(default_factory=list)
+    #: LOG_DIRs of runs whose output the round refused (their results are not kept).
+    refused: set[str] = field(default_factory=set)
     client: Any = field(default=None, init=False)
     _stack: ExitStack = field(default_factory=ExitStack, init=False)
 
@@ -89,7 +90,6 @@ class Interpreter:
         ops: list[Op] = list(self.plan.ops)
         with self._stack:
             self._stack.callback(self._close)
-            self._stack.callback(self._stop_servers)
             index = 0
             while index < len(ops):
                 op = ops[index]
@@ -98,8 +98,8 @@ class Interpreter:
                     raise self.step.fail(f"internal: no handler for the plan operation {type(op).__name__}", self.ctx)
                 handler(op)
                 if isinstance(op, IdentifySystem) and (self.blocked or self.system_name):
-                    # The rule IdentifySystem carries: plan the rest again without what cannot run (and, from
-                    # v5.1, with the system name the check decided).
+                    # The rule IdentifySystem carries: plan the rest again without what cannot run (and, for
+                    # rounds that name systems by id, with the SYSTEM_NAME the check decided).
                     again = plan_ops(
                         self.params,
                         self.facts,
@@ -153,7 +153,7 @@ class Interpreter:
         self.container = container
 
     def _identify(self, op: IdentifySystem) -> None:
-        if hasattr(self.plan.round, "system_files"):  # rounds that name systems by SYSTEM_NAME (v6.x)
+        if hasattr(self.plan.round, "system_files"):  # v6.x: values from the round's own gpuconfigs tables
             from workload.mlperf import system_support_v6
 
             decision = system_support_v6.prepare(
@@ -181,6 +181,7 @@ class Interpreter:
             self.plan.round,
         )
         self.blocked = support.prepare(op)
+        self.system_name = support.system_name
         self._refuse_blocked()
 
     def _refuse_blocked(self) -> None:
@@ -209,6 +210,14 @@ class Interpreter:
 
     def _make_target(self, op: MakeTarget) -> None:
         code, output = self._make(op)
+        refused = self.plan.round.refused_output(output)
+        if refused is not None:
+            self.problems.append(f"make {op.target} ({','.join(op.scenarios)}): {refused}")
+            if op.log_dir is None:
+                raise StepError(self.step.label, "; ".join(self.problems), host=self.ctx.host.name)
+            self.refused.add(op.log_dir)
+            self.last_run = (code, output, op)
+            return
         if op.log_dir is None:
             if code != 0:
                 self.problems.append(
@@ -218,13 +227,6 @@ class Interpreter:
             self.engine_output += output
             return
         self.last_run = (code, output, op)
-        fallback = [line.strip() for line in output.splitlines() if any(m in line for m in self._fallback_marks())]
-        if fallback:
-            # NVIDIA's harness ran its minimal settings instead of this system's configs: not this system's result.
-            self.problems.append(
-                f"make {op.target} ({','.join(op.scenarios)} {op.test_mode}) ran the harness's "
-                f"minimal configs, not this system's: {fallback[0]}"
-            )
         if code != 0:
             self.problems.append(
                 f"make {op.target} ({','.join(op.scenarios)} {op.test_mode}) failed with exit {code}; "
@@ -232,6 +234,9 @@ class Interpreter:
             )
 
     def _collect(self, op: CollectResults) -> None:
+        if any(op.log_dir.endswith("/" + refused) for refused in self.refused):
+            self.ctx.log(f"{op.test_mode}: results in {self._relative(op.log_dir)} not kept (the run was refused)")
+            return
         found = results.find_results(self.ctx.host, op.log_dir, op.test_mode)
         self._keep(found, op.log_dir)
         have = {f.expected for f in found}
@@ -242,49 +247,46 @@ class Interpreter:
         self.ctx.log(f"{op.test_mode}: {len(found)} result folder(s) in {self._relative(op.log_dir)}")
 
     def _start_server(self, op: StartServer) -> None:
-        exec_ = self._server_exec()
-        self.ctx.stop_if_cancelled(f"start the LLM server for {op.what}")
-        self.ctx.log(f"$ docker exec {self._running().spec.name} {shlex.join(op.spec.start_argv())}")
-        llm_server.start(exec_, op.spec)
-        self.servers.append(op)
-        took = llm_server.wait_ready(exec_, op.spec)
+        """Start the server detached; from here on it is stopped when the step ends, however it ends."""
+        container = self._running()
+        self.ctx.stop_if_cancelled(f"the LLM server for {op.what}")
+        self.ctx.log(f"$ docker exec {container.spec.name} {shlex.join(op.spec.argv)} (detached)")
+        self._stack.callback(self._stop_server_at_exit, op)
+        try:
+            llm_server.start(self._server_exec, op.spec)
+            took = llm_server.wait_ready(self._server_exec, op.spec)
+        except BenchmarkFailed as exc:
+            raise self.step.fail(str(exc), self.ctx) from None
         self.ctx.log(f"LLM server for {op.what} answers on {op.spec.url} after {took:.0f}s")
 
     def _stop_server(self, op: StopServer) -> None:
-        self.ctx.log(f"$ docker exec {self._running().spec.name} {shlex.join(op.spec.stop_argv())}")
-        llm_server.stop(self._server_exec(), op.spec)
-        self.servers[:] = [s for s in self.servers if s.spec != op.spec]
+        import docker
+
+        try:
+            llm_server.stop(self._root_exec, op.spec)
+        except (BenchmarkFailed, docker.errors.DockerException) as exc:
+            self.problems.append(f"could not stop the LLM server for {op.what}: {exc}")
+            return
         self.ctx.log(f"LLM server for {op.what} stopped")
 
-    def _stop_servers(self) -> None:
-        """Stop every server still running (an op failed, or Ctrl-C): as root, working after the container's
-        runner was told to stop."""
-        for started in reversed(self.servers):
-            try:
-                llm_server.stop(self._root_exec(), started.spec)
-                self.ctx.log(f"LLM server for {started.what} stopped")
-            except Exception as exc:  # the op's own error matters more: report and go on
-                self.ctx.log(f"could not stop the LLM server for {started.what}: {exc}")
-        self.servers.clear()
+    def _stop_server_at_exit(self, op: StartServer) -> None:
+        """The step is ending (done, failed, interrupted): stop the server if it still runs (a no-op if stopped)."""
+        try:
+            llm_server.stop(self._root_exec, op.spec)
+        except Exception as exc:  # the step's own outcome matters more: report and go on
+            self.ctx.log(f"could not stop the LLM server for {op.what}: {exc}")
 
-    def _server_exec(self) -> llm_server.Exec:
+    def _server_exec(self, argv: Sequence[str]) -> tuple[int, str]:
+        return self._running().exec(list(argv), on_line=None)
+
+    def _root_exec(self, argv: Sequence[str]) -> tuple[int, str]:
+        """An exec as root that also works after the container's commands were stopped (Ctrl-C)."""
         container = self._running()
-        return lambda argv: container.exec(list(argv), on_line=None)
-
-    def _root_exec(self) -> llm_server.Exec:
-        container = self._running()
-
-        def run(argv: Sequence[str]) -> tuple[int, str]:
-            api = container.client.api
-            created = api.exec_create(container.spec.name, cmd=list(argv), user="0:0", workdir="/work")
-            output = api.exec_start(created["Id"]).decode("utf-8", "replace")
-            return int(api.exec_inspect(created["Id"]).get("ExitCode") or 0), output
-
-        return run
-
-    def _fallback_marks(self) -> tuple[str, ...]:
-        marks: tuple[str, ...] = getattr(self.plan.round, "fallback_marks", ())
-        return marks
+        api = container.client.api
+        created = api.exec_create(container.spec.name, cmd=list(argv), user="0:0", workdir=CONTAINER_WORKDIR)
+        output = api.exec_start(created["Id"]).decode("utf-8", "replace")
+        code = api.exec_inspect(created["Id"]).get("ExitCode")
+        return (code if isinstance(code, int) else -1), output
 
     # -- helpers -------------------------------------------------------------------------------
     def _running(self) -> HarnessContainer:

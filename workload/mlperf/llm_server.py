@@ -9,9 +9,10 @@ with ``--trtllm_server_urls=<host:port>`` sends LoadGen's queries to it (NVIDIA'
 Every step is an argv tuple run by the caller's ``exec`` (a ``docker exec`` in the harness container, or any other
 transport): :class:`ServerSpec` renders them, so ``plan`` prints exactly what :func:`serving` runs.
 
-- **start** runs the server command under ``setsid`` (its own process group, so a stop reaches make, its Python
-  and every worker it spawns) in the background with its output in ``log_path`` and its group id in ``pid_path``;
-  the exec itself returns at once.
+- **start** first checks that nothing listens on the server's port yet (a leftover server would answer the probes
+  in our server's place), then runs the server command under ``setsid`` (its own process group, so a stop reaches
+  make, its Python and every worker it spawns) in the background with its output in ``log_path`` and its group id
+  in ``pid_path``; the exec itself returns at once.
 - **probe** asks ``http://<url><health_path>`` (trtllm-serve's ``/health``): exit 0 when it answers 200, 3 when
   the server's process group is gone (it died: waiting longer is pointless), anything else when not ready yet.
 - **stop** sends SIGTERM to the group, waits up to ``stop_grace_s``, then SIGKILL, and removes the pid file; it
@@ -40,6 +41,8 @@ DEFAULT_URL = "127.0.0.1:30000"
 HEALTH_PATH = "/health"
 #: Exit code of the probe when the server's process group no longer exists.
 DEAD = 3
+#: Exit code of the port check when something already listens there (another server would answer our probes).
+BUSY = 4
 
 _START = (
     'log=$1; pid=$2; shift 2; mkdir -p -- "$(dirname -- "$log")" "$(dirname -- "$pid")" || exit 1; '
@@ -51,6 +54,10 @@ _PROBE = (
     'exec python3 -c "import sys, urllib.request as u; '
     'r = u.urlopen(sys.argv[1], timeout=2); sys.exit(0 if r.status == 200 else 1)" '
     '"$2" 2>/dev/null'
+)
+_FREE = (
+    "exec python3 -c \"import socket, sys; h, p = sys.argv[1].rsplit(':', 1); s = socket.socket(); "
+    's.settimeout(2); sys.exit(4 if s.connect_ex((h, int(p))) == 0 else 0)" "$1"'
 )
 _STOP = (
     'p=$(cat "$1" 2>/dev/null) || exit 0; kill -TERM -- "-$p" 2>/dev/null; n=0; '
@@ -83,6 +90,9 @@ class ServerSpec:
     def start_argv(self) -> tuple[str, ...]:
         return ("bash", "-c", _START, "llm-server", self.log_path, self.pid_path, *self.argv)
 
+    def free_argv(self) -> tuple[str, ...]:
+        return ("bash", "-c", _FREE, "llm-server-port", self.url)
+
     def probe_argv(self) -> tuple[str, ...]:
         return ("bash", "-c", _PROBE, "llm-server-probe", self.pid_path, f"http://{self.url}{self.health_path}")
 
@@ -98,7 +108,14 @@ class ServerSpec:
 
 
 def start(exec_: Exec, spec: ServerSpec) -> None:
-    """Start the server detached; BenchmarkFailed when even that fails (bash missing, the log folder not creatable)."""
+    """Start the server detached; BenchmarkFailed when its port is taken (something else would answer our probes)
+    or even the start fails (bash missing, the log folder not creatable)."""
+    code, out = exec_(spec.free_argv())
+    if code == BUSY:
+        raise BenchmarkFailed(
+            f"something already listens on {spec.url} (another LLM server?); not starting ours there, its answers "
+            "would be taken for our server's"
+        )
     code, out = exec_(spec.start_argv())
     if code != 0:
         raise BenchmarkFailed(f"could not start the LLM server ({' '.join(spec.argv)}): exit {code}: {out.strip()}")

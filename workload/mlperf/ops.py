@@ -151,11 +151,14 @@ class IdentifySystem(Op):
     #: (nothing is registered, the results check explains what is missing). None: always run ``argv``.
     script: str | None = "scripts/get_system_id.py"
 
+    #: How the round registers a custom system (shown by ``plan``).
+    registry: str = "code/common/systems/custom_list.py, marked block"
+
     def summary(self) -> str:
         if self.custom_support:
             return (
                 "ask the harness which system this is; if it does not know it, register a custom system "
-                "(code/common/systems/custom_list.py, marked block), and add the configs it lacks for it "
+                f"({self.registry}), and add the configs it lacks for it "
                 f"({', '.join(self.config_targets)}), values from gpuconfigs/"
             )
         return "ask the harness which system this is and which configs it has for it"

@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from workload.mlperf.catalog import (
-    LATER_SCENARIOS,
     TEST_MODES,
     benchmark_full,
     canonical_scenario,
@@ -69,8 +68,9 @@ class MLPerfParameters(StepParameters):
     DockerName: str | None = None
     #: The harness round adapter (``v4.1``...); default: recognised from the checkout (VERSION, layout).
     HarnessRound: str | None = None
-    #: v6.x: the port the LLM server listens on (the container shares the host's network; NVIDIA's default 30000).
-    LlmServerPort: int = Field(default=30000, ge=1, le=65535)
+    #: Port of the LLM server rounds from v5.1 run LLM benchmarks against (NVIDIA's default 30000), on 127.0.0.1
+    #: (the container shares the host's network).
+    LLMServerPort: int = Field(default=30000, ge=1, le=65535)
 
     @field_validator("Model")
     @classmethod
@@ -147,7 +147,7 @@ def settings_of(params: MLPerfParameters) -> Settings:
             scenario = canonical_scenario(item)
         except ValueError as exc:
             raise ValueError(f"Scenarios: {exc}") from None
-        if scenario not in info.scenarios and scenario not in LATER_SCENARIOS.get(info.name, ()):
+        if scenario not in info.scenarios:
             raise ValueError(
                 f"Scenarios: the harness has no {scenario} config for {info.name} (has: {', '.join(info.scenarios)})"
             )

@@ -67,6 +67,8 @@ class SystemSupport:
     settings: Settings
     version: HarnessVersion
     round: HarnessRound
+    #: The SYSTEM_NAME the harness is to run with (rounds that name systems by id), decided by :meth:`prepare`.
+    system_name: str | None = None
 
     def fail(self, problem: str, ctx: StepContext, *, hint: str | None = None) -> StepError:
         return self.step.fail(problem, ctx, hint=hint)
@@ -83,6 +85,11 @@ class SystemSupport:
 
     def prepare(self, op: IdentifySystem) -> dict[tuple[str, str], str]:
         """Run ``op`` (the harness's system check) and register what it lacks; the blocked results, with why."""
+        if self.round.system_by_id:
+            from workload.mlperf.system_support_v51 import prepare_by_id
+
+            blocked, self.system_name = prepare_by_id(self, op)
+            return blocked
         return self._prepare_system(self.ctx, self.container, self.facts, self.settings, self.version, op)
 
     def _harness_member(
@@ -226,7 +233,7 @@ class SystemSupport:
         except ValueError as exc:
             raise self.fail(f"SystemDescription: {exc}", ctx) from None
         try:
-            table = load_table()
+            table = load_table(harness_round=self.round.name)
             sku = table.sku_for_gpu(system.gpu_name)
         except ProfileError as exc:
             if member is None:
@@ -291,7 +298,16 @@ class SystemSupport:
             if path not in written_paths
         ]
         try:
-            written = custom_system.install(ctx.host, nvidia_dir, block, files, remove)
+            written = custom_system.install(
+                ctx.host,
+                nvidia_dir,
+                block,
+                files,
+                remove,
+                list_path=self.round.custom_list_path,
+                merge=self.round.merge_custom_list,
+                make_dirs=self.round.creates_config_dirs,
+            )
         except custom_system.CustomSystemError as exc:
             raise self.fail(str(exc), ctx) from None
         ctx.log(f"registered {what}: {', '.join(written) or 'nothing was missing'}")

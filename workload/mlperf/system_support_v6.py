@@ -97,7 +97,7 @@ def prepare(
         )
     try:
         files = harness.system_files(
-            system, model, settings.scenarios, _accuracies(settings), allow_untuned=True, port=params.LlmServerPort
+            system, model, settings.scenarios, _accuracies(settings), allow_untuned=True, port=params.LLMServerPort
         )
     except (NotTuned, ValueError) as exc:
         raise StepError(step.label, str(exc), host=ctx.host.name) from None

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from workload.mlperf.catalog import WorkloadSetting
-from workload.mlperf.custom_system import GeneratedFile
+from workload.mlperf.custom_system import CUSTOM_LIST, GeneratedFile, merge_custom_list
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.ops import ContainerRef, Op
@@ -154,6 +154,22 @@ class HarnessRound(ABC):
         version: HarnessVersion,
     ) -> GeneratedFile:
         """One scenario's config file for ``KnownSystem.<member>`` in the round's format."""
+
+    #: Where a custom system is registered (relative to closed/NVIDIA; v5.0: ``custom_list.json``).
+    custom_list_path: ClassVar[str] = CUSTOM_LIST
+    #: Whether a config file's folders may be created (v5.1 keeps one folder per system; older rounds' exist).
+    creates_config_dirs: ClassVar[bool] = False
+    #: Whether the system check prints a system id and custom systems are named by ``SYSTEM_NAME`` (v5.1+)
+    #: instead of ``None``/``KnownSystem.<member>`` and a registered entry (v4.1, v5.0).
+    system_by_id: ClassVar[bool] = False
+
+    def merge_custom_list(self, existing: str | None, block: str) -> str:
+        """The custom-system registry file with our block put in (everything else kept)."""
+        return merge_custom_list(existing, block)
+
+    def refused_output(self, output: str) -> str | None:
+        """Why a make target's output shows a run that must not count (v5.1: the minimal-config fallback), or None."""
+        return None
 
     def extra_variables(self) -> Mapping[str, str]:
         """``make`` variables every harness target gets (v4.1: ``EXTERNAL_USER=1``)."""

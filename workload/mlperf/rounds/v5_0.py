@@ -12,12 +12,17 @@ the upstream file of each behaviour.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from workload.mlperf import custom_json
-from workload.mlperf.custom_system import CustomSystemError
-from workload.mlperf.gpuconfigs import SkuTable
+from workload.mlperf.catalog import WorkloadSetting
+from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
+from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
+from workload.mlperf.ops import IdentifySystem, Op
+from workload.mlperf.rounds.base import PlanInputs
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.system import HostSystem
 
@@ -28,13 +33,31 @@ class V5_0Round(V4_1Round):
     name: ClassVar[str] = "v5.0"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 0),)
     markers: ClassVar[tuple[str, ...]] = ()
-    #: Where a custom system is registered (relative to closed/NVIDIA).
     custom_list_path: ClassVar[str] = custom_json.CUSTOM_LIST_JSON
 
     def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
         """Our entry as JSON text (``{"WL_<SKU>x<n>": <Description>}``); :meth:`merge_custom_list` puts it in."""
         key, description = custom_json.entry(system, sku)
         return json.dumps({key: description}, indent=2) + "\n"
+
+    def custom_config(
+        self,
+        model: str,
+        scenario: str,
+        member: str,
+        class_base: str,
+        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
+        version: HarnessVersion,
+    ) -> GeneratedFile:
+        """v4.1's ``custom.py`` (same registry and layout); its values name this round's table."""
+        generated = super().custom_config(model, scenario, member, class_base, classes, version)
+        text = generated.text.replace("# Values: gpuconfigs/", "# Values: gpuconfigs/v5.0/", 1)
+        return GeneratedFile(generated.path, text)
+
+    def system_check(self, inputs: PlanInputs) -> Op:
+        op = super().system_check(inputs)
+        assert isinstance(op, IdentifySystem)
+        return replace(op, registry="code/common/systems/custom_list.json, our entry")
 
     def merge_custom_list(self, existing: str | None, block: str) -> str:
         """custom_list.json with our entry of ``block`` set and every other entry kept."""

@@ -11,9 +11,9 @@ UPSTREAM.md`` names repository and commit):
   (``code/common/systems/system_list.py``) and is refused without ``RequireCustomSystemSupport``;
 * the accuracy target is ``--accuracy_target=0.99|0.999`` (``code/fields/meta.py``), one per harness run;
 * LLM benchmarks run against a server: ``make run_llm_server`` (``--core_type=trtllm_endpoint
-  --server_in_foreground``, port 30000) started detached and stopped after the run (:mod:`workload.mlperf.llm_server`),
-  then ``make run_harness ... --trtllm_server_urls=127.0.0.1:30000``, one scenario at a time (each scenario's
-  engine flags differ);
+  --server_in_foreground``, port 30000 or the parameter LLMServerPort) started detached and stopped after the run
+  (:mod:`workload.mlperf.llm_server`), then ``make run_harness ... --trtllm_server_urls=127.0.0.1:<port>``, one
+  scenario at a time (each scenario's engine flags differ);
 * NVIDIA's v5.1 configs tune Blackwell only: a Hopper GPU is refused naming v5.0 (the last round that tunes it), or
   with ``RequireCustomSystemSupport=true`` runs v5.0's values marked untuned (:func:`values_for`).
 """
@@ -21,6 +21,7 @@ UPSTREAM.md`` names repository and commit):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from workload.errors import ProfileError
@@ -29,8 +30,8 @@ from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, render
 from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
 from workload.mlperf.harness import HarnessVersion, RunGroup
-from workload.mlperf.llm_server import DEFAULT_URL, ServerSpec
-from workload.mlperf.ops import CollectResults, MakeTarget, Op
+from workload.mlperf.llm_server import ServerSpec
+from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op
 from workload.mlperf.results import Expected
 from workload.mlperf.rounds.base import PlanInputs
 from workload.mlperf.rounds.v4_1 import V4_1Round
@@ -157,6 +158,19 @@ class V5_1Round(V4_1Round):
     name: ClassVar[str] = "v5.1"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 1),)
     markers: ClassVar[tuple[str, ...]] = ()
+    creates_config_dirs: ClassVar[bool] = True
+    system_by_id: ClassVar[bool] = True
+
+    def system_check(self, inputs: PlanInputs) -> Op:
+        op = super().system_check(inputs)
+        assert isinstance(op, IdentifySystem)
+        return replace(op, registry="SYSTEM_NAME=WL_<SKU>x<count> with its own configs/<system>/ folder")
+
+    def refused_output(self, output: str) -> str | None:
+        fallback = minimal_fallback(output)
+        if not fallback:
+            return None
+        return f"the harness ran its minimal settings instead of this system's configs ({fallback[0]})"
 
     def _system_variables(self, inputs: PlanInputs) -> dict[str, str]:
         if not inputs.params.RequireCustomSystemSupport:
@@ -254,10 +268,11 @@ class V5_1Round(V4_1Round):
     def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
         """The server of one (model, scenario, accuracy target): ``make run_llm_server`` in the foreground of its
         own process group, its log and process-group file beside the run's results."""
-        args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={URL}"]
+        url = f"127.0.0.1:{inputs.params.LLMServerPort}"
+        args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
         variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
         argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
-        return ServerSpec(argv=argv, url=URL, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
+        return ServerSpec(argv=argv, url=url, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
 
     def custom_config_path(self, model: str, scenario: str) -> str:
         return config_path(SYSTEM_PLACEHOLDER, model, scenario)
@@ -276,10 +291,6 @@ class V5_1Round(V4_1Round):
         version: HarnessVersion,
     ) -> GeneratedFile:
         return render(member, model, scenario, [(s, c, Provenance(c.source())) for s, c in classes])
-
-
-#: Where the server listens and the harness sends queries: the container uses the host's network (launch_docker).
-URL = DEFAULT_URL
 
 
 def _benchmark_full(model: str, accuracy: str) -> str:

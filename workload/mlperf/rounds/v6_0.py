@@ -28,7 +28,7 @@ from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import BuildImage, Op, UseImage
 from workload.mlperf.rounds.base import PlanInputs
-from workload.mlperf.rounds.v5_1 import FALLBACK_MARKS, V5_1Round, is_unregistered, system_answer
+from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import SystemFiles, v60_files
 
@@ -61,17 +61,14 @@ class V6_0Round(V5_1Round):
         return model in LLM_BENCHMARKS
 
     def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
-        """v5.1's server (``make run_llm_server`` in the foreground of its own process group) on ``LlmServerPort``."""
-        url = f"127.0.0.1:{inputs.params.LlmServerPort}"
+        """v5.1's server (``make run_llm_server`` in the foreground of its own process group) on ``LLMServerPort``."""
+        url = f"127.0.0.1:{inputs.params.LLMServerPort}"
         args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
         variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
         argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
         return ServerSpec(argv=argv, url=url, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
 
     # -- system support (workload.mlperf.system_support_v6) --------------------------------------------------
-    #: Lines the harness logs when it runs minimal settings instead of this system's configs (v5.1's, kept in v6.0).
-    fallback_marks: ClassVar[tuple[str, ...]] = FALLBACK_MARKS
-
     def system_answer(self, output: str) -> str | None:
         """The system id the check printed, or None when the harness does not know the machine."""
         answer = system_answer(output)

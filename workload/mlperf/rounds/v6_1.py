@@ -113,7 +113,7 @@ class V6_1Round(V6_0Round):
         ]
 
     def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
-        url = f"127.0.0.1:{inputs.params.LlmServerPort}"
+        url = f"127.0.0.1:{inputs.params.LLMServerPort}"
         args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground"]
         variables = {**self._system_variables(inputs), "LOG_DIR": f"{logs}/server"}
         argv = ("make", "run_llm_server", f"RUN_ARGS={' '.join(args)}", *(f"{k}={v}" for k, v in variables.items()))
@@ -159,8 +159,9 @@ class V6_1Round(V6_0Round):
                 ops.append(StopServer(inputs.container, spec, what))
         return ops
 
-    #: v6.1 has no minimal fallback: a missing config is an error naming the file.
-    fallback_marks: ClassVar[tuple[str, ...]] = ()
+    def refused_output(self, output: str) -> str | None:
+        """v6.1 has no minimal fallback (a missing config is an error naming the file): nothing to refuse."""
+        return None
 
     def system_answer(self, output: str) -> str | None:
         return system_name_of(output)
