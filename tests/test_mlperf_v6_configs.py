@@ -198,7 +198,7 @@ def test_v60_another_count_scales_throughput_only_and_says_so() -> None:
 
 
 def test_v60_has_no_hopper_file_and_the_v61_table_none_either() -> None:
-    with pytest.raises(ProfileError, match=r"no v6\.0 entry for the GPU 'NVIDIA H200'"):
+    with pytest.raises(ProfileError, match=r"gpuconfigs/v6\.0: no entry for the GPU 'NVIDIA H200'"):
         load_table(harness_round="v6.0").sku_for_gpu(H200)
     assert load_table61().sku_for_gpu(H200) is None
 
