@@ -147,8 +147,7 @@ def calls(bed: dict[str, Any]) -> list[str]:
 
 def leftovers(bed: dict[str, Any]) -> list[str]:
     container = bed["engine"].client.containers.get(bed["name"])
-    if container.status != "running":
-        return []
+    assert container.status == "running"  # kept for the next run: its process list is what is left
     _code, out = container.exec_run(["ps", "-eo", "args="], user="0:0")
     return [
         line
@@ -205,6 +204,16 @@ def test_v61_custom_b200_runs_llama2_with_generated_nv_mlpinf_configs(bed: dict[
     assert "/WL_B200-SXM-180GBx4_TRT/llama2-70b-99/Offline" in str(result)
     assert (result / "mlperf_log_summary.txt").exists()
     assert not leftovers(bed)
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_a_failing_harness_run_still_stops_its_server(bed: dict[str, Any]) -> None:
+    (bed["scratch"] / "standin_harness_fail").write_text("")
+    outcome = run(bed, [action(bed, "llama2-70b", "Offline")])
+    assert outcome.status == "failed"
+    assert "make run_harness (Offline PerformanceOnly) failed with exit" in str(outcome.error)
+    assert "run_llm_server" in "".join(calls(bed)) and not outcome.results
+    assert not leftovers(bed)  # the server (make, nv-mlpinf, every trtllm-serve) is gone
 
 
 @pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
