@@ -136,3 +136,22 @@ def test_v61_system_check_answers() -> None:
     known = "  system_name                = B300-SXM-270GBx8                              [auto-detected]\n"
     assert system_name_of("nv_mlpinf path configuration\n\n" + known) == "B300-SXM-270GBx8"
     assert system_name_of("[I] Detected system did not match any known systems. Exiting. System(...)") is None
+
+
+def test_v61_endpoints_client_plan_writes_its_config_and_runs_it_between_server_start_and_stop() -> None:
+    from workload.mlperf.endpoint_ops import RunEndpointsClient
+
+    plan = plan_ops(
+        params(Scenarios="Offline", Client="endpoints", TestModes="PerformanceOnly"), facts((6, 1)), run_id="r"
+    )
+    kinds = [type(op).__name__ for op in plan.ops]
+    assert kinds[-4:] == ["StartServer", "RunEndpointsClient", "CollectResults", "StopServer"]
+    (client,) = [op for op in plan.ops if isinstance(op, RunEndpointsClient)]
+    assert client.argv[:5] == ("inference-endpoint", "benchmark", "from-config", "-c", f"/work/{client.config_path}")
+    assert '"report_dir": "/work/build/logs/workload-r-llama2-70b-perf-offline/' in client.config_text
+    assert "make run_harness" not in " ".join(commands(plan.ops))
+
+
+def test_v61_endpoints_client_refuses_server_scenarios_it_has_no_target_for() -> None:
+    with pytest.raises(ProfileError, match="endpoints client runs Server at a target QPS"):
+        plan_ops(params(Scenarios="Server", Client="endpoints"), facts((6, 1)))

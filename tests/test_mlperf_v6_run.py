@@ -58,8 +58,12 @@ def harness_image(docker_engine: Any, freshvm_image: str) -> str:
     """The fresh-VM image as NVIDIA's harness images are run (launch_docker: a shell kept open, no boot)."""
     import io
 
-    dockerfile = f'FROM {freshvm_image}\nENTRYPOINT []\nWORKDIR /work\nCMD ["/bin/bash"]\n'
-    tag = "workload-test/r61-harness:latest"
+    # standin-bin on PATH: the stand-in's MLCommons endpoints client (the real one comes in MLCommons' own image).
+    dockerfile = (
+        f"FROM {freshvm_image}\nENTRYPOINT []\nWORKDIR /work\nENV PATH=/work/standin-bin:/usr/local/sbin:"
+        '/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nCMD ["/bin/bash"]\n'
+    )
+    tag = "workload-test/r61-harness-v2:latest"
     docker_engine.client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
     return tag
 
@@ -203,6 +207,23 @@ def test_v61_custom_b200_runs_llama2_with_generated_nv_mlpinf_configs(bed: dict[
     (result,) = outcome.results
     assert "/WL_B200-SXM-180GBx4_TRT/llama2-70b-99/Offline" in str(result)
     assert (result / "mlperf_log_summary.txt").exists()
+    assert not leftovers(bed)
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_through_mlcommons_endpoints_client_writes_and_parses_the_endpoints_format(bed: dict[str, Any]) -> None:
+    outcome = run(bed, [action(bed, "llama2-70b", "Offline", Client="endpoints")])
+    assert outcome.status == "ok", outcome.error
+    assert not [line for line in calls(bed) if line.startswith("run_harness")]  # the client, not NVIDIA's harness
+    (result,) = outcome.results
+    assert str(result).endswith("/WL_B200-SXM-180GBx4_TRT/llama2-70b-99/Offline")
+    assert (result / "performance/result_summary.json").exists() and (result / "config.yaml").exists()
+    config = next((bed["nvidia"] / "build/logs").glob("*/endpoint.yaml")).read_text()
+    assert f'"http://127.0.0.1:{bed["port"]}"' in config and '"type": "offline"' in config
+    from workload.metrics import collect
+
+    parsed = collect(result)
+    assert parsed.results and not parsed.issues, parsed.issues
     assert not leftovers(bed)
 
 

@@ -23,12 +23,15 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from workload.errors import ProfileError
+from workload.mlperf import configgen_v6
+from workload.mlperf.endpoint_ops import RunEndpointsClient
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage, UseImage
 from workload.mlperf.results import Expected
 from workload.mlperf.rounds.base import PlanInputs
 from workload.mlperf.rounds.v4_1 import _done
+from workload.mlperf.rounds.v5_1 import SYSTEM_PLACEHOLDER
 from workload.mlperf.rounds.v6_0 import V6_0Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.settings import setup_key
@@ -141,6 +144,11 @@ class V6_1Round(V6_0Round):
                 args += [f"--{name}={value}" for name, value in group.fields]
                 what = f"{model} {scenario}"
                 ops.append(StartServer(inputs.container, spec, what))
+                if inputs.params.Client == "endpoints":
+                    ops.append(self._endpoints(inputs, scenario, benchmark, test_mode, logs, expected, spec.url))
+                    ops.append(CollectResults(f"{inputs.nvidia_dir}/{logs}", test_mode, expected))
+                    ops.append(StopServer(inputs.container, spec, what))
+                    continue
                 ops.append(
                     MakeTarget(
                         inputs.container,
@@ -171,6 +179,42 @@ class V6_1Round(V6_0Round):
 
         folder = configgen_v6.v61_folder(model, system_id, scenario)
         return (f"{folder}/server.py", f"{folder}/harness.py")
+
+    def _endpoints(
+        self,
+        inputs: PlanInputs,
+        scenario: str,
+        benchmark: str,
+        test_mode: str,
+        logs: str,
+        expected: tuple[Expected, ...],
+        url: str,
+    ) -> RunEndpointsClient:
+        """The endpoints client's run: its report where NVIDIA's harness would put this scenario's results."""
+        if scenario != "Offline":
+            raise ProfileError(
+                "Client",
+                f"the endpoints client runs {scenario} at a target QPS this runner does not choose yet; "
+                "use Client=endpoints for Offline, or the harness (Client=harness)",
+            )
+        system = inputs.system_name or SYSTEM_PLACEHOLDER
+        report = f"/work/{logs}/{system}_TRT/{benchmark}/{scenario}"
+        config_path = f"{logs}/endpoint.yaml"
+        text = configgen_v6.endpoint_config(
+            name=f"{benchmark}-{scenario.lower()}-{test_mode.lower()}",
+            model=benchmark,
+            scenario=scenario,
+            url=url,
+            report_dir=report,
+            min_duration_ms=60000 if inputs.params.Quick else 600000,
+            samples=24576,
+            target_qps=None,
+            max_new_tokens=1024,
+        )
+        argv = ("inference-endpoint", "benchmark", "from-config", "-c", f"/work/{config_path}", "--timeout", "7200")
+        return RunEndpointsClient(
+            inputs.container, config_path, text, argv, logs, expected, (scenario,), test_mode, url
+        )
 
     def system_files(
         self,
