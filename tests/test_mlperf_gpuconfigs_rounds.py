@@ -8,6 +8,9 @@ Sources:
   kv_cache_dtype fp8), classes ``H200_SXM_141GBx1`` (bs 2048, 14.4 QPS, max_num_tokens 1536, gemm_swiglu_plugin fp8),
   ``H200_SXM_141GBx8`` (x1's QPS * 8), ``B200_SXM_180GBx1`` (bs 2048, 47 QPS, max_num_tokens 3584, kvcache 0.95,
   vboost 1), ``B200_SXM_180GBx8`` (x1's QPS * 8), ``H100_SXM_80GB_PP2x4`` (PP2, bs 1024, 300 QPS, vboost 0).
+- v5.0 resnet50: NVIDIA's ``closed/NVIDIA/configs/resnet50/Offline/__init__.py`` as carried by the public fork
+  ``ntuhpc/mlperf_inference_results_v5.0`` commit ``cf354115``: ``H100_SXM_80GBx1`` / ``H200_SXM_141GBx1`` bs 2048,
+  90000 QPS, start_from_device; ``H100_SXM_80GBx8`` 90000 x 8, ``H200_SXM_141GBx8`` 750000.
 - v5.1: NVIDIA's ``closed/NVIDIA/configs/B200-SXM-180GBx8/{Offline,Server,Interactive}/llama2-70b.py`` as carried by
   the public fork ``ykamiset/inference_results_v5.1`` commit ``e9ccad4d`` (``EXPORTS`` of
   ``WorkloadSetting(Custom, 0.99, MaxP)``): Offline 376 QPS, Server 364.0, Interactive 220 with bs 768 and
@@ -52,6 +55,16 @@ EXPECTED: list[tuple[str, str, int, str, str, bool, dict[str, Any]]] = [
         },
     ),
     ("v5.0", H200, 1, "llama2-70b", "Offline", True, {"offline_expected_qps": 14.4, "precision": "fp8"}),
+    (
+        "v5.0",
+        H100,
+        8,
+        "resnet50",
+        "Offline",
+        False,
+        {"gpu_batch_size": {"resnet50": 2048}, "offline_expected_qps": 720000},
+    ),
+    ("v5.0", H200, 8, "resnet50", "Offline", False, {"offline_expected_qps": 750000, "start_from_device": True}),
     (
         "v5.0",
         B200,

@@ -357,3 +357,14 @@ def test_v50_a_known_b200_uses_nvidias_own_class(tmp_path: Path, docker_engine: 
     # v5.0 replaces '-' by '_' in the detected id: results under B200_SXM_180GBx8_TRT.
     assert result.parts[-3:] == ("B200_SXM_180GBx8_TRT", "llama2-70b-99", "Offline")
     assert "368.48" in (result / "mlperf_log_summary.txt").read_text()  # NVIDIA's 47 x 8 QPS, x 0.98
+
+
+def test_plan_shows_the_v50_registry_and_flags(bed50: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    from workload.cli import invoke
+
+    path = bed50["tmp"] / "profile.json"
+    path.write_text(json.dumps({"Description": "MLPerf rounds test", "Actions": [action(bed50, "Offline")]}))
+    assert invoke(["plan", "--profile", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "code/common/systems/custom_list.json" in out and "configs/llama2-70b/Offline/custom.py" in out
+    assert "--config_ver=default" in out and "--test_run" in out and "run_llm_server" not in out
