@@ -294,3 +294,44 @@ def _facts(bed: dict[str, Any]) -> Any:
         user=UserFacts("root", 0, 0, "root", "/root"),
         machine="x86_64",
     )
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_ctrl_c_during_a_served_v61_run_stops_harness_and_server(bed: dict[str, Any]) -> None:
+    """``workload run`` as its own process, interrupted (SIGINT) while the harness runs against trtllm-serve."""
+    import os
+    import signal
+    import sys
+    import time
+
+    (bed["scratch"] / "standin_run_harness_sleep").write_text("297.5")
+    profile = bed["tmp"] / "profile.json"
+    profile.write_text(
+        json.dumps({"Description": "MLPerf v6.1 interrupt", "Actions": [action(bed, "llama2-70b", "Offline")]})
+    )
+    runs = bed["tmp"] / "runs"
+    argv = [sys.executable, "-m", "workload", "run", "--profile", str(profile), "--output-dir", str(runs)]
+    env = {**os.environ, "WORKLOAD_STATE_PATH": str(bed["tmp"] / "state.json")}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    started = bed["scratch"] / "standin_run_harness_started"
+    try:
+        deadline = time.monotonic() + 240
+        while not started.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the harness run never started"
+            time.sleep(0.3)
+        running = leftovers(bed)
+        assert any("trtllm-serve" in p for p in running) and any("run_harness" in p for p in running), running
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out
+    container = bed["engine"].client.containers.get(bed["name"])
+    _code, listing = (
+        container.exec_run(["ps", "-eo", "args="], user="0:0") if container.status == "running" else (0, b"")
+    )
+    left = [p for p in listing.decode().splitlines() if "sleep 297.5" in p or "trtllm-serve" in p or "nv_mlpinf" in p]
+    assert not left, left
+    assert not list((bed["nvidia"] / "build/logs").glob("*.server.pgid"))  # the server's process group is gone
