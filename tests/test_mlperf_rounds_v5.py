@@ -293,3 +293,22 @@ def test_plan_names_how_the_round_registers_a_custom_system(version: tuple[int, 
     plan = plan_ops(params(RequireCustomSystemSupport=True), facts(version))
     check = next(op for op in plan.ops if isinstance(op, IdentifySystem))
     assert registry in check.summary()
+
+
+def test_v51_knows_llama3_1_by_the_catalogs_name_and_by_nvidias() -> None:
+    """The catalog says ``llama3.1-8b``; NVIDIA's v5.1 constants, file names and configs say ``llama3_1-8b``
+    (code/common/constants.py, Benchmark value with its alias). Either spelling is served by an LLM
+    server, finds NVIDIA's published values, and names the config file as NVIDIA does."""
+    from workload.mlperf.exports_config import config_path
+    from workload.mlperf.gpuconfigs import load_table
+    from workload.mlperf.rounds.v5_1 import V5_1Round
+
+    for name in ("llama3.1-8b", "llama3_1-8b", "llama3.1-405b"):
+        assert V5_1Round.serves(name), name
+    assert not V5_1Round.serves("resnet50")
+    assert config_path("WL_X", "llama3.1-405b", "Offline") == "configs/WL_X/Offline/llama3_1-405b.py"
+    assert config_path("WL_X", "llama2-70b", "Server") == "configs/WL_X/Server/llama2-70b.py"
+    table = load_table(harness_round="v5.1")
+    for name in ("llama3.1-8b", "llama3_1-8b"):
+        assert table.entry_problem("NVIDIA B200", name, "Offline") is None, name
+        assert table.resolve("NVIDIA B200", 8, name, "Offline").fields

@@ -54,6 +54,12 @@ def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | Non
         return 0
     click.echo(f"{resolved.name}: {resolved.shown_description}")
     click.echo(f"  file: {resolved.path}")
+    # What the profile runs on (Metadata "Supported*": GPUs, harness rounds, platforms), shown literally.
+    supported = {k: v for k, v in display_parameters(resolved.metadata).items() if k.startswith("Supported")}
+    if supported:
+        click.echo("Supports:")
+        for key, value in supported.items():
+            click.echo(f"  {key.removeprefix('Supported')}: {value}")
     click.echo("Parameters:")
     for key, value in display_parameters(resolved.parameters, resolved.secrets).items():
         click.echo(f"  {key} = {json.dumps(value)}")

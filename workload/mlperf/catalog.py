@@ -38,8 +38,20 @@ MODELS: dict[str, ModelInfo] = {
         ModelInfo("llama2-70b", ("Offline", "Server"), True, llm=True),
         ModelInfo("mixtral-8x7b", ("Offline", "Server"), False, llm=True),
         ModelInfo("stable-diffusion-xl", ("Offline", "Server", "SingleStream"), False),
+        # Benchmarks of later rounds (v5.x/v6.x, LLMs served by trtllm-serve); which round has which is the round
+        # adapter's to say (workload/mlperf/rounds/).
+        ModelInfo("llama3.1-8b", ("Offline", "Server", "Interactive"), False, llm=True),
+        ModelInfo("llama3.1-405b", ("Offline", "Server", "Interactive"), False, llm=True),
+        ModelInfo("gpt-oss-120b", ("Offline", "Server", "Interactive"), False, llm=True),
+        ModelInfo("deepseek-r1", ("Offline", "Server", "Interactive"), False, llm=True),
     )
 }
+#: Scenarios later rounds add to a v4.1 benchmark (v5.1+: Interactive, a folder of its own; not a default).
+LATER_SCENARIOS: dict[str, tuple[str, ...]] = {"llama2-70b": ("Interactive",)}
+#: Every scenario name a round may use (LoadGen's four, and Interactive: LoadGen's Server with tighter latencies).
+ALL_SCENARIOS: tuple[str, ...] = (*SCENARIOS, "Interactive")
+#: How later rounds' config files spell some benchmarks (``llama3_1-405b.py``).
+ALIASES: dict[str, str] = {"llama3_1-8b": "llama3.1-8b", "llama3_1-405b": "llama3.1-405b"}
 
 #: Parts a ``--config_ver`` value is made of (``default``, ``high_accuracy``, ``high_accuracy_triton``, ``maxq``, ...).
 CONFIG_VERSION_PARTS: tuple[str, ...] = ("default", "high_accuracy", "triton", "triton_unified", "maxq", "hetero")
@@ -61,7 +73,8 @@ def known_models() -> str:
 
 def model_info(name: str) -> ModelInfo:
     """The model named ``name`` (case-insensitive) or ValueError listing the known ones."""
-    info = MODELS.get(name.strip().lower())
+    key = name.strip().lower()
+    info = MODELS.get(ALIASES.get(key, key))
     if info is None:
         raise ValueError(f"unknown model {name!r} (known: {known_models()})")
     return info
@@ -69,10 +82,10 @@ def model_info(name: str) -> ModelInfo:
 
 def canonical_scenario(name: str) -> str:
     """``offline`` -> ``Offline``; ValueError for names LoadGen does not have."""
-    by_lower = {s.lower(): s for s in SCENARIOS}
+    by_lower = {s.lower(): s for s in ALL_SCENARIOS}
     found = by_lower.get(name.strip().lower().replace("-", "").replace("_", ""))
     if found is None:
-        raise ValueError(f"unknown scenario {name!r} (known: {', '.join(SCENARIOS)})")
+        raise ValueError(f"unknown scenario {name!r} (known: {', '.join(ALL_SCENARIOS)})")
     return found
 
 

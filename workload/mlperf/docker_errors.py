@@ -120,7 +120,7 @@ def translate(exc: BaseException, host: str, *, doing: str | None, fallback: str
         status = exc.response.status_code
         explanation = str(exc.explanation or exc.response.reason or "").strip()
         problem = f"the daemon answered {status} {exc.response.reason or ''}".rstrip() + f": {explanation}"
-        return DockerError(host, operation, problem, doing=doing, hint=_hint_for_status(status, explanation))
+        return DockerError(host, operation, problem, doing=doing, hint=_hint_for_status(status, explanation, operation))
     problem = str(exc).strip() or type(exc).__name__
     if isinstance(exc, docker.errors.DockerException) and not isinstance(exc, docker.errors.APIError):
         # Client-side (bad argument, unparseable stream): not a connection problem.
@@ -139,8 +139,13 @@ def translate(exc: BaseException, host: str, *, doing: str | None, fallback: str
     return DockerConnectionLost(host, operation, f"{type(exc).__name__}: {problem}", doing=doing, hint=hint)
 
 
-def _hint_for_status(status: int, explanation: str) -> str:
+def _hint_for_status(status: int, explanation: str, operation: str = "") -> str:
     text = explanation.lower()
+    if operation.startswith("docker pull") and status != 409:
+        return (
+            "the registry must be reachable from the Docker daemon (and logged in where it needs it), or the "
+            "image present there already (docker pull / docker load / docker tag)"
+        )
     if status == 409:
         return (
             "another client is changing the same container or image at this moment (e.g. a removal in "

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from workload.errors import ProfileError
-from workload.mlperf.catalog import MODELS, SCENARIOS
+from workload.mlperf.catalog import ALIASES, MODELS, SCENARIOS
 
 #: Fields that scale with the number of GPUs (throughput); everything else is per system as is.
 THROUGHPUT_FIELDS = ("offline_expected_qps", "server_target_qps")
@@ -54,7 +54,7 @@ REQUIRED_BY_SCENARIO = {
 ACCURACY_TARGETS = ("k_99", "k_99_9")
 
 #: Rounds with a table, and the folder of its files below ``gpuconfigs/`` ("" = the folder itself).
-ROUNDS: dict[str, str] = {"v4.1": "", "v5.0": "v5.0", "v5.1": "v5.1"}
+ROUNDS: dict[str, str] = {"v4.1": "", "v5.0": "v5.0", "v5.1": "v5.1", "v6.0": "v6.0"}
 #: The round a file without ``"round"`` belongs to (the files written before rounds had folders).
 DEFAULT_ROUND = "v4.1"
 #: ``--benchmarks`` names each round's harness has (v5.0: README "Valid benchmarks"; v5.1: ``code/common/constants.py``
@@ -82,12 +82,26 @@ ROUND_MODELS: dict[str, tuple[str, ...]] = {
         "whisper",
         "rgat",
     ),
+    # v6.0: the MAKE Targets documentation's "Available Benchmarks", spelled as its config files
+    # (configs/<SYSTEM>/<Scenario>/llama3_1-405b.py).
+    "v6.0": (
+        "llama2-70b",
+        "llama3_1-8b",
+        "llama3_1-405b",
+        "gpt-oss-120b",
+        "deepseek-r1",
+        "whisper",
+        "dlrm-v3",
+        "wan22-a14b",
+        "qwen3-vl-235b-a22b",
+    ),
 }
 #: Scenarios of each round (v5.1 ``Scenario`` adds ``Interactive``, a folder of its own in ``configs/<SYSTEM>/``).
 ROUND_SCENARIOS: dict[str, tuple[str, ...]] = {
     "v4.1": SCENARIOS,
     "v5.0": SCENARIOS,
     "v5.1": (*SCENARIOS, "Interactive"),
+    "v6.0": (*SCENARIOS, "Interactive"),
 }
 #: Where NVIDIA's config file of a round lies: one file per benchmark and scenario up to v5.0, one per system,
 #: scenario and benchmark from v5.1 (``configs/<SYSTEM>/<Scenario>/<benchmark>.py``).
@@ -95,6 +109,7 @@ ROUND_FILE_PATTERNS: dict[str, str] = {
     "v4.1": r"^closed/NVIDIA/configs/(?P<model>[^/]+)/(?P<scenario>[A-Za-z]+)/__init__\.py$",
     "v5.0": r"^closed/NVIDIA/configs/(?P<model>[^/]+)/(?P<scenario>[A-Za-z]+)/__init__\.py$",
     "v5.1": r"^closed/NVIDIA/configs/[^/]+/(?P<scenario>[A-Za-z]+)/(?!__init__\.py$)(?P<model>[^/]+)\.py$",
+    "v6.0": r"^closed/NVIDIA/configs/[^/]+/(?P<scenario>[A-Za-z]+)/(?!__init__\.py$)(?P<model>[^/]+)\.py$",
 }
 
 
@@ -131,14 +146,23 @@ class ConfigFields(BaseModel):
     kvcache_free_gpu_mem_frac: float | None = Field(default=None, gt=0, le=1)
     enable_sort: bool | None = None
     # From v5.0 the LLM engines take TRT-LLM's own flags as dicts (tensor/pipeline parallelism among them in v5.0).
-    trtllm_build_flags: dict[str, str | int | float | bool] | None = None
-    trtllm_runtime_flags: dict[str, str | int | float | bool] | None = None
-    trtllm_checkpoint_flags: dict[str, str | int | float | bool] | None = None
+    # v6.0 nests lists and dicts in them (torch_compile_config, cuda_graph_batch_sizes).
+    trtllm_build_flags: dict[str, Any] | None = None
+    trtllm_runtime_flags: dict[str, Any] | None = None
+    trtllm_checkpoint_flags: dict[str, Any] | None = None
     min_duration: int | None = Field(default=None, gt=0)
     input_dtype: str | None = None
     llm_gen_config_path: str | None = None
     tensor_path: str | None = None
     use_token_latencies: bool | None = None
+    # v6.0's LLM config dicts (code.fields.loadgen / harness, code.llmlib.fields).
+    min_query_count: int | None = Field(default=None, ge=1)
+    moe_expert_parallelism: int | None = Field(default=None, ge=1)
+    traffic_distribution_policy: str | None = None
+    enable_metrics: bool | None = None
+    harness_use_hf_tokenizer: bool | None = None
+    warmup_iterations: int | None = Field(default=None, ge=0)
+    readiness_timeout: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _positive_batch(self) -> ConfigFields:
@@ -168,6 +192,10 @@ class PublishedConfig(BaseModel):
     #: Set when NVIDIA's file was read from a copy another submitter of the round carries.
     read_from: str | None = None
     fields: ConfigFields
+    #: v6.0: the ``os.environ[...]`` lines of NVIDIA's file (set before the harness reads the config).
+    env: dict[str, str] | None = None
+    #: v6.0: the file's ``ACCURACY_OVERRIDES`` for this setting (deep-merged for AccuracyOnly runs).
+    accuracy_overrides: dict[str, Any] | None = None
 
 
 class SkuTable(BaseModel):
@@ -324,6 +352,7 @@ class GpuConfigTable:
         The GPU itself must be in the table (:meth:`sku_for_gpu`).
         """
         table = self.sku_for_gpu(gpu_name)
+        model = _spelled_as_in(table.configs, model)
         accuracy = "k_99_9" if high_accuracy else "k_99"
         target = "99.9%" if high_accuracy else "99%"
         targets = table.configs.get(model, {}).get(scenario)
@@ -346,7 +375,7 @@ class GpuConfigTable:
         if problem is not None:
             raise ProfileError(self.label(table.sku), problem)
         accuracy = "k_99_9" if high_accuracy else "k_99"
-        counts = table.configs[model][scenario][accuracy]
+        counts = table.configs[_spelled_as_in(table.configs, model)][scenario][accuracy]
         base = _nearest_count(sorted(counts), gpu_count)
         entry = counts[base]
         fields = entry.fields.set_fields()
@@ -365,6 +394,17 @@ class GpuConfigTable:
             source_class=entry.class_name,
             scaled_from=None if base == gpu_count else base,
         )
+
+
+def _spelled_as_in(configs: dict[str, Any], model: str) -> str:
+    """``model`` as the round's files spell it: later rounds write ``llama3_1-8b`` for ``llama3.1-8b``."""
+    if model in configs:
+        return model
+    canonical = ALIASES.get(model, model)
+    for key in configs:
+        if ALIASES.get(key, key) == canonical:
+            return key
+    return model
 
 
 def _nearest_count(published: list[int], wanted: int) -> int:

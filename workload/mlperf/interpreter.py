@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workload.commands import cmd
 from workload.errors import BenchmarkFailed, StepError
 from workload.mlperf import image, llm_server, results
 from workload.mlperf.container import ContainerSpec, HarnessContainer
 from workload.mlperf.docker_errors import docker_boundary, docker_failures
+from workload.mlperf.endpoint_ops import RunEndpointsClient
 from workload.mlperf.harness import CONTAINER_WORKDIR
 from workload.mlperf.ops import (
     BuildHarness,
@@ -93,6 +95,7 @@ class Interpreter:
             MakeTarget: self._make_target,
             CollectResults: self._collect,
             StartServer: self._start_server,
+            RunEndpointsClient: self._endpoints_client,
             StopServer: self._stop_server,
         }
         ops: list[Op] = list(self.plan.ops)
@@ -140,6 +143,8 @@ class Interpreter:
             self.ctx.check(command)
 
     def _use_image(self, op: UseImage) -> None:
+        # A pull the daemon cannot do (registry unreachable, not logged in) becomes a DockerError naming
+        # `docker pull IMAGE` and the daemon's answer, at the boundary around every op (see run()).
         self.image = image.use_image(self.ctx, self._docker(), op)
 
     def _build_image(self, op: BuildImage) -> None:
@@ -157,6 +162,23 @@ class Interpreter:
         self.container = container
 
     def _identify(self, op: IdentifySystem) -> None:
+        if hasattr(self.plan.round, "system_files"):  # v6.x: values from the round's own gpuconfigs tables
+            from workload.mlperf import system_support_v6
+
+            decision = system_support_v6.prepare(
+                self.step,
+                self.ctx,
+                self._running(),
+                self.params,
+                self.facts,
+                self.plan.inputs.settings,
+                self.plan.round,
+                op,
+                self.ctx.log,
+            )
+            self.system_name, self.blocked = decision.system_name, decision.blocked
+            self._refuse_blocked()
+            return
         support = SystemSupport(
             self.step,
             self.ctx,
@@ -169,6 +191,9 @@ class Interpreter:
         )
         self.blocked = support.prepare(op)
         self.system_name = support.system_name
+        self._refuse_blocked()
+
+    def _refuse_blocked(self) -> None:
         settings = self.plan.inputs.settings
         for (scenario, benchmark), why in self.blocked.items():
             self.problems.append(f"no result for {benchmark} {scenario} ({', '.join(settings.test_modes)}): {why}")
@@ -229,6 +254,23 @@ class Interpreter:
             if expected not in have:
                 self.problems.append(f"no result for {expected}: {self._why(expected, self.engine_output + output)}")
         self.ctx.log(f"{op.test_mode}: {len(found)} result folder(s) in {self._relative(op.log_dir)}")
+
+    def _endpoints_client(self, op: RunEndpointsClient) -> None:
+        """Write the client's config into the checkout, then run the client in the container (v6.1)."""
+        target = posixpath.join(self.plan.inputs.nvidia_dir, op.config_path)
+        self.ctx.check(cmd("mkdir", "-p", posixpath.dirname(target)))
+        self.ctx.host.write_text(target, op.config_text)
+        container = self._running()
+        self.ctx.stop_if_cancelled("the endpoints client")
+        self.ctx.log(f"$ docker exec {container.spec.name} {shlex.join(op.argv)}")
+        code, output = container.exec(list(op.argv), on_line=self.ctx.line_sink())
+        self.ctx.log(f"# exit {code}")
+        if code != 0:
+            self.problems.append(
+                f"the endpoints client ({','.join(op.scenarios)} {op.test_mode}) failed with exit {code}; "
+                f"last lines:\n{tail(output, 10)}"
+            )
+        self.last_run = None
 
     def _start_server(self, op: StartServer) -> None:
         """Start the server detached; from here on it is stopped when the step ends, however it ends."""

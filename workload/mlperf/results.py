@@ -19,6 +19,8 @@ from workload.mlperf.catalog import MODELS
 #: Files that make a folder a result folder (LoadGen's detail log or NVIDIA's metadata.json).
 RESULT_MARKERS = ("metadata.json", "mlperf_log_detail.txt")
 UNKNOWN_SYSTEM_TEXT = "did not match any known systems"
+#: The endpoints client's result summary (workload/metrics/parsers/endpoints.py reads the folder).
+ENDPOINTS_SUMMARY = "result_summary.json"
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,13 @@ def parse_listing(log_dir: str, listing: str) -> dict[str, list[str]]:
         path = line.strip()
         if not path.startswith(log_dir.rstrip("/") + "/"):
             continue
-        folders.setdefault(posixpath.dirname(path), []).append(posixpath.basename(path))
-    return {d: sorted(f) for d, f in sorted(folders.items()) if any(m in f for m in RESULT_MARKERS)}
+        folder, name = posixpath.dirname(path), posixpath.basename(path)
+        if name == ENDPOINTS_SUMMARY and posixpath.basename(folder) == "performance":
+            # MLCommons' endpoints client (v6.1) keeps its summary in <scenario folder>/performance/.
+            folder, name = posixpath.dirname(folder), f"performance/{name}"
+        folders.setdefault(folder, []).append(name)
+    markers = (*RESULT_MARKERS, f"performance/{ENDPOINTS_SUMMARY}")
+    return {d: sorted(f) for d, f in sorted(folders.items()) if any(m in f for m in markers)}
 
 
 def map_results(folders: dict[str, list[str]], test_mode: str) -> list[Found]:

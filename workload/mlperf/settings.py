@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from workload.mlperf.catalog import (
+    LATER_SCENARIOS,
     TEST_MODES,
     benchmark_full,
     canonical_scenario,
@@ -71,6 +72,9 @@ class MLPerfParameters(StepParameters):
     #: Port of the LLM server rounds from v5.1 run LLM benchmarks against (NVIDIA's default 30000), on 127.0.0.1
     #: (the container shares the host's network).
     LLMServerPort: int = Field(default=30000, ge=1, le=65535)
+    #: v6.1: who sends the queries: NVIDIA's harness (``harness``: make run_harness, LoadGen) or MLCommons' endpoints
+    #: client (``endpoints``: ``inference-endpoint benchmark from-config``, Offline) against the same server.
+    Client: Literal["harness", "endpoints"] = "harness"
 
     @field_validator("Model")
     @classmethod
@@ -147,7 +151,7 @@ def settings_of(params: MLPerfParameters) -> Settings:
             scenario = canonical_scenario(item)
         except ValueError as exc:
             raise ValueError(f"Scenarios: {exc}") from None
-        if scenario not in info.scenarios:
+        if scenario not in info.scenarios and scenario not in LATER_SCENARIOS.get(info.name, ()):
             raise ValueError(
                 f"Scenarios: the harness has no {scenario} config for {info.name} (has: {', '.join(info.scenarios)})"
             )

@@ -19,11 +19,13 @@ from workload.mlperf.rounds.base import Checkout, HarnessRound, PlanInputs
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.rounds.v5_0 import V5_0Round
 from workload.mlperf.rounds.v5_1 import V5_1Round
+from workload.mlperf.rounds.v6_0 import V6_0Round
+from workload.mlperf.rounds.v6_1 import V6_1Round
 
 __all__ = ["DEFAULT", "ROUNDS", "Checkout", "Chosen", "HarnessRound", "PlanInputs", "choose_round", "round_named"]
 
 #: Every adapter, newest first (detection takes the first that recognises a checkout).
-ROUNDS: tuple[type[HarnessRound], ...] = (V5_1Round, V5_0Round, V4_1Round)
+ROUNDS: tuple[type[HarnessRound], ...] = (V6_1Round, V6_0Round, V5_1Round, V5_0Round, V4_1Round)
 #: The round planned for when nothing is known of the checkout yet.
 DEFAULT: type[HarnessRound] = V4_1Round
 

@@ -1,0 +1,157 @@
+"""The v6.0 and v6.1 round adapters, pure: detection, the ops and exact commands ``plan`` prints, what they refuse.
+
+Upstream behaviour per round: tests/fixtures/harness/rounds/v6.0/UPSTREAM.md and v6.1/UPSTREAM.md. The files a
+custom system gets, and that the stand-in harnesses accept them: tests/test_mlperf_v6_configs.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workload.errors import ProfileError
+from workload.mlperf.harness import HarnessVersion
+from workload.mlperf.ops import BuildImage, CollectResults, IdentifySystem, MakeTarget, SetupStage, UseImage, to_changes
+from workload.mlperf.planner import plan_ops
+from workload.mlperf.rounds import Checkout, choose_round
+from workload.mlperf.rounds.v6_1 import DEFAULT_IMAGE, SYSTEM_CHECK, system_name_of
+from workload.mlperf.server_ops import StartServer, StopServer
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
+
+ALICE = UserFacts("alice", 1000, 1000, "alice", "/home/alice")
+
+
+def facts(version: tuple[int, int]) -> MLPerfFacts:
+    return MLPerfFacts(
+        nvidia_dir="/r/closed/NVIDIA",
+        nvidia_dir_exists=True,
+        version=HarnessVersion(*version),
+        commit="abcdef1234567890",
+        scratch_path="/mnt/scratch",
+        user=ALICE,
+        machine="x86_64",
+    )
+
+
+def params(**extra: Any) -> MLPerfParameters:
+    base: dict[str, Any] = {"Model": "llama2-70b", "Scenarios": "Offline,Interactive", "Quick": True}
+    base.update(extra)
+    return MLPerfParameters.model_validate(base)
+
+
+def commands(ops: Any) -> list[str]:
+    return [c.display() for change in to_changes(ops) for c in change.commands]
+
+
+def test_the_checkout_chooses_v60_and_v61() -> None:
+    assert choose_round(Checkout(HarnessVersion(6, 0))).round.name == "v6.0"
+    assert choose_round(Checkout(HarnessVersion(6, 1))).round.name == "v6.1"
+    assert choose_round(Checkout(HarnessVersion(5, 1)), "v6.1").round.name == "v6.1"
+
+
+def test_v60_plan_pulls_the_given_image_serves_each_scenario_and_uses_accuracy_target() -> None:
+    image = "nvcr.io/nvidia/mlperf/mlperf-inference:mlpinf-v6.0-llm"
+    plan = plan_ops(
+        params(ContainerImage=image, RequireCustomSystemSupport=True, LLMServerPort=31555), facts((6, 0)), run_id="r1"
+    )
+    assert plan.round.name == "v6.0"
+    images = [op for op in plan.ops if isinstance(op, (UseImage, BuildImage))]
+    assert images == [UseImage(image)]
+    kinds = [type(op).__name__ for op in plan.ops]
+    runs = kinds[kinds.index("StartServer") :]
+    assert runs.count("StartServer") == runs.count("StopServer") == 4  # 2 scenarios x 2 test modes
+    assert runs[:4] == ["StartServer", "MakeTarget", "CollectResults", "StopServer"]
+    start = next(op for op in plan.ops if isinstance(op, StartServer))
+    assert start.spec.url == "127.0.0.1:31555"
+    assert (
+        "RUN_ARGS=--benchmarks=llama2-70b --scenarios=Offline --accuracy_target=0.99 --core_type=trtllm_endpoint "
+        "--server_in_foreground --trtllm_server_urls=127.0.0.1:31555"
+    ) in start.spec.argv
+    runs_ = [op for op in plan.ops if isinstance(op, MakeTarget) and op.target == "run_harness"]
+    first = dict(runs_[0].variables)
+    assert first["RUN_ARGS"].startswith("--benchmarks=llama2-70b --scenarios=Offline --accuracy_target=0.99")
+    assert "--test_run" in first["RUN_ARGS"] and "--config_ver" not in first["RUN_ARGS"]
+    assert first["SYSTEM_NAME"] == "<system id from the system check>"
+    # plan prints exactly the argv apply runs: the server's start and probe, the harness, the stop.
+    shown = commands(plan.ops)
+    assert any("make run_llm_server" in c for c in shown) and any("llm-server-stop" in c for c in shown)
+    assert any(
+        c.startswith("docker exec -u 1000:1000 -w /work mlperf-inference-alice-x86_64 make run_harness") for c in shown
+    )
+
+
+def test_v60_without_an_image_builds_the_recipe_like_prebuild() -> None:
+    plan = plan_ops(params(), facts((6, 0)))
+    (build,) = [op for op in plan.ops if isinstance(op, (UseImage, BuildImage))]
+    assert isinstance(build, BuildImage) and build.tag.endswith("-llama2-70b")
+
+
+def test_v61_plan_pulls_nvidias_image_installs_nv_mlpinf_and_has_no_engine_step() -> None:
+    plan = plan_ops(params(RequireCustomSystemSupport=True), facts((6, 1)), run_id="r1")
+    assert plan.round.name == "v6.1"
+    assert [op for op in plan.ops if isinstance(op, UseImage)] == [UseImage(DEFAULT_IMAGE)]
+    check = next(op for op in plan.ops if isinstance(op, IdentifySystem))
+    assert check.argv == SYSTEM_CHECK
+    stages = [op.stage for op in plan.ops if isinstance(op, SetupStage)]
+    assert stages == ["ensure_installed", "download_data", "download_model", "preprocess_data"]
+    assert not [op for op in plan.ops if isinstance(op, MakeTarget) and op.target == "generate_engines"]
+    harness = [op for op in plan.ops if isinstance(op, MakeTarget)]
+    assert [dict(op.variables)["LOG_DIR"] for op in harness] == [
+        "build/logs/workload-r1-llama2-70b-perf-offline",
+        "build/logs/workload-r1-llama2-70b-perf-interactive",
+        "build/logs/workload-r1-llama2-70b-acc-offline",
+        "build/logs/workload-r1-llama2-70b-acc-interactive",
+    ]
+    collect = [op for op in plan.ops if isinstance(op, CollectResults)]
+    assert [str(e) for op in collect for e in op.expected][:2] == [
+        "llama2-70b-99 Offline PerformanceOnly",
+        "llama2-70b-99 Interactive PerformanceOnly",
+    ]
+    stops = [op for op in plan.ops if isinstance(op, StopServer)]
+    assert len(stops) == 4 and all("--server_in_foreground" in " ".join(s.spec.argv) for s in stops)
+
+
+def test_v61_high_accuracy_is_its_own_run() -> None:
+    plan = plan_ops(params(ConfigVersion="default,high_accuracy", Scenarios="Offline"), facts((6, 1)), run_id="r")
+    args = [dict(op.variables)["RUN_ARGS"] for op in plan.ops if isinstance(op, MakeTarget)]
+    assert any("--accuracy_target=0.999" in a for a in args) and any("--accuracy_target=0.99 " in a for a in args)
+    benchmarks = {e.benchmark for op in plan.ops if isinstance(op, CollectResults) for e in op.expected}
+    assert benchmarks == {"llama2-70b-99", "llama2-70b-99.9"}
+
+
+@pytest.mark.parametrize(
+    ("model", "problem"),
+    [
+        ("mixtral-8x7b", "mixtral-8x7b is not a v6.1 benchmark for one node"),
+        ("bert", "bert is not a v6.1 benchmark for one node"),
+    ],
+)
+def test_v61_refuses_what_it_cannot_run_on_one_node(model: str, problem: str) -> None:
+    with pytest.raises(ProfileError, match=problem):
+        plan_ops(params(Model=model, Scenarios="Offline"), facts((6, 1)))
+
+
+def test_v61_system_check_answers() -> None:
+    known = "  system_name                = B300-SXM-270GBx8                              [auto-detected]\n"
+    assert system_name_of("nv_mlpinf path configuration\n\n" + known) == "B300-SXM-270GBx8"
+    assert system_name_of("[I] Detected system did not match any known systems. Exiting. System(...)") is None
+
+
+def test_v61_endpoints_client_plan_writes_its_config_and_runs_it_between_server_start_and_stop() -> None:
+    from workload.mlperf.endpoint_ops import RunEndpointsClient
+
+    plan = plan_ops(
+        params(Scenarios="Offline", Client="endpoints", TestModes="PerformanceOnly"), facts((6, 1)), run_id="r"
+    )
+    kinds = [type(op).__name__ for op in plan.ops]
+    assert kinds[-4:] == ["StartServer", "RunEndpointsClient", "CollectResults", "StopServer"]
+    (client,) = [op for op in plan.ops if isinstance(op, RunEndpointsClient)]
+    assert client.argv[:5] == ("inference-endpoint", "benchmark", "from-config", "-c", f"/work/{client.config_path}")
+    assert '"report_dir": "/work/build/logs/workload-r-llama2-70b-perf-offline/' in client.config_text
+    assert "make run_harness" not in " ".join(commands(plan.ops))
+
+
+def test_v61_endpoints_client_refuses_server_scenarios_it_has_no_target_for() -> None:
+    with pytest.raises(ProfileError, match="endpoints client runs Server at a target QPS"):
+        plan_ops(params(Scenarios="Server", Client="endpoints"), facts((6, 1)))

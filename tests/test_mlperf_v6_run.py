@@ -1,0 +1,339 @@
+"""``workload run`` (the engine and the MLPerfExecutor step) against the v6.0 and v6.1 stand-in harnesses.
+
+Real parts: the test bed's private dockerd, a detached container of the harness image (the fresh-VM Debian image,
+tagged beforehand under NVIDIA's image name: "pulling" it finds it on the daemon, as no registry is reachable),
+real ``docker exec`` of every op's argv, the stand-in's trtllm-serve answering on the run's port inside the
+container, LoadGen-format results written by the stand-in harness and parsed by workload's metrics layer. No GPU:
+the machine is the ``SystemDescription`` (and the stand-in's ``standin_detected_system.json``). Per behaviour the
+upstream file the stand-ins reproduce: tests/fixtures/harness/rounds/v6.*/UPSTREAM.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import socket
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.harness.make_round import make_round_bare_repo
+from workload.engine import Engine, RunOptions
+from workload.hosts.base import Host, HostSpec
+from workload.hosts.local import LocalHost
+from workload.mlperf.planner import plan_ops
+from workload.mlperf.settings import MLPerfParameters
+from workload.profile import load_profile, resolve_profile
+from workload.rundir import RunFolder
+
+pytestmark = pytest.mark.slow
+
+# A cloud B200 VM (AMD CPU: NVIDIA's B200 systems name an Intel one) and a cloud H200 VM.
+B200X4 = {
+    "gpu_name": "NVIDIA B200",
+    "gpu_memory_mib": 183359,
+    "gpu_count": 4,
+    "cpu_model": "AMD EPYC 9575F 64-Core Processor",
+    "cpu_cores_per_socket": 64,
+    "cpu_sockets": 2,
+    "cpu_threads_per_core": 1,
+    "memory_bytes": 2_200_000_000_000,
+}
+H200X8 = {**B200X4, "gpu_name": "NVIDIA H200", "gpu_memory_mib": 143771, "gpu_count": 8}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def harness_image(docker_engine: Any, freshvm_image: str) -> str:
+    """The fresh-VM image as NVIDIA's harness images are run (launch_docker: a shell kept open, no boot)."""
+    import io
+
+    # standin-bin on PATH: the stand-in's MLCommons endpoints client (the real one comes in MLCommons' own image).
+    dockerfile = (
+        f"FROM {freshvm_image}\nENTRYPOINT []\nWORKDIR /work\nENV PATH=/work/standin-bin:/usr/local/sbin:"
+        '/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nCMD ["/bin/bash"]\n'
+    )
+    tag = "workload-test/r61-harness-v2:latest"
+    docker_engine.client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
+    return tag
+
+
+@pytest.fixture
+def bed(
+    request: pytest.FixtureRequest, tmp_path: Path, docker_engine: Any, harness_image: str
+) -> Iterator[dict[str, Any]]:
+    version = request.param
+    bare, _commit = make_round_bare_repo(tmp_path / "harness.git", version)
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    subprocess.run(["git", "clone", "-q", str(bare), str(packages / "mlperf")], check=True)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "standin_detected_system.json").write_text(json.dumps(B200X4))
+    (scratch / "standin_server_load_s").write_text("0.5")
+    tag = f"nvcr.io/nvidia/mlperf/mlperf-inference:standin-{version}-{uuid.uuid4().hex[:8]}"
+    docker_engine.client.images.get(harness_image).tag(tag)
+    name = f"wl-r61-{uuid.uuid4().hex[:8]}"
+    yield {
+        "version": version,
+        "tmp": tmp_path,
+        "repo": packages / "mlperf",
+        "nvidia": packages / "mlperf" / "closed" / "NVIDIA",
+        "scratch": scratch,
+        "engine": docker_engine,
+        "image": tag,
+        "name": name,
+        "port": free_port(),
+    }
+    with contextlib.suppress(Exception):
+        docker_engine.client.containers.get(name).remove(force=True)
+    with contextlib.suppress(Exception):
+        docker_engine.client.images.remove(tag)
+
+
+def action(
+    bed: dict[str, Any], model: str, scenarios: str, system: dict[str, Any] = B200X4, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "Type": "MLPerfExecutor",
+        "Parameters": {
+            "Scenario": f"inferencemodels-{model}",
+            "Model": model,
+            "Scenarios": scenarios,
+            "TestModes": "PerformanceOnly",
+            "Quick": True,
+            "UseGpus": False,
+            "UnlimitedMemlock": False,
+            "DockerBaseUrl": bed["engine"].base_url,
+            "DockerName": bed["name"],
+            "ContainerImage": bed["image"],
+            "RepoPath": str(bed["repo"]),
+            "ScratchPath": str(bed["scratch"]),
+            "SystemDescription": json.dumps(system),
+            "RequireCustomSystemSupport": True,
+            "LLMServerPort": bed["port"],
+            **extra,
+        },
+    }
+
+
+def run(bed: dict[str, Any], actions: list[dict[str, Any]]) -> Any:
+    path = bed["tmp"] / "profile.json"
+    path.write_text(json.dumps({"Description": "MLPerf v6 test", "Actions": actions}))
+    profile = resolve_profile(load_profile(str(path)))
+
+    def factory(spec: HostSpec) -> Host:
+        return LocalHost(spec.name)
+
+    engine = Engine(
+        profile,
+        RunFolder.create(bed["tmp"] / "runs", profile.name),
+        factory,
+        RunOptions(state_path=str(bed["tmp"] / "state.json")),
+    )
+    (outcome,) = engine.run([HostSpec(scheme="local")])
+    return outcome
+
+
+def calls(bed: dict[str, Any]) -> list[str]:
+    return (bed["scratch"] / "standin_calls.log").read_text().splitlines()
+
+
+def leftovers(bed: dict[str, Any]) -> list[str]:
+    container = bed["engine"].client.containers.get(bed["name"])
+    assert container.status == "running"  # kept for the next run: its process list is what is left
+    _code, out = container.exec_run(["ps", "-eo", "args="], user="0:0")
+    return [
+        line
+        for line in out.decode().splitlines()
+        if "trtllm-serve" in line or "nv_mlpinf" in line or "code.main" in line
+    ]
+
+
+@pytest.mark.parametrize("bed", ["v6.0"], indirect=True)
+def test_v60_custom_b200_runs_llama405b_behind_trtllm_serve_with_nvidias_values(bed: dict[str, Any]) -> None:
+    outcome = run(bed, [action(bed, "llama3.1-405b", "Offline,Server")])
+    assert outcome.status == "ok", outcome.error
+    # The custom system's files, in v6.0's format, with NVIDIA's B200x4 values (SYSTEM_NAME names it).
+    offline = (bed["nvidia"] / "configs/WL_B200-SXM-180GBx4/Offline/llama3_1-405b.py").read_text()
+    assert "# tuned: NVIDIA's published values for this GPU" in offline
+    assert "loadgen_fields.offline_expected_qps: 1.09," in offline and "llm_fields.tensor_parallelism: 2," in offline
+    runs = [line.removeprefix("run_harness ") for line in calls(bed) if line.startswith("run_harness ")]
+    assert runs == [
+        "--benchmarks=llama3.1-405b --scenarios=Offline --accuracy_target=0.99 --core_type=trtllm_endpoint "
+        f"--test_mode=PerformanceOnly --test_run --trtllm_server_urls=127.0.0.1:{bed['port']}",
+        "--benchmarks=llama3.1-405b --scenarios=Server --accuracy_target=0.99 --core_type=trtllm_endpoint "
+        f"--test_mode=PerformanceOnly --test_run --trtllm_server_urls=127.0.0.1:{bed['port']}",
+    ]
+    assert len([line for line in calls(bed) if line.startswith("run_llm_server ")]) == 2
+    # Results found in this run's LOG_DIRs, under the custom system's name, parsed by the metrics layer.
+    assert len(outcome.results) == 2
+    assert all("/WL_B200-SXM-180GBx4_TRT/llama3.1-405b/" in str(f) for f in outcome.results)
+    from workload.metrics import collect
+
+    parsed = collect(outcome.results[0])
+    assert parsed.results and not parsed.issues
+    assert not leftovers(bed)  # every server stopped, nothing left running in the container
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_custom_b200_runs_llama2_with_generated_nv_mlpinf_configs(bed: dict[str, Any]) -> None:
+    outcome = run(bed, [action(bed, "llama2-70b", "Offline")])
+    assert outcome.status == "ok", outcome.error
+    folder = bed["nvidia"] / "configs/llama2_70b/WL_B200-SXM-180GBx4/TRTLLM/Offline"
+    harness = (folder / "harness.py").read_text()
+    # NVIDIA publishes no B200 llama2-70b v6.1 file in our index: the nearest GPUs' parts, marked untuned.
+    assert "# UNTUNED: NVIDIA publishes no complete v6.1 llama2-70b Offline config for NVIDIA B200" in harness
+    assert "loadgen_fields.offline_expected_qps: 220.0," in harness  # GB300x8's 440 QPS scaled to 4 GPUs
+    server = (folder / "server.py").read_text()
+    assert f"'0.0.0.0:{bed['port']}'" in server and "llm_fields.trtllm_yml_override" in server
+    log = calls(bed)
+    assert log.index("download_model llama2-70b") < next(i for i, x in enumerate(log) if x.startswith("run_llm_server"))
+    runs = [line for line in log if line.startswith("run_harness ")]
+    assert runs == [
+        "run_harness --benchmarks=llama2-70b --scenarios=Offline --accuracy_target=0.99 --test_mode=PerformanceOnly "
+        "--test_run"
+    ]
+    (result,) = outcome.results
+    assert "/WL_B200-SXM-180GBx4_TRT/llama2-70b-99/Offline" in str(result)
+    assert (result / "mlperf_log_summary.txt").exists()
+    assert not leftovers(bed)
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_through_mlcommons_endpoints_client_writes_and_parses_the_endpoints_format(bed: dict[str, Any]) -> None:
+    outcome = run(bed, [action(bed, "llama2-70b", "Offline", Client="endpoints")])
+    assert outcome.status == "ok", outcome.error
+    assert not [line for line in calls(bed) if line.startswith("run_harness")]  # the client, not NVIDIA's harness
+    (result,) = outcome.results
+    assert str(result).endswith("/WL_B200-SXM-180GBx4_TRT/llama2-70b-99/Offline")
+    assert (result / "performance/result_summary.json").exists() and (result / "config.yaml").exists()
+    config = next((bed["nvidia"] / "build/logs").glob("*/endpoint.yaml")).read_text()
+    assert f'"http://127.0.0.1:{bed["port"]}"' in config and '"type": "offline"' in config
+    from workload.metrics import collect
+
+    parsed = collect(result)
+    assert parsed.results and not parsed.issues, parsed.issues
+    assert not leftovers(bed)
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_a_failing_harness_run_still_stops_its_server(bed: dict[str, Any]) -> None:
+    (bed["scratch"] / "standin_harness_fail").write_text("")
+    outcome = run(bed, [action(bed, "llama2-70b", "Offline")])
+    assert outcome.status == "failed"
+    assert "make run_harness (Offline PerformanceOnly) failed with exit" in str(outcome.error)
+    assert "run_llm_server" in "".join(calls(bed)) and not outcome.results
+    assert not leftovers(bed)  # the server (make, nv-mlpinf, every trtllm-serve) is gone
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_hopper_without_custom_support_is_refused_naming_v50_before_any_download(bed: dict[str, Any]) -> None:
+    (bed["scratch"] / "standin_detected_system.json").write_text(json.dumps(H200X8))
+    outcome = run(bed, [action(bed, "llama2-70b", "Offline", system=H200X8, RequireCustomSystemSupport=False)])
+    assert outcome.status == "failed"
+    error = str(outcome.error)
+    assert "does not know this system" in error and "the last round NVIDIA tunes NVIDIA H200 in is v5.0" in error
+    assert "RequireCustomSystemSupport=true" in error
+    assert not (bed["scratch"] / "standin_calls.log").exists()  # nothing downloaded or run
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_an_image_no_registry_has_fails_naming_it(bed: dict[str, Any]) -> None:
+    outcome = run(bed, [action(bed, "llama2-70b", "Offline", ContainerImage="nvcr.io/nvidia/mlperf/no-such:v6.1")])
+    assert outcome.status == "failed"
+    error = str(outcome.error)
+    assert "Docker operation `docker pull nvcr.io/nvidia/mlperf/no-such" in error, error
+    assert "the registry must be reachable from the Docker daemon" in error, error
+
+
+@pytest.mark.parametrize("bed", ["v6.0", "v6.1"], indirect=True)
+def test_plan_shows_exactly_the_commands_run_executes(bed: dict[str, Any]) -> None:
+    model = "llama2-70b"
+    outcome = run(bed, [action(bed, model, "Offline")])
+    assert outcome.status == "ok", outcome.error
+    step_log = "".join(p.read_text() for p in (bed["tmp"] / "runs").rglob("*.log"))
+    executed = [
+        line.removeprefix("$ docker exec ") for line in step_log.splitlines() if line.startswith("$ docker exec ")
+    ]
+    # The plan of the same parameters, with the run id and system the run used, prints the same argvs.
+    run_id = next(p.name for p in (bed["nvidia"] / "build/logs").iterdir() if p.name.startswith("workload-"))
+    run_id = run_id.removeprefix("workload-").split("-llama2")[0]
+    params = MLPerfParameters.model_validate(action(bed, model, "Offline")["Parameters"])
+    facts = _facts(bed)
+    first = plan_ops(params, facts, run_id=run_id)  # up to the system check
+    after = plan_ops(params, facts, run_id=run_id, system_name="WL_B200-SXM-180GBx4").after_system_check()
+    shown = {shlex.join(c.argv) for op in (*first.ops, *after) for c in op.commands()}
+    for line in executed:
+        argv = line.split(" ", 1)[1] if line.startswith(bed["name"]) else line
+        argv = argv.removesuffix(" (detached)")  # the server's own command, run inside the start wrapper
+        if "llm-server-probe" in argv:
+            continue
+        assert any(argv in s for s in shown), argv
+
+
+def _facts(bed: dict[str, Any]) -> Any:
+    from workload.mlperf.harness import HarnessVersion
+    from workload.mlperf.settings import MLPerfFacts, UserFacts
+
+    major, minor = (int(x) for x in bed["version"].removeprefix("v").split("."))
+    return MLPerfFacts(
+        nvidia_dir=str(bed["nvidia"]),
+        nvidia_dir_exists=True,
+        version=HarnessVersion(major, minor),
+        commit=None,
+        scratch_path=str(bed["scratch"]),
+        user=UserFacts("root", 0, 0, "root", "/root"),
+        machine="x86_64",
+    )
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_ctrl_c_during_a_served_v61_run_stops_harness_and_server(bed: dict[str, Any]) -> None:
+    """``workload run`` as its own process, interrupted (SIGINT) while the harness runs against trtllm-serve."""
+    import os
+    import signal
+    import sys
+    import time
+
+    (bed["scratch"] / "standin_run_harness_sleep").write_text("297.5")
+    profile = bed["tmp"] / "profile.json"
+    profile.write_text(
+        json.dumps({"Description": "MLPerf v6.1 interrupt", "Actions": [action(bed, "llama2-70b", "Offline")]})
+    )
+    runs = bed["tmp"] / "runs"
+    argv = [sys.executable, "-m", "workload", "run", "--profile", str(profile), "--output-dir", str(runs)]
+    env = {**os.environ, "WORKLOAD_STATE_PATH": str(bed["tmp"] / "state.json")}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    started = bed["scratch"] / "standin_run_harness_started"
+    try:
+        deadline = time.monotonic() + 240
+        while not started.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the harness run never started"
+            time.sleep(0.3)
+        running = leftovers(bed)
+        assert any("trtllm-serve" in p for p in running) and any("run_harness" in p for p in running), running
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out
+    container = bed["engine"].client.containers.get(bed["name"])
+    _code, listing = (
+        container.exec_run(["ps", "-eo", "args="], user="0:0") if container.status == "running" else (0, b"")
+    )
+    left = [p for p in listing.decode().splitlines() if "sleep 297.5" in p or "trtllm-serve" in p or "nv_mlpinf" in p]
+    assert not left, left
+    assert not list((bed["nvidia"] / "build/logs").glob("*.server.pgid"))  # the server's process group is gone

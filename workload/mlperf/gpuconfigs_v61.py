@@ -1,0 +1,211 @@
+"""The v6.1 gpuconfigs table: NVIDIA's published v6.1 values, file by file, and how a custom system's come from it.
+
+v6.1 splits one (system, benchmark, scenario) over several files in ``configs/<model>/<SYSTEM>/<BACKEND>/<Scenario>/``
+(``harness.py``, ``server.py``, the ``trtllm-serve`` options YAML, ``server-topology.json``), so an entry of
+``gpuconfigs/v6.1/<SKU>.json`` is a list of *parts*, each with its kind, repository, commit, file and values::
+
+    {"sku": "B300_SXM_270GB", "round": "v6.1", "system_prefix": "B300-SXM-270GB", "gpu_names": [...],
+     "gpu_memory_gib": 270, "source": "...",
+     "configs": {"llama2-70b": {"Offline": {"k_99": {"8": {"backend": "TRTLLM", "parts": [
+         {"kind": "topology", "repo": "...", "commit": "...", "file": "closed/NVIDIA/configs/llama2_70b/...",
+          "values": {"dp_multiplicity": 8, "gpus_per_dp_rank": 1, ...}}]}}}}}}
+
+:meth:`V61Table.resolve` gives every part a custom system needs for ``count`` GPUs of one kind: the GPU's own part
+(nearest published count, throughput scaled: *tuned*), else the same part of the GPU with the nearest memory size
+(*untuned*, source named), else nothing for that part (the caller fills the harness's defaults and says so).
+Files are validated at load: an unknown benchmark, scenario, accuracy target, part kind, or a file that is not the
+entry's benchmark and scenario is a ProfileError naming the file and key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from workload.errors import ProfileError
+
+ROUND = "v6.1"
+#: v6.1's benchmarks (``--benchmarks`` names) and their config folder (``Benchmark.substitute_hyphen_for_underscore``).
+BENCHMARKS: dict[str, str] = {
+    "llama2-70b": "llama2_70b",
+    "gpt-oss-120b": "gpt_oss_120b",
+    "deepseek-r1": "deepseek_r1",
+    "whisper": "whisper",
+    "qwen3-vl-235b-a22b": "qwen3_vl_235b_a22b",
+    "wan-2.2-t2v-a14b": "wan22_a14b",
+}
+SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
+PART_KINDS = ("harness", "server", "trtllm_serve", "topology")
+#: Harness fields that scale with the GPU count (throughput).
+THROUGHPUT = ("offline_expected_qps", "server_target_qps")
+_FILE = re.compile(r"^closed/NVIDIA/configs/(?P<model>[^/]+)/[^/]+/(?P<backend>[^/]+)/(?P<scenario>[A-Za-z]+)/[^/]+$")
+
+
+class Part(BaseModel):
+    """One of NVIDIA's files and the values read from it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["harness", "server", "trtllm_serve", "topology"]
+    repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    file: str
+    #: The dict ``EXPORTS`` maps the setting to (harness.py, server.py).
+    export: str | None = None
+    values: dict[str, Any] = Field(min_length=1)
+
+    def source(self) -> str:
+        return f"{self.repo}@{self.commit[:10]} {self.file}" + (f" ({self.export})" if self.export else "")
+
+
+class Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Literal["TRTLLM", "DYNAMO", "VLLM"]
+    parts: list[Part] = Field(min_length=1)
+
+
+class Table61(BaseModel):
+    """One file: a GPU SKU's published v6.1 configs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sku: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    round: Literal["v6.1"]
+    #: NVIDIA's system id without the count (``B300-SXM-270GB`` -> ``B300-SXM-270GBx8``).
+    system_prefix: str
+    gpu_names: list[str] = Field(min_length=1)
+    gpu_memory_gib: int = Field(gt=0)
+    source: str
+    configs: dict[str, dict[str, dict[str, dict[int, Entry]]]]
+    unpublished: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_keys(self) -> Table61:
+        for model, scenarios in self.configs.items():
+            if model not in BENCHMARKS:
+                raise ValueError(f"configs.{model}: not a v6.1 benchmark (known: {', '.join(BENCHMARKS)})")
+            for scenario, targets in scenarios.items():
+                if scenario not in SCENARIOS:
+                    raise ValueError(f"configs.{model}.{scenario}: unknown scenario (known: {', '.join(SCENARIOS)})")
+                for accuracy, counts in targets.items():
+                    where = f"configs.{model}.{scenario}.{accuracy}"
+                    if accuracy not in ("k_99", "k_99_9"):
+                        raise ValueError(f"{where}: unknown accuracy target (known: k_99, k_99_9)")
+                    for count, entry in counts.items():
+                        if count < 1:
+                            raise ValueError(f"{where}.{count}: a GPU count is 1 or more")
+                        for index, part in enumerate(entry.parts):
+                            found = _FILE.match(part.file)
+                            if not found or (found["model"], found["scenario"]) != (BENCHMARKS[model], scenario):
+                                raise ValueError(
+                                    f"{where}.{count}.parts.{index}.file: not configs/{BENCHMARKS[model]}/<SYSTEM>/"
+                                    f"<BACKEND>/{scenario}/..."
+                                )
+        return self
+
+
+@dataclass(frozen=True)
+class ResolvedPart:
+    """A part for this machine: values (throughput scaled to its count) and where they come from."""
+
+    kind: str
+    values: dict[str, Any]
+    source: str
+    tuned: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Resolved61:
+    sku: str
+    model: str
+    scenario: str
+    gpu_count: int
+    parts: dict[str, ResolvedPart] = field(default_factory=dict)
+
+    @property
+    def tuned(self) -> bool:
+        return bool(self.parts) and all(p.tuned for p in self.parts.values())
+
+    def sources(self) -> tuple[str, ...]:
+        return tuple(f"{p.kind}: {p.source}{' ' + p.note if p.note else ''}" for p in self.parts.values())
+
+
+@dataclass(frozen=True)
+class V61Table:
+    tables: dict[str, Table61]
+    folder: Path
+
+    def sku_for_gpu(self, gpu_name: str) -> Table61 | None:
+        wanted = gpu_name.strip().lower()
+        for table in self.tables.values():
+            if any(name.lower() == wanted for name in table.gpu_names):
+                return table
+        return None
+
+    def resolve(
+        self, gpu_name: str, gpu_memory_mib: int, count: int, model: str, scenario: str, accuracy: str = "k_99"
+    ) -> Resolved61:
+        """Every part published for (model, scenario, accuracy): this GPU's first, then the nearest GPU's."""
+        own = self.sku_for_gpu(gpu_name)
+        order = sorted(
+            self.tables.values(),
+            key=lambda t: (t is not own, abs(t.gpu_memory_gib * 1024 - gpu_memory_mib), t.sku),
+        )
+        parts: dict[str, ResolvedPart] = {}
+        for table in order:
+            counts = table.configs.get(model, {}).get(scenario, {}).get(accuracy)
+            if not counts:
+                continue
+            # The nearest published count first: the machine's own, else the largest below, else the smallest above.
+            for published in sorted(counts, key=lambda c: (c != count, c > count, -c if c < count else c)):
+                for part in counts[published].parts:
+                    if part.kind in parts:
+                        continue
+                    values = dict(part.values)
+                    note = ""
+                    if published != count:
+                        for name in THROUGHPUT:
+                            if name in values:
+                                values[name] = round(values[name] * count / published, 6)
+                        note = f"(scaled from x{published} to x{count})"
+                    tuned = table is own
+                    parts[part.kind] = ResolvedPart(part.kind, values, part.source(), tuned, note)
+        sku = own.sku if own else "(no v6.1 table)"
+        return Resolved61(sku=sku, model=model, scenario=scenario, gpu_count=count, parts=parts)
+
+
+def load_table61(folder: Path | None = None) -> V61Table:
+    """Load and validate every ``gpuconfigs/v6.1/*.json``."""
+    if folder is None:
+        from workload.resources import gpuconfig_dir
+
+        folder = gpuconfig_dir() / ROUND
+    tables: dict[str, Table61] = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        label = f"gpuconfigs/{ROUND}/{path.name}"
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ProfileError(label, f"cannot read: {exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise ProfileError(f"{label}: line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
+        try:
+            table = Table61.model_validate(raw)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            message = (
+                "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+            )
+            raise ProfileError(label, f"{where}: {message}" if where else message) from None
+        if table.sku != path.stem:
+            raise ProfileError(f"{label}: sku", f"is {table.sku!r} but the file is named {path.stem!r}")
+        tables[table.sku] = table
+    return V61Table(tables=tables, folder=Path(folder))

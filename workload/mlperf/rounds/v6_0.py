@@ -1,0 +1,106 @@
+"""NVIDIA's v6.0 harness (``closed/NVIDIA`` of mlcommons/inference_results_v6.0).
+
+What changed from v5.1, and the upstream file each behaviour comes from (``tests/fixtures/harness/rounds/v6.0/
+UPSTREAM.md`` names repository and commit):
+* the image is NVIDIA's prebuilt one when ``ContainerImage`` names it (pulled where the daemon lacks it; a pull
+  that cannot reach the registry fails naming the image), else built from the checkout's recipe as
+  ``make prebuild BENCHMARK=<benchmark>`` does;
+* the benchmarks: llama2-70b, llama3.1-8b, llama3.1-405b, gpt-oss-120b, deepseek-r1 (LLMs, served by
+  ``trtllm-serve``), whisper ...; mixtral-8x7b is gone (the MAKE Targets documentation's "Available Benchmarks");
+* config files ``configs/<SYSTEM>/<Scenario>/<benchmark with _>.py`` carry ``ACCURACY_OVERRIDES`` and
+  ``COMPLIANCE_OVERRIDES`` beside ``EXPORTS``; the accuracy target is ``--accuracy_target``;
+* the values of a custom system come from ``gpuconfigs/v6.0`` (:func:`workload.mlperf.v6_systems.v60_files`):
+  NVIDIA tunes B200, B300 and GB200; a Hopper GPU is refused naming v5.0 or, with
+  ``RequireCustomSystemSupport=true``, runs the nearest GPU's values marked untuned.
+Everything else (SYSTEM_NAME, the minimal-config fallback refused, one server per scenario) is v5.1's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from workload.mlperf.catalog import WorkloadSetting
+from workload.mlperf.configgen_v6 import v60_config_path
+from workload.mlperf.custom_system import GeneratedFile
+from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
+from workload.mlperf.harness import HarnessVersion
+from workload.mlperf.llm_server import ServerSpec
+from workload.mlperf.ops import BuildImage, Op, UseImage
+from workload.mlperf.rounds.base import PlanInputs
+from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
+from workload.mlperf.system import HostSystem
+from workload.mlperf.v6_systems import SystemFiles, v60_files
+
+#: v6.0's LLM benchmarks (``--core_type=trtllm_endpoint``: a trtllm-serve server beside the harness).
+LLM_BENCHMARKS = ("llama2-70b", "llama3.1-8b", "llama3.1-405b", "gpt-oss-120b", "deepseek-r1")
+
+
+class V6_0Round(V5_1Round):
+    """v6.0: v5.1's layout with a prebuilt image, v6.0's benchmarks and values."""
+
+    name: ClassVar[str] = "v6.0"
+    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 0),)
+    markers: ClassVar[tuple[str, ...]] = ()
+
+    def image_ops(self, inputs: PlanInputs) -> list[Op]:
+        params = inputs.params
+        if params.ContainerImage:
+            return [UseImage(params.ContainerImage)]
+        return [
+            BuildImage(
+                tag=f"mlperf-inference:{inputs.user_name}-{inputs.facts.machine}-{inputs.settings.model}",
+                nvidia_dir=inputs.nvidia_dir,
+                base_image=params.BaseImage,
+                build=params.BuildImage,
+            )
+        ]
+
+    @staticmethod
+    def serves(model: str) -> bool:
+        return model in LLM_BENCHMARKS
+
+    def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
+        """v5.1's server (``make run_llm_server`` in the foreground of its own process group) on ``LLMServerPort``."""
+        url = f"127.0.0.1:{inputs.params.LLMServerPort}"
+        args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
+        variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
+        argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
+        return ServerSpec(argv=argv, url=url, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
+
+    # -- system support (workload.mlperf.system_support_v6) --------------------------------------------------
+    def system_answer(self, output: str) -> str | None:
+        """The system id the check printed, or None when the harness does not know the machine."""
+        answer = system_answer(output)
+        return None if answer is None or is_unregistered(answer) or answer == "None" else answer
+
+    def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
+        """The files (relative to closed/NVIDIA) the harness needs for one scenario of ``system_id``."""
+        return (v60_config_path(system_id, scenario, model),)
+
+    def system_files(
+        self,
+        system: HostSystem,
+        model: str,
+        scenarios: Sequence[str],
+        accuracies: Sequence[str],
+        *,
+        allow_untuned: bool,
+        port: int = 30000,
+    ) -> SystemFiles:
+        """The custom system's config files (``SYSTEM_NAME`` = their system id), from ``gpuconfigs/v6.0``."""
+        return v60_files(
+            system, load_table(harness_round="v6.0"), model, scenarios, accuracies, allow_untuned=allow_untuned
+        )
+
+    def custom_config(
+        self,
+        model: str,
+        scenario: str,
+        member: str,
+        class_base: str,
+        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
+        version: HarnessVersion,
+    ) -> GeneratedFile:
+        # The v5.1 EXPORTS format is v6.0's too (configs/<SYSTEM>/<Scenario>/<benchmark>.py).
+        return super().custom_config(model, scenario, member, class_base, classes, version)

@@ -1,0 +1,236 @@
+"""NVIDIA's v6.1 harness: the ``nv-mlpinf`` package (``closed/NVIDIA`` of mlcommons/inference_results_v6.1).
+
+What changed from v6.0, and the upstream file each behaviour comes from (``tests/fixtures/harness/rounds/v6.1/
+UPSTREAM.md`` names repository and commit):
+* the harness is a package (``src/nv_mlpinf``, ``pip install -e ".[llm]"``; the Makefile's ``ensure_installed``);
+  no image is built: NVIDIA's image is pulled (``ContainerImage``, default the LLM image ``docs/ENV_SETUP.md``
+  names) and the checkout attached at ``/work``;
+* configs are grouped by model, then system, backend and scenario:
+  ``configs/<model with _>/<SYSTEM>/TRTLLM/<Scenario>/{server.py,harness.py}`` plus the trtllm-serve options YAML;
+  a missing file is an error (no minimal fallback);
+* the system check is ``nv-mlpinf show_paths`` (``system_name = <id> [auto-detected|env: SYSTEM_NAME]``, or
+  ``Detected system did not match any known systems.``); a custom system is ``SYSTEM_NAME=WL_<system>`` with our
+  files under its name (:func:`workload.mlperf.v6_systems.v61_files`);
+* every LLM benchmark runs against trtllm-serve: ``make run_llm_server`` (foreground, in its own process group,
+  stopped after the run) then ``make run_harness`` (a date-stamped ``LOG_DIR``);
+* qwen3-vl and wan2.2 run only through nv-sflow on Slurm in v6.1: refused here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import ClassVar
+
+from workload.errors import ProfileError
+from workload.mlperf import configgen_v6
+from workload.mlperf.endpoint_ops import RunEndpointsClient
+from workload.mlperf.harness import HarnessVersion, RunGroup
+from workload.mlperf.llm_server import ServerSpec
+from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage, UseImage
+from workload.mlperf.results import Expected
+from workload.mlperf.rounds.base import PlanInputs
+from workload.mlperf.rounds.v4_1 import _done
+from workload.mlperf.rounds.v5_1 import SYSTEM_PLACEHOLDER
+from workload.mlperf.rounds.v6_0 import V6_0Round
+from workload.mlperf.server_ops import StartServer, StopServer
+from workload.mlperf.settings import setup_key
+from workload.mlperf.system import HostSystem
+from workload.mlperf.v6_systems import SystemFiles, v61_files
+
+#: The LLM image NVIDIA's v6.1 docs/ENV_SETUP.md pulls (B200/B300, x86_64).
+DEFAULT_IMAGE = (
+    "nvcr.io/nvidia/mlperf/mlperf-inference:tensorrt_llm_release-feat-1.2-mlpinf-b5ddff4_mlperf-main-f538816_jan28_x86"
+)
+#: The harness's system check: its ``show_paths`` action prints the system name and where it came from.
+SYSTEM_CHECK = ("bash", "-c", "PYTHONPATH=src exec python3 -m nv_mlpinf.main show_paths")
+SYSTEM_LINE = re.compile(r"^\s*system_name\s*=\s*(\S+)\s+\[(.+)\]\s*$", re.M)
+#: Benchmarks one node runs in v6.1 (the others are nv-sflow/Slurm only: q3vl README, configs/SLURM_SUPPORT.md).
+SINGLE_NODE = ("llama2-70b", "gpt-oss-120b", "deepseek-r1")
+SLURM_ONLY = ("qwen3-vl-235b-a22b", "wan-2.2-t2v-a14b")
+SETUP = ("ensure_installed", "download_data", "download_model", "preprocess_data")
+
+
+def system_name_of(output: str) -> str | None:
+    """The id ``nv-mlpinf show_paths`` printed, or None when the harness does not know the machine."""
+    found = SYSTEM_LINE.search(output)
+    return found.group(1) if found else None
+
+
+class V6_1Round(V6_0Round):
+    """v6.1: nv-mlpinf, pulled image, configs by model/system/backend/scenario, every LLM behind trtllm-serve."""
+
+    name: ClassVar[str] = "v6.1"
+    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 1),)
+    markers: ClassVar[tuple[str, ...]] = ("src/nv_mlpinf/main.py",)
+
+    def image_ops(self, inputs: PlanInputs) -> list[Op]:
+        return [UseImage(inputs.params.ContainerImage or DEFAULT_IMAGE)]
+
+    def _check_model(self, model: str) -> None:
+        if model in SLURM_ONLY:
+            raise ProfileError(
+                "HarnessRound v6.1",
+                f"{model} runs only through nv-sflow on Slurm in NVIDIA's v6.1 harness (its README: no single-node "
+                "docker launch); this runner does one node",
+            )
+        if model not in SINGLE_NODE:
+            raise ProfileError(
+                "HarnessRound v6.1",
+                f"{model} is not a v6.1 benchmark for one node (v6.1 has: {', '.join(SINGLE_NODE)})",
+            )
+
+    def system_check(self, inputs: PlanInputs) -> Op:
+        self._check_model(inputs.settings.model)
+        return IdentifySystem(
+            container=inputs.container,
+            argv=SYSTEM_CHECK,
+            custom_support=inputs.params.RequireCustomSystemSupport,
+            config_targets=tuple(self.custom_config_path(inputs.settings.model, s) for s in inputs.settings.scenarios)
+            if inputs.params.RequireCustomSystemSupport
+            else (),
+        )
+
+    def setup_ops(self, inputs: PlanInputs) -> tuple[list[Op], list[str]]:
+        model = inputs.settings.model
+        ops: list[Op] = []
+        for stage in SETUP:
+            key = setup_key(inputs.scratch, model, stage)
+            argv = ("make", stage, f"BENCHMARKS={model}")
+            ops.append(SetupStage(inputs.container, model, stage, argv, key, done=_done(inputs.facts.done.get(key))))
+        notes = [] if any(op.shown for op in ops) else [f"setup of {model} already done ({', '.join(SETUP)})"]
+        return ops, notes
+
+    @staticmethod
+    def serves(model: str) -> bool:
+        return model in SINGLE_NODE
+
+    def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:
+        return []  # trtllm-serve loads the checkpoint itself: no engine step in v6.1
+
+    def _args(self, inputs: PlanInputs, scenarios: Sequence[str], accuracy: str) -> list[str]:
+        return [
+            f"--benchmarks={inputs.settings.model}",
+            f"--scenarios={','.join(scenarios)}",
+            f"--accuracy_target={accuracy}",
+        ]
+
+    def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
+        url = f"127.0.0.1:{inputs.params.LLMServerPort}"
+        args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground"]
+        variables = {**self._system_variables(inputs), "LOG_DIR": f"{logs}/server"}
+        argv = ("make", "run_llm_server", f"RUN_ARGS={' '.join(args)}", *(f"{k}={v}" for k, v in variables.items()))
+        return ServerSpec(argv=argv, url=url, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
+
+    def run_ops(self, inputs: PlanInputs, group: RunGroup, test_mode: str, index: int) -> list[Op]:
+        settings, quick = inputs.settings, inputs.params.Quick
+        model = settings.model
+        ops: list[Op] = []
+        for accuracy, _version in self._targets(inputs):
+            for scenario in group.scenarios:
+                logs = self.results_dir(inputs.run_id, model, test_mode, index) + f"-{scenario.lower()}"
+                if accuracy == "0.999" and len(self._targets(inputs)) > 1:
+                    logs += "-999"
+                benchmark = f"{model}-{'99.9' if accuracy == '0.999' else '99'}" if model == "llama2-70b" else model
+                expected = tuple(
+                    Expected(model, benchmark, s, test_mode)
+                    for s in (scenario,)
+                    if (s, benchmark) not in inputs.blocked
+                )
+                spec = self.server_spec(inputs, scenario, accuracy, logs)
+                args = [*self._args(inputs, (scenario,), accuracy), f"--test_mode={test_mode}"]
+                if quick:
+                    args.append("--test_run")
+                args += [f"--{name}={value}" for name, value in group.fields]
+                what = f"{model} {scenario}"
+                ops.append(StartServer(inputs.container, spec, what))
+                if inputs.params.Client == "endpoints":
+                    ops.append(self._endpoints(inputs, scenario, benchmark, test_mode, logs, expected, spec.url))
+                    ops.append(CollectResults(f"{inputs.nvidia_dir}/{logs}", test_mode, expected))
+                    ops.append(StopServer(inputs.container, spec, what))
+                    continue
+                ops.append(
+                    MakeTarget(
+                        inputs.container,
+                        f"run {what} {test_mode} (accuracy target {accuracy})"
+                        + (" (quick: --test_run)" if quick else "")
+                        + f" against trtllm-serve on {spec.url}",
+                        "run_harness",
+                        tuple({"RUN_ARGS": " ".join(args), "LOG_DIR": logs, **self._system_variables(inputs)}.items()),
+                        log_dir=logs,
+                        expected=expected,
+                        scenarios=(scenario,),
+                        test_mode=test_mode,
+                    )
+                )
+                ops.append(CollectResults(f"{inputs.nvidia_dir}/{logs}", test_mode, expected))
+                ops.append(StopServer(inputs.container, spec, what))
+        return ops
+
+    def refused_output(self, output: str) -> str | None:
+        """v6.1 has no minimal fallback (a missing config is an error naming the file): nothing to refuse."""
+        return None
+
+    def system_answer(self, output: str) -> str | None:
+        return system_name_of(output)
+
+    def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
+        from workload.mlperf import configgen_v6
+
+        folder = configgen_v6.v61_folder(model, system_id, scenario)
+        return (f"{folder}/server.py", f"{folder}/harness.py")
+
+    def _endpoints(
+        self,
+        inputs: PlanInputs,
+        scenario: str,
+        benchmark: str,
+        test_mode: str,
+        logs: str,
+        expected: tuple[Expected, ...],
+        url: str,
+    ) -> RunEndpointsClient:
+        """The endpoints client's run: its report where NVIDIA's harness would put this scenario's results."""
+        if scenario != "Offline":
+            raise ProfileError(
+                "Client",
+                f"the endpoints client runs {scenario} at a target QPS this runner does not choose yet; "
+                "use Client=endpoints for Offline, or the harness (Client=harness)",
+            )
+        system = inputs.system_name or SYSTEM_PLACEHOLDER
+        report = f"/work/{logs}/{system}_TRT/{benchmark}/{scenario}"
+        config_path = f"{logs}/endpoint.yaml"
+        text = configgen_v6.endpoint_config(
+            name=f"{benchmark}-{scenario.lower()}-{test_mode.lower()}",
+            model=benchmark,
+            scenario=scenario,
+            url=url,
+            report_dir=report,
+            min_duration_ms=60000 if inputs.params.Quick else 600000,
+            samples=24576,
+            target_qps=None,
+            max_new_tokens=1024,
+        )
+        argv = ("inference-endpoint", "benchmark", "from-config", "-c", f"/work/{config_path}", "--timeout", "7200")
+        return RunEndpointsClient(
+            inputs.container, config_path, text, argv, logs, expected, (scenario,), test_mode, url
+        )
+
+    def system_files(
+        self,
+        system: HostSystem,
+        model: str,
+        scenarios: Sequence[str],
+        accuracies: Sequence[str],
+        *,
+        allow_untuned: bool,
+        port: int = 30000,
+    ) -> SystemFiles:
+        from workload.mlperf.gpuconfigs_v61 import load_table61
+
+        return v61_files(system, load_table61(), model, scenarios, allow_untuned=allow_untuned, base_port=port)
+
+    def custom_config_path(self, model: str, scenario: str) -> str:
+        from workload.mlperf import configgen_v6
+
+        return configgen_v6.v61_folder(model, "<system id from the system check>", scenario) + "/{server,harness}.py"

@@ -1,0 +1,119 @@
+"""System support for the v6.x rounds: the harness's system check, then NVIDIA's configs or a custom system.
+
+Called by the interpreter for the ``IdentifySystem`` op of a round that names systems by ``SYSTEM_NAME`` and keeps
+one config set per system (:class:`~workload.mlperf.rounds.v6_0.V6_0Round` and its successors). The rule:
+
+* the harness knows the machine and has every config the run needs: run NVIDIA's (its id as SYSTEM_NAME);
+* it does not know it (or lacks configs) and ``RequireCustomSystemSupport`` is off: refuse before any download,
+  naming the machine, the parameter and, for a GPU NVIDIA no longer tunes, the last round that does;
+* with ``RequireCustomSystemSupport``: write the round's custom-system files (``WL_<system>``; values from
+  gpuconfigs, untuned ones marked in the files and logged), never over a file without our mark, and run with
+  ``SYSTEM_NAME=WL_<system>``; a scenario no published config covers is blocked, with why.
+
+Returns the system name for the rest of the plan and the blocked (scenario, benchmark) pairs with why.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from workload.commands import cmd
+from workload.errors import StepError, WorkloadError
+from workload.mlperf.configgen_v6 import MARK
+from workload.mlperf.container import HarnessContainer
+from workload.mlperf.ops import IdentifySystem
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
+from workload.mlperf.system_support import system_of, tail
+from workload.mlperf.v6_systems import NotTuned, last_tuned_round
+from workload.steps import Step, StepContext
+
+
+@dataclass(frozen=True)
+class Decision:
+    system_name: str
+    blocked: dict[tuple[str, str], str]
+
+
+def _accuracies(settings: Settings) -> list[str]:
+    return list(dict.fromkeys("k_99_9" if "high_accuracy" in v else "k_99" for v in settings.config_versions))
+
+
+def prepare(
+    step: Step,
+    ctx: StepContext,
+    container: HarnessContainer,
+    params: MLPerfParameters,
+    facts: MLPerfFacts,
+    settings: Settings,
+    harness: Any,
+    op: IdentifySystem,
+    log: Callable[[str], None],
+) -> Decision:
+    """Run the system check and make the harness able to run this machine (see the module docstring)."""
+    assert facts.nvidia_dir is not None
+    log(f"$ docker exec {container.spec.name} {shlex.join(op.argv)}")
+    code, output = container.exec(list(op.argv), on_line=None)
+    if code != 0:
+        raise step.fail(
+            f"the harness's system check `{' '.join(op.argv)}` exited {code}; last lines:\n{tail(output, 10)}", ctx
+        )
+    answer = harness.system_answer(output)
+    model = settings.model
+    exists: Callable[[str], bool] = lambda path: ctx.host.exists(posixpath.join(facts.nvidia_dir or "", path))  # noqa: E731
+    if answer is not None:
+        missing = [p for s in settings.scenarios for p in harness.config_files(answer, model, s) if not exists(p)]
+        if not missing:
+            log(f"the harness knows this system: {answer}, with NVIDIA's configs for {model}")
+            return Decision(answer, {})
+        if not params.RequireCustomSystemSupport:
+            blocked = {}
+            for scenario in settings.scenarios:
+                lacking = [p for p in harness.config_files(answer, model, scenario) if not exists(p)]
+                if lacking:
+                    for benchmark in settings.benchmarks:
+                        blocked[(scenario, benchmark)] = (
+                            f"NVIDIA's {harness.name} harness knows this system ({answer}) but has no {lacking[0]}; "
+                            "set RequireCustomSystemSupport=true to run it with generated configs"
+                        )
+            return Decision(answer, blocked)
+        log(f"the harness knows this system ({answer}) but lacks {', '.join(missing)}: running it as a custom system")
+    try:
+        system = system_of(params, ctx)
+    except WorkloadError as exc:
+        raise step.fail(f"the machine's GPUs/CPU could not be read for a custom system: {exc.message}", ctx) from None
+    if not params.RequireCustomSystemSupport:
+        last = last_tuned_round(system.gpu_name)
+        extra = f"; the last round NVIDIA tunes {system.gpu_name} in is {last}" if last else ""
+        raise StepError(
+            step.label,
+            f"NVIDIA's {harness.name} harness does not know this system ({system.describe()}){extra}; set "
+            "RequireCustomSystemSupport=true to run it as a custom system (SYSTEM_NAME) with configs from gpuconfigs/"
+            + (", marked untuned" if last else ""),
+            host=ctx.host.name,
+        )
+    try:
+        files = harness.system_files(
+            system, model, settings.scenarios, _accuracies(settings), allow_untuned=True, port=params.LLMServerPort
+        )
+    except (NotTuned, ValueError) as exc:
+        raise StepError(step.label, str(exc), host=ctx.host.name) from None
+    for generated in files.files:
+        target = posixpath.join(facts.nvidia_dir, generated.path)
+        if ctx.host.exists(target) and not ctx.host.read_text(target).startswith(MARK):
+            raise step.fail(f"{generated.path} exists and is not ours (no {MARK!r} line): not overwriting it", ctx)
+        ctx.check(cmd("mkdir", "-p", posixpath.dirname(target)))
+        ctx.host.write_text(target, generated.text)
+        log(f"wrote {generated.path}")
+    for note in files.notes:
+        log(note)
+    blocked = {}
+    for scenario in settings.scenarios:
+        if not all(exists(p) for p in harness.config_files(files.system_id, model, scenario)):
+            why = next((n for n in files.notes if f"{model} {scenario}" in n), f"no {harness.name} values")
+            for benchmark in settings.benchmarks:
+                blocked[(scenario, benchmark)] = why
+    return Decision(files.system_id, blocked)

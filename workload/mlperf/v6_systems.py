@@ -1,0 +1,274 @@
+"""A custom system's files for NVIDIA's v6.0 and v6.1 harness, from the host's facts and gpuconfigs (pure).
+
+Rule (issue 18): NVIDIA's published values of the round for this GPU, the nearest published GPU count scaled
+(*tuned*); when NVIDIA publishes nothing for this GPU in the round (Hopper from v5.1 on) the values of the
+published GPU with the nearest memory size, scaled by count, marked *untuned* in every generated file and in the
+notes; only with ``allow_untuned`` (``RequireCustomSystemSupport=true``), otherwise :class:`NotTuned` names the
+last round that tunes the GPU. Nothing here touches a host: the caller writes the files it gets, never over a
+file without :data:`~workload.mlperf.configgen_v6.MARK` (NVIDIA's).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workload.mlperf import configgen_v6 as gen
+from workload.mlperf.custom_system import SYSTEM_ID_PREFIX, GeneratedFile
+from workload.mlperf.gpuconfigs import GpuConfigTable, PublishedConfig, SkuTable
+from workload.mlperf.gpuconfigs_v61 import BENCHMARKS as V61_BENCHMARKS
+from workload.mlperf.gpuconfigs_v61 import V61Table
+from workload.mlperf.system import HostSystem
+
+#: GPUs NVIDIA stopped tuning, and the last round whose configs tune them (issue 18; v5.0's configs are the last
+#: with Hopper classes: mlcommons/inference_results_v5.0 closed/NVIDIA/configs/llama2-70b/Offline/__init__.py).
+LAST_TUNED = {"H100": "v5.0", "H200": "v5.0", "GH200": "v5.0"}
+#: NVIDIA's system-id prefix per GPU (``<prefix>x<count>``) for the GPUs the v6 tables lack.
+SYSTEM_PREFIX = {"H100": "H100-SXM-80GB", "H200": "H200-SXM-141GB", "GH200": "GH200-96GB_aarch64"}
+#: The fields v6.1's harness.py gets from the round when no NVIDIA harness.py for the GPU gives them (the values of
+#: NVIDIA's llama2_70b GB300x8 harness.py, intel-ai-tce/inference_results_v6.1 @ 5174fca8; paths as NVIDIA spells them).
+V61_HARNESS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama2-70b": {
+        "llm_gen_config_path": "src/nv_mlpinf/benchmarks/llama2_70b/generation_config.json",
+        "min_duration": 2400000,
+        "precision": "fp4",
+        "input_dtype": "int32",
+    },
+    "gpt-oss-120b": {"min_duration": 600000, "precision": "fp4", "input_dtype": "int32"},
+    "deepseek-r1": {"min_duration": 600000, "precision": "fp4", "input_dtype": "int32"},
+}
+
+
+class NotTuned(ValueError):
+    """NVIDIA publishes no config for this GPU in the round and untuned configs were not allowed."""
+
+
+def gpu_family(gpu_name: str) -> str | None:
+    """``NVIDIA H200`` -> ``H200``; ``NVIDIA H100 80GB HBM3`` -> ``H100``; ``NVIDIA GH200 ...`` -> ``GH200``."""
+    found = re.search(r"\b(GH200|H100|H200|H800|H20)\b", gpu_name, re.I)
+    return found.group(1).upper() if found else None
+
+
+def last_tuned_round(gpu_name: str) -> str | None:
+    """The last round NVIDIA tuned this GPU in, when it is a GPU it no longer tunes (Hopper); else None."""
+    family = gpu_family(gpu_name)
+    return LAST_TUNED.get(family) if family else None
+
+
+def _memory_gib(sku: str) -> int:
+    found = re.search(r"(\d+)GB$", sku)
+    return int(found.group(1)) if found else 0
+
+
+@dataclass(frozen=True)
+class SystemFiles:
+    """What a custom system needs: the system id, files to write, the notes for ``plan``/the run, tuned or not."""
+
+    system_id: str
+    files: tuple[GeneratedFile, ...]
+    notes: tuple[str, ...]
+    tuned: bool
+
+
+def _untuned_reason(system: HostSystem, round_name: str, donor: str) -> str:
+    last = last_tuned_round(system.gpu_name)
+    why = f"NVIDIA publishes no {system.gpu_name} config in {round_name}"
+    if last:
+        why += f" (the last round NVIDIA tunes it in is {last})"
+    return f"{why}; values of {donor}, scaled to {system.gpu_count} GPUs"
+
+
+def refuse_untuned(system: HostSystem, round_name: str) -> NotTuned:
+    last = last_tuned_round(system.gpu_name)
+    hint = f"run round {last} (HarnessRound={last}, or its results repository)" if last else "use another round"
+    return NotTuned(
+        f"NVIDIA's {round_name} harness has no tuned config for {system.gpu_name}"
+        + (f"; the last round NVIDIA tunes it in is {last}" if last else "")
+        + f": {hint}, or set RequireCustomSystemSupport=true to run with generated configs marked untuned"
+    )
+
+
+def system_id(system: HostSystem, prefix: str) -> str:
+    """``WL_B200-SXM-180GBx8``: ours (NVIDIA's ids never start with WL_), ``x<count>`` last as NVIDIA's."""
+    return f"{SYSTEM_ID_PREFIX}{prefix}x{system.gpu_count}"
+
+
+# ---- v6.0 -----------------------------------------------------------------------------------------------------
+
+
+def _v60_entry(
+    table: GpuConfigTable, sku: SkuTable, stem: str, scenario: str, accuracy: str, count: int
+) -> tuple[int, PublishedConfig] | None:
+    counts = sku.configs.get(stem, {}).get(scenario, {}).get(accuracy)
+    if not counts:
+        return None
+    published = sorted(counts)
+    below = [c for c in published if c <= count]
+    base = below[-1] if below else published[0]
+    return base, counts[base]
+
+
+def v60_files(
+    system: HostSystem,
+    table: GpuConfigTable,
+    benchmark: str,
+    scenarios: Sequence[str],
+    accuracies: Sequence[str],
+    *,
+    allow_untuned: bool,
+    sid: str | None = None,
+) -> SystemFiles:
+    """One config file per scenario under the system id the harness is given as ``SYSTEM_NAME`` (v6.0).
+
+    ``sid``: that id (default: ours, :func:`system_id`). A (scenario, accuracy) no table entry covers is left out
+    and named in the notes (the harness would fall back to its minimal config: the caller blocks that result).
+    """
+    stem = benchmark.replace(".", "_")
+    own = next((t for t in table.skus.values() if system.gpu_name.lower() in (n.lower() for n in t.gpu_names)), None)
+    family = gpu_family(system.gpu_name)
+    prefix = own.sku.replace("_", "-") if own else SYSTEM_PREFIX.get(family or "", system.gpu_name.replace(" ", "-"))
+    if own is not None:
+        prefix = _v60_prefix(own)
+    ident = sid or system_id(system, prefix)
+    files: list[GeneratedFile] = []
+    notes: list[str] = []
+    tuned_all = True
+    donors = sorted(table.skus.values(), key=lambda t: (abs(_memory_gib(t.sku) - system.gpu_memory_mib / 1024), t.sku))
+    for scenario in scenarios:
+        settings: dict[str, dict[str, Any]] = {}
+        sources: list[str] = []
+        env: dict[str, str] = {}
+        overrides: dict[str, dict[str, Any]] = {}
+        why = ""
+        for accuracy in accuracies:
+            found = _v60_entry(table, own, stem, scenario, accuracy, system.gpu_count) if own else None
+            donor = own
+            if found is None:
+                for candidate in donors:
+                    found = _v60_entry(table, candidate, stem, scenario, accuracy, system.gpu_count)
+                    if found:
+                        donor = candidate
+                        break
+            if found is None or donor is None:
+                notes.append(f"no published v6.0 config of {benchmark} {scenario} ({accuracy}) for any GPU: not run")
+                continue
+            if donor is not own:
+                if not allow_untuned:
+                    raise refuse_untuned(system, "v6.0")
+                tuned_all = False
+                why = _untuned_reason(system, "v6.0", f"{donor.sku} ({found[1].file})")
+            base, published = found
+            fields = published.fields.set_fields()
+            if base != system.gpu_count:
+                for name in ("offline_expected_qps", "server_target_qps"):
+                    if name in fields:
+                        fields[name] = round(fields[name] * system.gpu_count / base, 6)
+            settings[accuracy] = fields
+            env.update(published.env or {})
+            if published.accuracy_overrides:
+                overrides[accuracy] = dict(published.accuracy_overrides)
+            scaled = f" (scaled from x{base} to x{system.gpu_count})" if base != system.gpu_count else ""
+            sources.append(
+                f"{published.file} {published.class_name}{scaled}"
+                + (f" [{published.read_from}]" if published.read_from else "")
+            )
+        if not settings:
+            continue
+        tuned = not why
+        provenance = gen.Provenance(tuple(sources), tuned, why)
+        text = gen.v60_config(ident, system.describe(), settings, provenance, env=env, accuracy_overrides=overrides)
+        files.append(GeneratedFile(gen.v60_config_path(ident, scenario, benchmark), text))
+        notes.append(
+            f"{gen.v60_config_path(ident, scenario, benchmark)}: "
+            + ("tuned (NVIDIA's values for this GPU)" if tuned else f"UNTUNED ({why})")
+        )
+    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all)
+
+
+def _v60_prefix(sku: SkuTable) -> str:
+    """NVIDIA's system-id prefix of a SKU, read from its config files (``configs/B200-SXM-180GBx4/...``)."""
+    for scenarios in sku.configs.values():
+        for targets in scenarios.values():
+            for counts in targets.values():
+                for count, entry in counts.items():
+                    folder = entry.file.split("/")[3]
+                    if folder.endswith(f"x{count}"):
+                        return folder[: -len(f"x{count}")]
+    return sku.sku.replace("_", "-")
+
+
+# ---- v6.1 -----------------------------------------------------------------------------------------------------
+
+
+def v61_files(
+    system: HostSystem,
+    table: V61Table,
+    benchmark: str,
+    scenarios: Sequence[str],
+    *,
+    allow_untuned: bool,
+    base_port: int = 30000,
+) -> SystemFiles:
+    """server.py, harness.py and the trtllm-serve YAMLs per scenario for ``SYSTEM_NAME=<our id>`` (v6.1)."""
+    if benchmark not in V61_BENCHMARKS:
+        raise ValueError(f"{benchmark} is not a v6.1 benchmark (known: {', '.join(V61_BENCHMARKS)})")
+    own = table.sku_for_gpu(system.gpu_name)
+    family = gpu_family(system.gpu_name)
+    prefix = own.system_prefix if own else SYSTEM_PREFIX.get(family or "", system.gpu_name.replace(" ", "-"))
+    ident = system_id(system, prefix)
+    files: list[GeneratedFile] = []
+    notes: list[str] = []
+    tuned_all = True
+    for scenario in scenarios:
+        resolved = table.resolve(system.gpu_name, system.gpu_memory_mib, system.gpu_count, benchmark, scenario)
+        if not resolved.parts and benchmark not in V61_HARNESS_DEFAULTS:
+            notes.append(f"no published v6.1 config of {benchmark} {scenario} for any GPU: not run")
+            continue
+        untuned = [p for p in resolved.parts.values() if not p.tuned]
+        missing = [k for k in ("harness", "trtllm_serve", "topology") if k not in resolved.parts]
+        why = ""
+        if own is None or untuned or missing:
+            if not allow_untuned and (own is None or not resolved.parts):
+                raise refuse_untuned(system, "v6.1")
+            parts = ", ".join(f"{p.kind} from {p.source}" for p in untuned)
+            gaps = f"; {', '.join(missing)}: the harness's defaults" if missing else ""
+            why = f"NVIDIA publishes no complete v6.1 {benchmark} {scenario} config for {system.gpu_name}"
+            if last_tuned_round(system.gpu_name):
+                why += f" (the last round NVIDIA tunes it in is {last_tuned_round(system.gpu_name)})"
+            why += (f": {parts}" if parts else "") + gaps
+            tuned_all = False
+        topology = resolved.parts.get("topology")
+        per_server = int(topology.values.get("gpus_per_dp_rank", 1)) if topology else 1
+        servers = max(1, system.gpu_count // per_server)
+        urls = [f"0.0.0.0:{base_port + i}" for i in range(servers)]
+        folder = gen.v61_folder(benchmark, ident, scenario)
+        provenance = gen.Provenance(resolved.sources(), not why, why)
+        harness_part = resolved.parts.get("harness")
+        fields = {**V61_HARNESS_DEFAULTS.get(benchmark, {}), **(harness_part.values if harness_part else {})}
+        throughput = "offline_expected_qps" if scenario == "Offline" else "server_target_qps"
+        if throughput not in fields:
+            if scenario != "Offline" and "offline_expected_qps" in fields:
+                fields[throughput] = fields.pop("offline_expected_qps")
+            else:
+                notes.append(f"no {throughput} for {benchmark} {scenario} in any v6.1 table entry: not run")
+                continue
+        serve = resolved.parts.get("trtllm_serve")
+        options = dict(serve.values) if serve else {"backend": "pytorch", "tensor_parallel_size": per_server}
+        precision = str(fields.get("precision", "fp4"))
+        files += [
+            GeneratedFile(
+                f"{folder}/server.py", gen.v61_server(folder, urls, precision, provenance, ident, system.describe())
+            ),
+            GeneratedFile(
+                f"{folder}/harness.py",
+                gen.v61_harness(fields, urls, provenance, ident, system.describe(), tensor_dir=f"{benchmark}/"),
+            ),
+            GeneratedFile(
+                f"{folder}/trtllm-serve.yaml", gen.v61_serve_yaml(options, provenance, ident, system.describe())
+            ),
+            GeneratedFile(f"{folder}/trtllm-serve-env.yaml", gen.v61_env_yaml({})),
+        ]
+        notes.append(f"{folder}: " + ("tuned (NVIDIA's values for this GPU)" if not why else f"UNTUNED ({why})"))
+    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all)
