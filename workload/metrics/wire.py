@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, SupportsIndex
 
+from workload.metrics.build import CONTEXT_FIELDS, Built
 from workload.metrics.model import AccuracyCheck, BenchmarkResult, Categorization, Metric, Relativity
 
 _REL = {r.value: r for r in Relativity}
@@ -72,6 +73,23 @@ def encode(result: BenchmarkResult) -> Encoded:
                      h["description"], h["verbosity"], len(contexts) - 1))  # fmt: skip
         headline = -2 - (len(rows) - 1)
     return fields, contexts, rows, headline, check_rows(result.accuracy_checks)
+
+
+def encode_built(built: Built) -> Encoded:
+    """``encode(build.result_of(built))``, made from the plain data without making the model (the pool's path).
+
+    Rows keep their enum members: a StrEnum member hashes and compares as its value, and pickle sends
+    each member once per message (memoised).
+    """
+    fields = built.fields
+    context = built.context
+    return (
+        tuple(fields[f] for f in _FIELDS),
+        [tuple(context[f] for f in CONTEXT_FIELDS)],
+        [(*row, 0) for row in built.rows],
+        0 if built.has_headline else -1,
+        check_rows(fields["accuracy_checks"]),
+    )
 
 
 def check_rows(checks: list[AccuracyCheck]) -> list[tuple[Any, ...]]:
