@@ -150,8 +150,8 @@ Row = tuple[str, float, str, Relativity, Categorization, str, int]
 def metrics_of(rows: Iterable[Row], context: Mapping[str, Any]) -> list[Metric]:
     """The metrics of ``rows``, each with the fields of ``context`` (tool_name, tool_version, scenario_name,
     start_time, end_time, host, metadata); the metrics of one result share its one metadata dict."""
-    return [
-        Metric.trusted(
+    return Metric.trusted_all(
+        [
             {
                 "name": n,
                 "value": v,
@@ -162,9 +162,9 @@ def metrics_of(rows: Iterable[Row], context: Mapping[str, Any]) -> list[Metric]:
                 "verbosity": verbosity,
                 **context,
             }
-        )
-        for n, v, u, r, c, d, verbosity in rows
-    ]
+            for n, v, u, r, c, d, verbosity in rows
+        ]
+    )
 
 
 class Built(NamedTuple):

@@ -99,16 +99,16 @@ def check_rows(checks: list[AccuracyCheck]) -> list[tuple[Any, ...]]:
 
 def _metrics_of(rows: list[MetricRow], contexts: list[Context]) -> list[Metric]:
     """The Metric objects of ``rows`` (each row's context from ``contexts``)."""
-    trusted, rel, cat = Metric.trusted, _REL, _CAT
-    return [
-        trusted({
+    rel, cat = _REL, _CAT
+    return Metric.trusted_all([
+        {
             "name": name, "value": value, "unit": unit, "relativity": rel[r], "categorization": cat[c],
             "description": desc, "verbosity": verbosity, "tool_name": ctx[0], "tool_version": ctx[1],
             "scenario_name": ctx[2], "start_time": ctx[3], "end_time": ctx[4], "host": ctx[5], "metadata": ctx[6],
-        })
+        }
         for name, value, unit, r, c, desc, verbosity, at in rows
         for ctx in (contexts[at],)
-    ]  # fmt: skip
+    ])  # fmt: skip
 
 
 class LazyMetrics(list[Metric]):
