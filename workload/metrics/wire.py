@@ -10,8 +10,8 @@ metrics as rows in the parent and makes the objects when they are read (the JSON
 Rows also pickle as plain tuples between processes (pydantic pickles per object). The workers encode
 ``build.build_data``'s plain data (:func:`encode_built`) and make no model objects: making every Metric
 and flattening it again cost ~25 % more CPU than the base commit (10,010 and 50,008 files, ratios 1.26
-and 1.27 table, 1.17 and 1.24 ``--output``); from the plain data, 1.01-1.10 and 1.01-1.17 in three
-runs at load 7-38 (``bench/README.md``). Both paths make a result by the one definition in ``build``.
+and 1.27 table, 1.17 and 1.24 ``--output``); from the plain data, 1.01-1.11 and 1.01-1.17 in four
+runs at load 2-38 (10,010 files; ``bench/README.md``). Both paths make a result by the one definition in ``build``.
 
 Contract: ``decode(encode(r)) == r`` for every result, and the metrics of one result that shared one
 ``metadata`` dict before ``encode`` share one dict after ``decode``. Objects are made with the model's
