@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workload.metrics import outputs, wire
-from workload.metrics.build import build
+from workload.metrics.build import build, build_data, result_of
 from workload.metrics.collection import collect, find_result_dirs, parse_dir
 from workload.metrics.outputs import OutputContext, write_outputs
 
@@ -46,6 +46,27 @@ def test_lazy_metrics_read_like_the_eager_list() -> None:
         # pydantic's serializer reads list storage directly: the lazy list must still dump its metrics
         assert lazy.model_dump() == eager.model_dump() and lazy.model_dump_json() == eager.model_dump_json()
         assert len(lazy.model_dump()["metrics"]) == len(eager.metrics)
+
+
+def test_the_plain_data_gives_the_same_result_as_the_model_on_both_paths() -> None:
+    """The pool encodes build_data()'s plain data; the serial path makes the model of the same data."""
+    checked = 0
+    for directory, names in find_result_dirs(FIX).items():
+        if "/" in names[0] or names[0].startswith("verify_"):
+            continue
+        built = build_data(parse_dir(directory, names), host="h")
+        if built is None:
+            continue
+        model = result_of(built)
+        assert model == build(parse_dir(directory, names), host="h")
+        for lazy in (False, True):
+            decoded = wire.decode(wire.encode_built(built), lazy=lazy)
+            assert decoded == model and decoded.headline == model.headline
+            # one metadata dict per result on the wire path too
+            assert len({id(m.metadata) for m in decoded.metrics}) <= 1
+        assert wire.decode(pickle.loads(pickle.dumps(wire.encode_built(built)))) == model
+        checked += 1
+    assert checked > 15
 
 
 def test_metadata_updated_in_place_stays_and_changes_materialise() -> None:

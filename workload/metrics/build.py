@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from workload.metrics import judge, names, submission, verdict
 from workload.metrics.model import (
@@ -150,8 +150,8 @@ Row = tuple[str, float, str, Relativity, Categorization, str, int]
 def metrics_of(rows: Iterable[Row], context: Mapping[str, Any]) -> list[Metric]:
     """The metrics of ``rows``, each with the fields of ``context`` (tool_name, tool_version, scenario_name,
     start_time, end_time, host, metadata); the metrics of one result share its one metadata dict."""
-    return [
-        Metric.trusted(
+    return Metric.trusted_all(
+        [
             {
                 "name": n,
                 "value": v,
@@ -162,9 +162,33 @@ def metrics_of(rows: Iterable[Row], context: Mapping[str, Any]) -> list[Metric]:
                 "verbosity": verbosity,
                 **context,
             }
-        )
-        for n, v, u, r, c, d, verbosity in rows
-    ]
+            for n, v, u, r, c, d, verbosity in rows
+        ]
+    )
+
+
+class Built(NamedTuple):
+    """A result as plain data, before any model object is made: :func:`build_data` makes it, :func:`result_of`
+    makes the :class:`BenchmarkResult` of it, and the process pool of :mod:`.collection` sends it on in
+    :mod:`.wire` form without making the model at all (a Metric object costs more to make and to flatten
+    again than its row: ``bench/README.md``). One definition of a result, whichever path it takes."""
+
+    #: every :class:`BenchmarkResult` field but ``metrics`` and ``headline``
+    fields: dict[str, Any]
+    #: the fields every metric of the result shares (:data:`CONTEXT_FIELDS`; one metadata dict)
+    context: dict[str, Any]
+    #: each metric's own fields, in order
+    rows: list[Row]
+    #: ``rows[0]`` is the headline
+    has_headline: bool
+
+
+def result_of(built: Built) -> BenchmarkResult:
+    """The model of ``built`` (its metrics share its one metadata dict; the headline is the first of them)."""
+    metrics = metrics_of(built.rows, built.context)
+    return BenchmarkResult.trusted(
+        {**built.fields, "headline": metrics[0] if built.has_headline else None, "metrics": metrics}
+    )
 
 
 def build(
@@ -175,6 +199,14 @@ def build(
     ``extra_metadata`` (a submission's system description, inventory labels) goes into the metadata of
     every metric under the keys the result does not set itself: parsed values win.
     """
+    built = build_data(raw, host=host, extra_metadata=extra_metadata)
+    return result_of(built) if built is not None else None
+
+
+def build_data(
+    raw: RawResult, *, host: str | None = None, extra_metadata: Mapping[str, MetadataValue] | None = None
+) -> Built | None:
+    """:func:`build`'s result as plain data (see :class:`Built`), or None when nothing usable was parsed."""
     if not raw.has_data:
         return None
     values = raw.values
@@ -497,12 +529,12 @@ def build(
     if values.get("satisfies_query_constraint") is False:
         notes.append("satisfies_query_constraint is false (NVIDIA heuristic; not a validity signal)")
 
-    metrics = metrics_of(perf_metrics + acc_metrics, context)
-    return BenchmarkResult.trusted({
+    fields = {
         "model": model, "benchmark_full": benchmark_full, "scenario": scenario, "test_mode": test_mode,
         "system": system, "config_name": config_name, "validity": validity, "accuracy_pass": accuracy_pass,
-        "accuracy_checks": checks,
-        "headline": metrics[0] if headline is not None else None,  # the headline, when there is one, came first
-        "invalid_reasons": reasons, "fixes": fixes, "notes": notes, "metrics": metrics, "source": raw.directory,
-        "files": [os.path.basename(f) for f in raw.files], "host": host, "loadgen_version": loadgen_version,
-    })  # fmt: skip
+        "accuracy_checks": checks, "invalid_reasons": reasons, "fixes": fixes, "notes": notes,
+        "source": raw.directory, "files": [os.path.basename(f) for f in raw.files], "host": host,
+        "loadgen_version": loadgen_version,
+    }  # fmt: skip
+    # the headline, when there is one, came first
+    return Built(fields, context, perf_metrics + acc_metrics, headline is not None)

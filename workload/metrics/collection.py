@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workload.metrics import submission
-from workload.metrics.build import build
+from workload.metrics.build import Built, build_data, result_of
 from workload.metrics.model import BenchmarkResult, MetadataValue, Metric, ParseIssue
 from workload.metrics.parsers import PARSERS, compliance, endpoints
 from workload.metrics.raw import RawResult
-from workload.metrics.wire import Encoded, decode, encode
+from workload.metrics.wire import Encoded, decode, encode, encode_built
 
 #: the largest file read; result files are kB, a 64 MiB "metadata.json" is not one
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -219,7 +219,29 @@ _Done = tuple[list[tuple[str, str]], Encoded | None]
 def _result_of(
     directory: str, file_names: list[str], host: str | None, labels: Mapping[str, MetadataValue] | None = None
 ) -> tuple[list[ParseIssue], BenchmarkResult | None]:
+    """Parse and build one directory: (its issues, its result or None). Never raises (see :func:`_found`)."""
+    issues, found = _found(directory, file_names, host, labels)
+    return issues, (result_of(found) if isinstance(found, Built) else found)
+
+
+def _encoded_of(
+    directory: str, file_names: list[str], host: str | None, labels: Mapping[str, MetadataValue] | None = None
+) -> tuple[list[ParseIssue], Encoded | None]:
+    """:func:`_result_of` in :mod:`.wire` form: a LoadGen result goes from its plain data to the wire form
+    without a model object made and flattened again in between (the pool's path; ``bench/README.md``)."""
+    issues, found = _found(directory, file_names, host, labels)
+    if found is None:
+        return issues, None
+    return issues, (encode_built(found) if isinstance(found, Built) else encode(found))
+
+
+def _found(
+    directory: str, file_names: list[str], host: str | None, labels: Mapping[str, MetadataValue] | None = None
+) -> tuple[list[ParseIssue], Built | BenchmarkResult | None]:
     """Parse and build one directory: (its issues, its result or None). Never raises.
+
+    A LoadGen result comes as its plain data (:class:`~workload.metrics.build.Built`, one step before the
+    model); compliance and endpoints results, a few per submission, as the model.
 
     The result's metadata gets the submission's system description (``systems/<system>.json``) and
     measurement description (``measurements.json``) when the directory is part of a submission tree,
@@ -238,7 +260,7 @@ def _result_of(
                 problems.append(problem)
         for key, value in (labels or {}).items():
             extra.setdefault(key, value)
-        result: BenchmarkResult | None
+        result: Built | BenchmarkResult | None
         if file_names and file_names[0] in compliance.VERIFY_FILES:
             issues, result = compliance.build(directory, file_names, host, extra)
         elif file_names and compliance.AUDIT_FILE.match(file_names[0]):
@@ -247,7 +269,7 @@ def _result_of(
             issues, result = endpoints.build(directory, file_names, host, extra)
         else:
             raw = parse_dir(directory, file_names)
-            issues, result = raw.issues, build(raw, host=host, extra_metadata=extra)
+            issues, result = raw.issues, build_data(raw, host=host, extra_metadata=extra)
     except Exception as exc:  # same contract as parse_dir: report, keep going
         return [ParseIssue(path=directory, problem=f"could not build a result ({exc!r})")], None
     if result is None:
@@ -263,8 +285,8 @@ def _parse_chunk(jobs: list[Job], labels: Mapping[str, MetadataValue] | None = N
     with gc_paused():
         out: list[_Done] = []
         for directory, file_names, host in jobs:
-            issues, result = _result_of(directory, file_names, host, labels)
-            out.append(([(i.path, i.problem) for i in issues], encode(result) if result is not None else None))
+            issues, encoded = _encoded_of(directory, file_names, host, labels)
+            out.append(([(i.path, i.problem) for i in issues], encoded))
         return out
 
 

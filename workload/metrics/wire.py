@@ -7,7 +7,11 @@ models and the parent holding every Metric object, ``workload results`` peaks at
 407 MiB (``--output``), over the 300 MB goal; with this form, 190 MiB and 215 MiB (paired ratio 0.50
 and 0.53). A Metric object costs ~1 kB, its row here ~150 bytes: :class:`LazyMetrics` keeps a result's
 metrics as rows in the parent and makes the objects when they are read (the JSONL, the CSV, ``--json``).
-Rows also pickle as plain tuples between processes (pydantic pickles per object).
+Rows also pickle as plain tuples between processes (pydantic pickles per object). The workers encode
+``build.build_data``'s plain data (:func:`encode_built`) and make no model objects: making every Metric
+and flattening it again cost ~25 % more CPU than the base commit (10,010 and 50,008 files, ratios 1.26
+and 1.27 table, 1.17 and 1.24 ``--output``); from the plain data, 1.01-1.11 and 1.01-1.17 in four
+runs at load 2-38 (10,010 files; ``bench/README.md``). Both paths make a result by the one definition in ``build``.
 
 Contract: ``decode(encode(r)) == r`` for every result, and the metrics of one result that shared one
 ``metadata`` dict before ``encode`` share one dict after ``decode``. Objects are made with the model's
@@ -20,6 +24,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, SupportsIndex
 
+from workload.metrics.build import CONTEXT_FIELDS, Built
 from workload.metrics.model import AccuracyCheck, BenchmarkResult, Categorization, Metric, Relativity
 
 _REL = {r.value: r for r in Relativity}
@@ -74,6 +79,23 @@ def encode(result: BenchmarkResult) -> Encoded:
     return fields, contexts, rows, headline, check_rows(result.accuracy_checks)
 
 
+def encode_built(built: Built) -> Encoded:
+    """``encode(build.result_of(built))``, made from the plain data without making the model (the pool's path).
+
+    Rows keep their enum members: a StrEnum member hashes and compares as its value, and pickle sends
+    each member once per message (memoised).
+    """
+    fields = built.fields
+    context = built.context
+    return (
+        tuple(fields[f] for f in _FIELDS),
+        [tuple(context[f] for f in CONTEXT_FIELDS)],
+        [(*row, 0) for row in built.rows],
+        0 if built.has_headline else -1,
+        check_rows(fields["accuracy_checks"]),
+    )
+
+
 def check_rows(checks: list[AccuracyCheck]) -> list[tuple[Any, ...]]:
     """Accuracy checks as tuples of their fields."""
     return [tuple(c.__dict__[f] for f in _CHECK_FIELDS) for c in checks]
@@ -81,16 +103,16 @@ def check_rows(checks: list[AccuracyCheck]) -> list[tuple[Any, ...]]:
 
 def _metrics_of(rows: list[MetricRow], contexts: list[Context]) -> list[Metric]:
     """The Metric objects of ``rows`` (each row's context from ``contexts``)."""
-    trusted, rel, cat = Metric.trusted, _REL, _CAT
-    return [
-        trusted({
+    rel, cat = _REL, _CAT
+    return Metric.trusted_all([
+        {
             "name": name, "value": value, "unit": unit, "relativity": rel[r], "categorization": cat[c],
             "description": desc, "verbosity": verbosity, "tool_name": ctx[0], "tool_version": ctx[1],
             "scenario_name": ctx[2], "start_time": ctx[3], "end_time": ctx[4], "host": ctx[5], "metadata": ctx[6],
-        })
+        }
         for name, value, unit, r, c, desc, verbosity, at in rows
         for ctx in (contexts[at],)
-    ]  # fmt: skip
+    ])  # fmt: skip
 
 
 class LazyMetrics(list[Metric]):
