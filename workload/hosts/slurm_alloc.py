@@ -45,6 +45,10 @@ _NODELIST = re.compile(r"[A-Za-z0-9_.,\[\]-]{1,4096}")
 _CONSTRAINT = re.compile(r"[A-Za-z0-9_.&|,*\[\]()!-]{1,1024}")
 #: ``--gres gpu:N`` or ``gpu:TYPE:N`` (per node).
 _GRES = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?:\d+")
+#: How long a request may stay pending before it is given up (salloc is killed; the release cancels
+#: the job). A day: queues on busy clusters run to hours; nothing waits without bound.
+ALLOCATION_WAIT_S = 24 * 3600.0
+
 _JOB_ID = re.compile(r"(?:Pending|Granted) job allocation (\d+)")
 
 #: Job states in which the job still holds (or waits for) resources (squeue(1), JOB STATE CODES).
@@ -192,7 +196,8 @@ class SlurmAllocation:
 
         def ask() -> None:
             try:
-                box["result"] = self.login.run(cmd(*self.request.salloc_argv(self.job_name)), on_line=sink)
+                salloc = cmd(*self.request.salloc_argv(self.job_name), timeout=ALLOCATION_WAIT_S)
+                box["result"] = self.login.run(salloc, on_line=sink)
             except BaseException as exc:  # handed to the waiting thread
                 box["result"] = exc
 

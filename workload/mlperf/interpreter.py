@@ -258,7 +258,7 @@ class Interpreter:
     def _endpoints_client(self, op: RunEndpointsClient) -> None:
         """Write the client's config into the checkout, then run the client in the container (v6.1)."""
         target = posixpath.join(self.plan.inputs.nvidia_dir, op.config_path)
-        self.ctx.check(cmd("mkdir", "-p", posixpath.dirname(target)))
+        self.ctx.check(cmd("mkdir", "-p", posixpath.dirname(target), timeout=60))
         self.ctx.host.write_text(target, op.config_text)
         container = self._running()
         self.ctx.stop_if_cancelled("the endpoints client")

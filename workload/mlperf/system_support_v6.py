@@ -105,7 +105,7 @@ def prepare(
         target = posixpath.join(facts.nvidia_dir, generated.path)
         if ctx.host.exists(target) and not ctx.host.read_text(target).startswith(MARK):
             raise step.fail(f"{generated.path} exists and is not ours (no {MARK!r} line): not overwriting it", ctx)
-        ctx.check(cmd("mkdir", "-p", posixpath.dirname(target)))
+        ctx.check(cmd("mkdir", "-p", posixpath.dirname(target), timeout=60))
         ctx.host.write_text(target, generated.text)
         log(f"wrote {generated.path}")
     for note in files.notes:
