@@ -91,12 +91,17 @@ class SlurmHost(Host):
 
         srun passes the step's stdin and stdout through untouched (no ``--pty``, so bytes are not
         rewritten by a terminal), which is all ``docker system dial-stdio`` needs; its stderr
-        carries srun's own messages and the command's. The step ends when the channel closes
-        (srun loses its stdin and the login's sshd ends srun) or when the job ends.
+        carries srun's own messages and the command's. ``--unbuffered``: without it slurmstepd
+        forwards the task's output a line at a time, and a reply that does not end in a newline
+        (``/_ping``'s ``OK``, an exec stream's frames) would wait for the step's end (measured with
+        Slurm 22.05 in tests/test_slurm_mlperf.py). The step ends when the channel closes (srun
+        loses its stdin and the login's sshd ends srun) or when the job ends.
         """
         step = f"workload-{uuid.uuid4().hex[:12]}"
+        argv = self.srun_argv(shell_line, step_name=step)
+        argv.insert(argv.index("--"), "--unbuffered")
         try:
-            return self.login.exec_channel(shlex.join(self.srun_argv(shell_line, step_name=step)), timeout=timeout)
+            return self.login.exec_channel(shlex.join(argv), timeout=timeout)
         finally:
             self.connection_generation = self.login.connection_generation
 
