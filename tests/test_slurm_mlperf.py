@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -25,12 +26,19 @@ from typing import Any
 import pytest
 
 from tests.fixtures.harness.make_harness import H100X8, make_bare_repo
+from tests.test_mlperf_docker_errors import sleeper, spec  # noqa: F401  (sleeper is a fixture)
+from tests.test_mlperf_exec_guard import wait_for
 from tests.test_slurm_run import run_json, shared_paths, target
 from tests.testbed.slurm import SlurmCluster
 from workload.cli import invoke
 from workload.doctor import ADMIN_DOCKER_FIX, ADMIN_TOOLKIT_FIX, check_container_toolkit, check_docker
+from workload.errors import EXIT_INVALID_RESULTS
 from workload.facts.docker import DockerInfo
+from workload.hosts import ConnectOptions, open_host, parse_host_spec
 from workload.hosts.slurm import SlurmHost
+from workload.hosts.slurm_alloc import SlurmAllocation, SlurmRequest
+from workload.mlperf.container import HarnessContainer
+from workload.mlperf.docker_ssh import connect_over_host
 
 pytestmark = pytest.mark.slow
 
@@ -139,7 +147,8 @@ def test_mlperf_executor_runs_on_slurm_nodes_over_job_steps_and_merges_their_res
         code = invoke(argv)
         run_s = time.monotonic() - started
         captured = capsys.readouterr()
-        assert code == 0, captured
+        # Every node ran; the verdict is the harness's own: a Quick run is INVALID (10-min runtime not met).
+        assert code == EXIT_INVALID_RESULTS, captured
         record = run_json(out)
         assert sorted(o["host"] for o in record["outcomes"]) == sorted(cluster.node_names)
         assert {o["status"] for o in record["outcomes"]} == {"ok"}, record["outcomes"]
@@ -164,3 +173,53 @@ def test_mlperf_executor_runs_on_slurm_nodes_over_job_steps_and_merges_their_res
         for node in cluster.node_names:
             with contextlib.suppress(Exception):
                 docker_engine.client.containers.get(f"mlperf-slurm-{tag}-{node}").remove(force=True)
+
+
+def test_a_lost_login_connection_ends_the_exec_on_the_node(
+    slurm_cluster: Callable[..., SlurmCluster],
+    docker_engine: Any,
+    sleeper: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The exec guard on a node: a job step whose srun the login's watchdog TERMs when the connection
+    goes; srun passes the signal to the step, whose trap ends the exec'd processes in the container."""
+    docker_bin = Path(shutil.which("docker") or "").resolve()
+    cluster = slurm_cluster(nodes=1, gpus_per_node=1, shared=(docker_bin, docker_engine.socket_path))
+    login = open_host(
+        parse_host_spec(cluster.login.host_spec),
+        ConnectOptions(key_filename=str(cluster.login.key_path), known_hosts=str(cluster.login.known_hosts_path)),
+    )
+    allocation = SlurmAllocation(login, SlurmRequest(cluster.partition, nodes=1), "guard-test")
+    direct = docker_engine.client
+    name = f"workload-test-slurm-guard-{uuid.uuid4().hex[:10]}"
+    marker = f"sleep 4{uuid.uuid4().int % 1000}.5"
+
+    def in_container() -> bool:
+        return marker in str(direct.containers.get(name).top(ps_args="-eo pid,args")["Processes"])
+
+    try:
+        (node_name,) = allocation.allocate(lambda _line: None)
+        node = SlurmHost(node_name, allocation, login)
+        client = connect_over_host(node, docker_engine.base_url)
+        box = HarnessContainer(client, spec(name, sleeper, tmp_path), lambda line: None)
+        box.ensure_running()
+
+        def harness() -> None:
+            with contextlib.suppress(Exception):  # the connection goes: the exec fails, the test checks the box
+                box.exec(["sh", "-c", f"echo started; {marker}"], on_line=None)
+
+        runner = threading.Thread(target=harness, daemon=True)
+        runner.start()
+        assert wait_for(in_container, 60), "the exec did not start"
+        transport = login._client.get_transport() if login._client else None  # type: ignore[attr-defined]
+        assert transport is not None
+        transport.sock.close()  # the controller vanishes: crash, kill -9, network cut
+        assert wait_for(lambda: not in_container(), 30), "the exec'd process still runs in the container"
+        assert direct.containers.get(name).status == "running"  # only the exec'd processes were ended
+        runner.join(10)
+    finally:
+        with contextlib.suppress(Exception):
+            direct.containers.get(name).remove(force=True)
+        allocation.release()
+        login.close()
+    assert cluster.queue() == []
