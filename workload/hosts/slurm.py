@@ -69,6 +69,9 @@ class SlurmHost(Host):
     def scheduler_login(self) -> Host:
         return self.login
 
+    def launch_argv(self, shell_line: str) -> list[str]:
+        return self.srun_argv(shell_line, step_name=f"workload-{uuid.uuid4().hex[:12]}")
+
     def sampling_copy(self) -> Host | None:
         """Samples are job steps of the same allocation, through a login connection of their own."""
         login = self.login.sampling_copy()
