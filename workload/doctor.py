@@ -65,7 +65,7 @@ def check_gpu_visible(gpus: GpuInventory) -> Check:
     )
 
 
-def check_driver_loaded(gpus: GpuInventory) -> Check:
+def check_driver_loaded(gpus: GpuInventory, *, admin_managed: bool = False) -> Check:
     name = "driver loaded"
     if gpus.status == "ok":
         return Check(name, "pass", f"NVIDIA driver {gpus.driver_version}")
@@ -78,6 +78,8 @@ def check_driver_loaded(gpus: GpuInventory) -> Check:
         "then hold the packages: sudo apt-mark hold nvidia-driver-<branch>-server",
         "no-devices": "the driver sees no GPU: check `dmesg | grep -i nvrm`",
     }
+    if admin_managed:
+        fixes["not-installed"] = ADMIN_DRIVER_FIX
     detail = gpus.message or gpus.status
     if gpus.status == "mismatch" and gpus.library_version:
         detail += f" (installed library {gpus.library_version})"
@@ -123,11 +125,31 @@ def check_fabric_manager(gpus: GpuInventory, fm: FabricManagerFacts, policies: d
     return Check(name, "pass", f"fabric manager {fm.version} == driver {driver}, service active")
 
 
-def check_docker(docker: DockerInfo) -> Check:
+#: On a host the user may not change (a Slurm node, provisioned by the cluster's admins): what to
+#: ask them for instead of an installer step (Docker's own packages and the toolkit's, as installed
+#: by DockerInstallation and NvidiaContainerToolkitInstallation).
+ADMIN_DOCKER_FIX = (
+    "ask the cluster's admins to install Docker on the node (apt-get install docker-ce docker-ce-cli "
+    "containerd.io; systemctl enable --now docker) and to let your user open its socket (the docker group), "
+    "or to provide enroot + pyxis; where you may change the nodes yourself, rerun with --slurm-allow-changes"
+)
+ADMIN_TOOLKIT_FIX = (
+    "ask the cluster's admins to install the NVIDIA container toolkit on the node (apt-get install "
+    "nvidia-container-toolkit nvidia-container-toolkit-base; nvidia-ctk runtime configure --runtime=docker; "
+    "systemctl restart docker); where you may change the nodes yourself, rerun with --slurm-allow-changes"
+)
+ADMIN_DRIVER_FIX = (
+    "ask the cluster's admins to install the NVIDIA driver and CUDA on the node (nvidia-driver-<branch>-server, "
+    "cuda-drivers-fabricmanager-<branch> where it has NVSwitches) and reboot it"
+)
+
+
+def check_docker(docker: DockerInfo, *, admin_managed: bool = False) -> Check:
     if docker.daemon_ok:
         return Check("Docker works", "pass", f"Docker {docker.server_version}")
     if not docker.installed:
-        return Check("Docker works", "fail", "docker is not installed", "run the DockerInstallation step")
+        fix = ADMIN_DOCKER_FIX if admin_managed else "run the DockerInstallation step"
+        return Check("Docker works", "fail", "docker is not installed", fix)
     return Check("Docker works", "fail", docker.error, "sudo systemctl restart docker; journalctl -u docker says why")
 
 
@@ -145,11 +167,13 @@ def check_nvidia_runtime(docker: DockerInfo) -> Check:
     )
 
 
-def check_container_toolkit(ctk_version: str | None, docker: DockerInfo) -> Check:
+def check_container_toolkit(ctk_version: str | None, docker: DockerInfo, *, admin_managed: bool = False) -> Check:
     name = "container toolkit"
     if ctk_version is not None:
         return Check(name, "pass", f"nvidia-ctk {ctk_version}")
-    if not docker.has_nvidia_runtime:
+    if admin_managed:
+        fix = ADMIN_TOOLKIT_FIX
+    elif not docker.has_nvidia_runtime:
         fix = "run the NvidiaContainerToolkitInstallation step"
     else:  # registered in Docker, but its CLI is gone: a half-removed package
         fix = "sudo apt-get install --reinstall nvidia-container-toolkit-base nvidia-container-toolkit"
@@ -181,14 +205,18 @@ def check_reboot(reboot: RebootPending) -> Check:
     return Check("no reboot pending", "fail", f"a reboot is pending{pkgs}", "sudo reboot")
 
 
-def run_checks(facts: DoctorFacts, *, min_free_gb: float = DEFAULT_MIN_FREE_GB) -> list[Check]:
+def run_checks(
+    facts: DoctorFacts, *, min_free_gb: float = DEFAULT_MIN_FREE_GB, admin_managed: bool = False
+) -> list[Check]:
+    """Every check. ``admin_managed``: the host is not the user's to change (a Slurm node, whose
+    ``allows_changes`` is False), so fixes name what to ask the admins for, not an installer step."""
     return [
         check_gpu_visible(facts.gpus),
-        check_driver_loaded(facts.gpus),
+        check_driver_loaded(facts.gpus, admin_managed=admin_managed),
         check_fabric_manager(facts.gpus, facts.fabric_manager, facts.fm_policies),
-        check_docker(facts.docker),
+        check_docker(facts.docker, admin_managed=admin_managed),
         check_nvidia_runtime(facts.docker),
-        check_container_toolkit(facts.ctk_version, facts.docker),
+        check_container_toolkit(facts.ctk_version, facts.docker, admin_managed=admin_managed),
         check_disk_space(facts.scratch, facts.scratch_path, min_free_gb, source=facts.scratch_source),
         check_reboot(facts.reboot),
     ]

@@ -157,6 +157,7 @@ class FreshVM:
         debian_sources: bool = False,
         hostname: str | None = None,
         shared: Sequence[Path] = (),
+        shared_rw: Sequence[Path] = (),
     ) -> None:
         if os_release != "debian-12" and os_release not in OS_RELEASES:
             raise TestbedError(
@@ -173,6 +174,8 @@ class FreshVM:
         self.hostname = hostname
         #: Host folders mounted read-only at the same path (a cluster's shared file system, e.g. /home over NFS).
         self.shared = tuple(shared)
+        #: The same, writable (a node's work folder that a Docker daemon outside the node also binds).
+        self.shared_rw = tuple(shared_rw)
         self.port = 0
         self.config_dir = state_dir() / "vms" / self.name
         self.key_path = user_key()
@@ -229,6 +232,7 @@ class FreshVM:
                     str(self.repo): {"bind": REPO_MOUNT, "mode": "ro"},
                     str(self.config_dir): {"bind": VM_CONFIG_MOUNT, "mode": "ro"},
                     **{str(path): {"bind": str(path), "mode": "ro"} for path in self.shared},
+                    **{str(path): {"bind": str(path), "mode": "rw"} for path in self.shared_rw},
                 },
                 restart_policy={"Name": "on-failure"},
                 labels={LABEL: "1", OWNER_LABEL: str(os.getpid())},

@@ -132,6 +132,7 @@ class SlurmCluster:
         partition: str = "gpu",
         cpus_per_node: int = 2,
         shared: tuple[Path, ...] = (),
+        shared_rw: tuple[Path, ...] = (),
     ) -> None:
         if nodes < 1:
             raise TestbedError("SlurmCluster: at least one compute node")
@@ -165,6 +166,7 @@ class SlurmCluster:
                 hostname=name,
                 gpus=gpus_per_node,
                 shared=shared,
+                shared_rw=shared_rw,
             )
             for name in self.node_names
         }

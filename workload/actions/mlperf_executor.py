@@ -42,6 +42,7 @@ from workload.mlperf.settings import (
     MLPerfParameters,
     UserFacts,
     build_key,
+    for_host,
     settings_of,
     setup_key,
 )
@@ -92,7 +93,7 @@ class MLPerfExecutor(Step):
     # -- facts -----------------------------------------------------------------------------------
     def _nvidia_dir(self, ctx: StepContext) -> str | None:
         # The declared export of the package's path (GitRepoClone sets it; the engine keeps it on the host).
-        repo = self.p.RepoPath or ctx.exports.get(package_export(self.p.PackageName))
+        repo = for_host(self.p.RepoPath, ctx.host.name) or ctx.exports.get(package_export(self.p.PackageName))
         if not repo:
             return None
         repo = str(repo).rstrip("/")
@@ -148,7 +149,7 @@ class MLPerfExecutor(Step):
                 f"repository path unknown: GitRepoClone (PackageName {self.p.PackageName}) has not run yet "
                 "and RepoPath is not set"
             )
-        scratch = self.p.ScratchPath or ctx.exports.get("MLPERF_SCRATCH_PATH")
+        scratch = for_host(self.p.ScratchPath, host.name) or ctx.exports.get("MLPERF_SCRATCH_PATH")
         machine = host.run(cmd("uname", "-m", timeout=30)).stdout.strip() or "x86_64"
         user = self._user(host)
         done = ctx.state.mapping(STATE_KEY)
@@ -164,6 +165,7 @@ class MLPerfExecutor(Step):
             build_exists=bool(nvidia_dir and host.exists(posixpath.join(nvidia_dir, "build"))),
             notes=notes,
             present=present,
+            host_name=host.name,
         )
         if need_docker:
             try:
@@ -208,7 +210,7 @@ class MLPerfExecutor(Step):
             if host.exists(path):
                 mounts.append((path, path, "ro"))
         return ContainerSpec(
-            name=self.p.DockerName or container_name(facts.user.name, facts.machine),
+            name=for_host(self.p.DockerName, host.name) or container_name(facts.user.name, facts.machine),
             image=image,
             nvidia_dir=facts.nvidia_dir or "",
             scratch_path=facts.scratch_path or "",

@@ -50,7 +50,9 @@ def doctor_command(
         try:
             host = factory(spec)
             try:
-                return spec.name, run_checks(read_doctor_facts(host, scratch_path=scratch), min_free_gb=min_free_gb)
+                facts = read_doctor_facts(host, scratch_path=scratch)
+                checks = run_checks(facts, min_free_gb=min_free_gb, admin_managed=not host.allows_changes)
+                return spec.name, checks
             finally:
                 host.close()
         except WorkloadError as exc:

@@ -121,6 +121,12 @@ class Host(abc.ABC):
         """The host where the scheduler's tools run, when this host is a scheduler's node (Slurm); else None."""
         return None
 
+    def launch_argv(self, shell_line: str) -> list[str]:
+        """The command that, run on :attr:`scheduler_login`, runs ``shell_line`` on this host (a job step).
+
+        Only where :attr:`scheduler_login` is set."""
+        raise NotImplementedError(f"{type(self).__name__} has no scheduler login")
+
     @property
     def is_connected(self) -> bool:
         """Whether the transport's connection is open now (a transport without one always is)."""

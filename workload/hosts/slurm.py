@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import shlex
 import uuid
+from typing import Any
 
 from workload.errors import ConnectError
 from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
@@ -68,6 +69,9 @@ class SlurmHost(Host):
     def scheduler_login(self) -> Host:
         return self.login
 
+    def launch_argv(self, shell_line: str) -> list[str]:
+        return self.srun_argv(shell_line, step_name=f"workload-{uuid.uuid4().hex[:12]}")
+
     def sampling_copy(self) -> Host | None:
         """Samples are job steps of the same allocation, through a login connection of their own."""
         login = self.login.sampling_copy()
@@ -78,6 +82,31 @@ class SlurmHost(Host):
         view = SlurmHost(self.node, self.allocation, self.login, allows_changes=self.allows_changes)
         view.step_options = self.step_options + options
         return view
+
+    # -- a raw channel to the node (the Docker API's dial-stdio), through the login's connection ----
+    @property
+    def can_open_channels(self) -> bool:  # type: ignore[override]  # a class-wide flag elsewhere; the login's here
+        """A node opens channels where its login host does: the channel runs a job step on the node."""
+        return self.login.can_open_channels
+
+    def exec_channel(self, shell_line: str, *, timeout: float | None = None) -> Any:
+        """A raw channel running ``shell_line`` on the node: the login's channel of the job step that runs it.
+
+        srun passes the step's stdin and stdout through untouched (no ``--pty``, so bytes are not
+        rewritten by a terminal), which is all ``docker system dial-stdio`` needs; its stderr
+        carries srun's own messages and the command's. ``--unbuffered``: without it slurmstepd
+        forwards the task's output a line at a time, and a reply that does not end in a newline
+        (``/_ping``'s ``OK``, an exec stream's frames) would wait for the step's end (measured with
+        Slurm 22.05 in tests/test_slurm_mlperf.py). The step ends when the channel closes (srun
+        loses its stdin and the login's sshd ends srun) or when the job ends.
+        """
+        step = f"workload-{uuid.uuid4().hex[:12]}"
+        argv = self.srun_argv(shell_line, step_name=step)
+        argv.insert(argv.index("--"), "--unbuffered")
+        try:
+            return self.login.exec_channel(shlex.join(argv), timeout=timeout)
+        finally:
+            self.connection_generation = self.login.connection_generation
 
     # -- the job step ------------------------------------------------------------------------------
     def srun_argv(self, shell_line: str, *, step_name: str = "workload") -> list[str]:
@@ -205,6 +234,11 @@ class SlurmHost(Host):
 
     def close(self) -> None:
         self.login.close()
+
+    @property
+    def is_connected(self) -> bool:
+        """The node is reached through the login host's connection (the exec guard asks this)."""
+        return self.login.is_connected
 
     def interrupt(self, *, grace_s: float = 2.0) -> None:
         """Kill this node's running srun commands (srun then signals the step's tasks on the node)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
+import shlex
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -268,17 +269,32 @@ class ExecGuard:
     """
 
     def __init__(self, host: Host, dialer: HostDialer) -> None:
-        self.host = host
+        #: Where the guard runs: the host itself, or a scheduler node's login host (see :meth:`_guard`).
+        self.host = host.scheduler_login or host
+        self.node = host
         self.dialer = dialer
+
+    def _guard(self, done: str, kill: list[str]) -> Any:
+        """The guard command, run on :attr:`host`.
+
+        On a scheduler's node (Slurm) the guard runs on the login host, beside the srun of the
+        dial, and its kill is a job step of its own on the node: srun answers the watchdog's
+        SIGTERM by SIGKILLing its step's tasks (``forcing job termination``), so a trap inside a
+        step never runs.
+        """
+        if self.host is self.node:
+            return cmd(
+                "sh", "-c", _GUARD_SCRIPT, "exec-guard", done, *kill, sudo=self.dialer.sudo, timeout=GUARD_TIMEOUT_S
+            )
+        line = shlex.join((["sudo", "-n", "--"] if self.dialer.sudo else []) + kill)
+        return cmd("sh", "-c", _GUARD_SCRIPT, "exec-guard", done, *self.node.launch_argv(line), timeout=GUARD_TIMEOUT_S)
 
     @contextlib.contextmanager
     def __call__(self, container: str) -> Iterator[None]:
         done = posixpath.join("/tmp", f"workload-exec-guard-{uuid.uuid4().hex}")
         docker = ["docker"] + (["-H", f"unix://{self.dialer.socket_path}"] if self.dialer.socket_path else [])
         kill = [*docker, "exec", "-u", "0:0", container, "sh", "-c", "kill -TERM -1"]
-        guard = cmd(
-            "sh", "-c", _GUARD_SCRIPT, "exec-guard", done, *kill, sudo=self.dialer.sudo, timeout=GUARD_TIMEOUT_S
-        )
+        guard = self._guard(done, kill)
         ready = threading.Event()
         thread = threading.Thread(
             target=self._run_quietly, args=(guard, ready), name=f"exec-guard-{container}", daemon=True

@@ -15,7 +15,7 @@ from workload.mlperf.container import container_name
 from workload.mlperf.harness import run_groups
 from workload.mlperf.ops import ContainerRef, EnsureContainer, EnsureScratch, IdentifySystem, Op
 from workload.mlperf.rounds import Checkout, HarnessRound, PlanInputs, choose_round
-from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, settings_of
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, for_host, settings_of
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def plan_ops(
         notes.append(chosen.note)
     user = facts.user.name if facts.user else "<user>"
     container = ContainerRef(
-        params.DockerName or container_name(user, facts.machine),
+        for_host(params.DockerName, facts.host_name) or container_name(user, facts.machine),
         f"{facts.user.uid}:{facts.user.gid}" if facts.user else user,
     )
     inputs = PlanInputs(

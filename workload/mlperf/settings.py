@@ -66,6 +66,8 @@ class MLPerfParameters(StepParameters):
     SystemDescription: str | None = None
     #: The container's name, as NVIDIA's ``DOCKER_NAME`` (overridable on its make command line);
     #: default ``mlperf-inference-<user>-<arch>`` (VirtualClient's fixed name, no ``$RANDOM`` suffix).
+    #: ``{host}`` in it (and in RepoPath, ScratchPath) is the host's name in the run (a Slurm node's
+    #: name): for nodes that share one file system or one Docker daemon (:func:`for_host`).
     DockerName: str | None = None
     #: The harness round adapter (``v4.1``...); default: recognised from the checkout (VERSION, layout).
     HarnessRound: str | None = None
@@ -96,7 +98,7 @@ class MLPerfParameters(StepParameters):
     def _docker_name(cls, value: str | None) -> str | None:
         value = (value or "").strip() or None
         # Docker's own rule for container names ([a-zA-Z0-9][a-zA-Z0-9_.-]+).
-        if value is not None and not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+", value):
+        if value is not None and not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+", value.replace(HOST_PLACEHOLDER, "h")):
             raise ValueError(f"{value!r} is not a container name (letters, digits, _ . -; first a letter or digit)")
         return value
 
@@ -206,6 +208,18 @@ class MLPerfFacts:
     notes: list[str] = field(default_factory=list)
     #: Which round-marker paths exist in the checkout (:func:`workload.mlperf.rounds.markers`).
     present: frozenset[str] = frozenset()
+    #: The host's name in the run (what ``{host}`` in DockerName stands for).
+    host_name: str = ""
+
+
+#: Stands for the host's name in DockerName, RepoPath and ScratchPath.
+HOST_PLACEHOLDER = "{host}"
+
+
+def for_host(value: str | None, host_name: str) -> str | None:
+    """``value`` with ``{host}`` replaced by ``host_name``: distinct names and paths per node where nodes
+    share a file system (a harness checkout on shared storage) or a Docker daemon."""
+    return value.replace(HOST_PLACEHOLDER, host_name) if value else value
 
 
 def setup_key(scratch: str, model: str, stage: str) -> str:
