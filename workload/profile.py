@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workload.commands import Secrets
 from workload.errors import ProfileError, UsageError
+from workload.jsonloc import format_loc, json_type, key_path, non_finite_numbers
 from workload.params import CaseInsensitiveDict, display_parameters, display_tree, secret_values
 from workload.resources import profile_dir, shipped_profiles
 from workload.steps import Step, StepKind, StepParameters, unknown_parameter_problem
+from workload.timespan import MAX_TIMESPAN_DAYS, format_timespan, parse_timespan
+
+# Moved by job (issue 14): JSON locations (jsonloc.py) and .NET timespans (timespan.py); importable from here.
+__all__ = ["MAX_TIMESPAN_DAYS", "format_timespan", "key_path", "parse_timespan"]
 
 REFERENCE_PREFIX = "$.parameters."
 SECTIONS: tuple[tuple[str, StepKind], ...] = (
@@ -176,10 +180,10 @@ def load_profile(ref: str) -> LoadedProfile:
     except RecursionError:
         raise ProfileError(label, "invalid JSON: nested too deeply") from None
     if not isinstance(raw, dict):
-        raise ProfileError(label, f"the top level must be a JSON object, not {_json_type(raw)}")
-    for loc, number in _non_finite_numbers(raw, []):
+        raise ProfileError(label, f"the top level must be a JSON object, not {json_type(raw)}")
+    for loc, number in non_finite_numbers(raw, []):
         # Python's json reads 1e999 as inf (and NaN/Infinity literals); no JSON writer can write them back.
-        raise ProfileError(f"{label}: {_format_loc(loc)}", f"{number!r} is not a finite number")
+        raise ProfileError(f"{label}: {format_loc(loc)}", f"{number!r} is not a finite number")
     try:
         document = ProfileDocument.model_validate(raw)
     except ValidationError as exc:
@@ -187,47 +191,12 @@ def load_profile(ref: str) -> LoadedProfile:
     return LoadedProfile(name=path.stem, path=path, document=document)
 
 
-def _non_finite_numbers(value: Any, loc: list[str | int]) -> Iterator[tuple[list[str | int], float]]:
-    """Every float that is infinite or NaN in a JSON document, with its path."""
-    if isinstance(value, float) and not math.isfinite(value):
-        yield loc, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _non_finite_numbers(item, [*loc, str(key)])
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _non_finite_numbers(item, [*loc, index])
-
-
-def _json_type(value: Any) -> str:
-    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
-    )
-
-
-def _format_loc(loc: Sequence[str | int], prefix: str = "") -> str:
-    out = prefix
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out = key_path(out, part)
-    return out
-
-
-def key_path(prefix: str, key: str) -> str:
-    """``prefix.key``, or ``prefix["key"]`` when the key is not a plain name (``bert.Server.target_qps``)."""
-    if key.isidentifier():
-        return f"{prefix}.{key}" if prefix else key
-    return f"{prefix}[{json.dumps(key)}]"
-
-
 def _profile_error_from_validation(label: str, prefix: str, exc: ValidationError) -> ProfileError:
     """The first validation problem, as 'file: JSON.path: message' (plus a count of the others)."""
     errors = exc.errors()
     first = errors[0]
     loc = [p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
-    path = _format_loc(loc, prefix)
+    path = format_loc(loc, prefix)
     message = first["msg"]
     if first["type"] == "missing":
         message = "required field is missing"
@@ -299,36 +268,6 @@ def resolve_profile(
         monitors=monitors,
         secrets=secrets,
     )
-
-
-_TIMESPAN = re.compile(r"^(?:(\d{1,8})\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d{1,7})?)$", re.ASCII)
-#: .NET's TimeSpan.MaxValue is 10675199.02:48:05: no VirtualClient profile can say more.
-MAX_TIMESPAN_DAYS = 10_675_199
-
-
-def parse_timespan(text: str) -> float:
-    """Seconds in a .NET timespan as VirtualClient writes them: ``hh:mm:ss``, ``d.hh:mm:ss``, with
-    optional fractions of a second (``00:00:01.5``). ValueError names the expected form."""
-    match = _TIMESPAN.match(text.strip())
-    if match is None:
-        raise ValueError(f"{text!r} is not a timespan; write hh:mm:ss or d.hh:mm:ss, e.g. 00:10:00")
-    days, hours, minutes, seconds = match.groups()
-    if int(minutes) >= 60 or float(seconds) >= 60:
-        raise ValueError(f"{text!r} is not a timespan: minutes and seconds go up to 59")
-    if int(hours) >= 24 and days:
-        raise ValueError(f"{text!r} is not a timespan: with days, hours go up to 23")
-    if int(days or 0) > MAX_TIMESPAN_DAYS:
-        raise ValueError(f"{text!r} is out of range: a timespan goes up to {MAX_TIMESPAN_DAYS} days")
-    return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
-
-
-def format_timespan(seconds: float) -> str:
-    """``hh:mm:ss`` (``d.hh:mm:ss`` past a day, ``.fff`` for a fraction): the inverse of :func:`parse_timespan`."""
-    whole = int(seconds)
-    days, rest = divmod(whole, 86400)
-    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
-    fraction = f"{seconds - whole:.3f}".rstrip("0").rstrip(".")[1:]  # "0.5" -> ".5", "0.000" -> ""
-    return f"{days}.{text}{fraction}" if days else text + fraction
 
 
 def _filter_scenarios(steps: list[Step], scenarios: Sequence[str], warnings: list[str]) -> list[Step]:
@@ -524,7 +463,7 @@ def _resolve_value(value: Any, lookup: dict[str, Any], location: str) -> Any:
     """Inline a whole-value ``$.Parameters.Name`` reference (case-insensitive), using jsonpath-ng."""
     if not isinstance(value, str) or not value.lower().startswith(REFERENCE_PREFIX):
         if isinstance(value, (dict, list)):
-            raise ProfileError(location, f"must be a string, number or boolean, not {_json_type(value)}")
+            raise ProfileError(location, f"must be a string, number or boolean, not {json_type(value)}")
         return value
     name = value[len(REFERENCE_PREFIX) :]
     if not name or not all(part.replace("_", "").replace("-", "").isalnum() for part in name.split(".")):

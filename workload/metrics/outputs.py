@@ -5,6 +5,11 @@ the records of the hosts it carries and keeps everyone else's, under an exclusiv
 re-collecting a host never duplicates it. ``metrics.csv`` has VC's exact columns and quoting (every
 field double-quoted, ``"`` doubled, ``Metadata`` as ``key=value;key=value``); unlike VC the MLPerf
 scenario survives, in ``Metadata``.
+
+Why one module of ~520 lines: writing the three files is one transaction under one lock (merge the
+hosts' earlier records, stream the new ones, replace all three), and the merge reads back exactly the
+formats the writers produce; split apart, each half would have to know the other's file formats.
+The record formats themselves live in :mod:`.records`.
 """
 
 from __future__ import annotations
