@@ -246,8 +246,12 @@ def connect_over_host(
 
 #: The guard's script: wait for the done file; on SIGTERM (the SSH wrapper's watchdog when the
 #: connection is lost, or Ctrl-C's interrupt) run the kill command given as arguments first.
+#: The kill runs in a session of its own (setsid, util-linux): the watchdog KILLs the guard's process
+#: group 5 s after its TERM, and a kill that takes longer (an srun job step on a busy cluster) must
+#: not die with the group before it has ended the exec'd processes.
 _GUARD_SCRIPT = (
-    "d=$1; shift; trap '\"$@\" >/dev/null 2>&1; exit 0' TERM; echo guard-ready; "
+    'd=$1; shift; trap \'if command -v setsid >/dev/null; then setsid -w "$@"; else "$@"; fi >/dev/null 2>&1; '
+    "exit 0' TERM; echo guard-ready; "
     'while [ ! -e "$d" ]; do sleep 1 & wait $!; done; rm -f "$d"'
 )
 #: How long an exec waits for its guard to be up before it starts anyway.
