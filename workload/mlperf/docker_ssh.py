@@ -18,6 +18,7 @@ import contextlib
 import posixpath
 import shlex
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -246,14 +247,22 @@ def connect_over_host(
 
 #: The guard's script: wait for the done file; on SIGTERM (the SSH wrapper's watchdog when the
 #: connection is lost, or Ctrl-C's interrupt) run the kill command given as arguments first.
-#: The kill runs in a session of its own (setsid, util-linux): the watchdog KILLs the guard's process
-#: group 5 s after its TERM, and a kill that takes longer (an srun job step on a busy cluster) must
-#: not die with the group before it has ended the exec'd processes.
 _GUARD_SCRIPT = (
+    "d=$1; shift; trap '\"$@\" >/dev/null 2>&1; exit 0' TERM; echo guard-ready; "
+    'while [ ! -e "$d" ]; do sleep 1 & wait $!; done; rm -f "$d"'
+)
+#: The guard of a scheduler's node: its kill is an srun job step, slow to start on a busy cluster, so
+#: it runs in a session of its own (setsid, util-linux, where the login host has it): the watchdog
+#: KILLs the guard's process group 5 s after its TERM, and the kill must not die with the group
+#: before it has ended the exec'd processes (it did, in tests/test_slurm_mlperf.py).
+_DETACHED_GUARD_SCRIPT = (
     'd=$1; shift; trap \'if command -v setsid >/dev/null; then setsid -w "$@"; else "$@"; fi >/dev/null 2>&1; '
     "exit 0' TERM; echo guard-ready; "
     'while [ ! -e "$d" ]; do sleep 1 & wait $!; done; rm -f "$d"'
 )
+#: After an exec failed: how long to wait for the connection to show it is gone before the guard is
+#: called off (paramiko notices a dead socket on its next read).
+GUARD_SETTLE_S = 3.0
 #: How long an exec waits for its guard to be up before it starts anyway.
 GUARD_READY_S = 15.0
 #: How long a guard may live: the longest exec it watches (a harness stage of many hours), bounded.
@@ -291,7 +300,15 @@ class ExecGuard:
                 "sh", "-c", _GUARD_SCRIPT, "exec-guard", done, *kill, sudo=self.dialer.sudo, timeout=GUARD_TIMEOUT_S
             )
         line = shlex.join((["sudo", "-n", "--"] if self.dialer.sudo else []) + kill)
-        return cmd("sh", "-c", _GUARD_SCRIPT, "exec-guard", done, *self.node.launch_argv(line), timeout=GUARD_TIMEOUT_S)
+        return cmd(
+            "sh",
+            "-c",
+            _DETACHED_GUARD_SCRIPT,
+            "exec-guard",
+            done,
+            *self.node.launch_argv(line),
+            timeout=GUARD_TIMEOUT_S,
+        )
 
     @contextlib.contextmanager
     def __call__(self, container: str) -> Iterator[None]:
@@ -307,11 +324,21 @@ class ExecGuard:
         # The exec starts once the guard runs (its trap set), so no window is left unguarded.
         ready.wait(GUARD_READY_S)
         connection = self.host.connection_generation
+        failed = False
         try:
             yield
+        except BaseException:
+            failed = True
+            raise
         finally:
             # The guard is told to go, on the connection it runs on. After that connection was lost its
-            # watchdog acts; a touch would reconnect and could call the guard off before it fired.
+            # watchdog acts; a touch would reconnect and could call the guard off before it fired. An
+            # exec that failed may have failed because the connection is going: give the transport a
+            # moment to notice a dead socket before asking whether it is still connected.
+            if failed:
+                deadline = time.monotonic() + GUARD_SETTLE_S
+                while self.host.is_connected and time.monotonic() < deadline:
+                    time.sleep(0.1)
             if self.host.is_connected and self.host.connection_generation == connection:
                 with contextlib.suppress(Exception):
                     self.host.run(cmd("touch", done, timeout=60))
