@@ -34,13 +34,15 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from workload.errors import ProfileError
 from workload.mlperf.catalog import ALIASES, MODELS, SCENARIOS
 
+#: A gpuconfigs file model (:func:`read_table_file`).
+TableModel = TypeVar("TableModel", bound=BaseModel)
 #: Fields that scale with the number of GPUs (throughput); everything else is per system as is.
 THROUGHPUT_FIELDS = ("offline_expected_qps", "server_target_qps")
 #: The field each scenario cannot do without (the harness sizes the LoadGen run from it).
@@ -433,22 +435,27 @@ def load_table(folder: Path | None = None, harness_round: str = DEFAULT_ROUND) -
     skus: dict[str, SkuTable] = {}
     for path in sorted(Path(folder).glob("*.json")):
         label = f"{prefix}{path.name}"
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ProfileError(label, f"cannot read: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise ProfileError(f"{label}: line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
-        try:
-            table = SkuTable.model_validate(raw)
-        except ValidationError as exc:
-            raise ProfileError(label, _first_problem(exc)) from None
+        table = read_table_file(path, label, SkuTable)
         if table.sku != path.stem:
             raise ProfileError(f"{label}: sku", f"is {table.sku!r} but the file is named {path.stem!r}")
         if table.round != harness_round:
             raise ProfileError(f"{label}: round", f"is {table.round!r} but the file lies in the {harness_round} table")
         skus[table.sku] = table
     return GpuConfigTable(skus=skus, folder=Path(folder), round=harness_round)
+
+
+def read_table_file(path: Path, label: str, model: type[TableModel]) -> TableModel:
+    """One ``gpuconfigs`` file validated as ``model``; ProfileError naming ``label`` (and the line or field)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ProfileError(label, f"cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ProfileError(f"{label}: line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ProfileError(label, _first_problem(exc)) from None
 
 
 def _first_problem(exc: ValidationError) -> str:

@@ -19,15 +19,15 @@ entry's benchmark and scenario is a ProfileError naming the file and key.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workload.errors import ProfileError
+from workload.mlperf.gpuconfigs import read_table_file
 
 ROUND = "v6.1"
 #: v6.1's benchmarks (``--benchmarks`` names) and their config folder (``Benchmark.substitute_hyphen_for_underscore``).
@@ -190,21 +190,7 @@ def load_table61(folder: Path | None = None) -> V61Table:
     tables: dict[str, Table61] = {}
     for path in sorted(Path(folder).glob("*.json")):
         label = f"gpuconfigs/{ROUND}/{path.name}"
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ProfileError(label, f"cannot read: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise ProfileError(f"{label}: line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
-        try:
-            table = Table61.model_validate(raw)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"])
-            message = (
-                "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
-            )
-            raise ProfileError(label, f"{where}: {message}" if where else message) from None
+        table = read_table_file(path, label, Table61)
         if table.sku != path.stem:
             raise ProfileError(f"{label}: sku", f"is {table.sku!r} but the file is named {path.stem!r}")
         tables[table.sku] = table

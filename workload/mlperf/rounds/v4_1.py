@@ -56,13 +56,17 @@ class V4_1Round(HarnessRound):
     def _variables(self, **variables: str) -> tuple[tuple[str, str], ...]:
         return tuple({**variables, **self.extra_variables()}.items())
 
+    def image_tag(self, inputs: PlanInputs) -> str:
+        """The tag of the image this round builds when no ContainerImage is given."""
+        return f"mlperf-inference:{inputs.user_name}-{inputs.facts.machine}"
+
     def image_ops(self, inputs: PlanInputs) -> list[Op]:
         params = inputs.params
         if params.ContainerImage:
             return [UseImage(params.ContainerImage)]
         return [
             BuildImage(
-                tag=f"mlperf-inference:{inputs.user_name}-{inputs.facts.machine}",
+                tag=self.image_tag(inputs),
                 nvidia_dir=inputs.nvidia_dir,
                 base_image=params.BaseImage,
                 build=params.BuildImage,

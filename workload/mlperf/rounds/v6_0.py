@@ -26,7 +26,6 @@ from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
-from workload.mlperf.ops import BuildImage, Op, UseImage
 from workload.mlperf.rounds.base import PlanInputs
 from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
 from workload.mlperf.system import HostSystem
@@ -43,18 +42,9 @@ class V6_0Round(V5_1Round):
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 0),)
     markers: ClassVar[tuple[str, ...]] = ()
 
-    def image_ops(self, inputs: PlanInputs) -> list[Op]:
-        params = inputs.params
-        if params.ContainerImage:
-            return [UseImage(params.ContainerImage)]
-        return [
-            BuildImage(
-                tag=f"mlperf-inference:{inputs.user_name}-{inputs.facts.machine}-{inputs.settings.model}",
-                nvidia_dir=inputs.nvidia_dir,
-                base_image=params.BaseImage,
-                build=params.BuildImage,
-            )
-        ]
+    def image_tag(self, inputs: PlanInputs) -> str:
+        # one image per benchmark: v6.0's prebuild builds the image of one BENCHMARK
+        return f"mlperf-inference:{inputs.user_name}-{inputs.facts.machine}-{inputs.settings.model}"
 
     @staticmethod
     def serves(model: str) -> bool:
