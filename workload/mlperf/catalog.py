@@ -52,6 +52,14 @@ LATER_SCENARIOS: dict[str, tuple[str, ...]] = {"llama2-70b": ("Interactive",)}
 ALL_SCENARIOS: tuple[str, ...] = (*SCENARIOS, "Interactive")
 #: How later rounds' config files spell some benchmarks (``llama3_1-405b.py``).
 ALIASES: dict[str, str] = {"llama3_1-8b": "llama3.1-8b", "llama3_1-405b": "llama3.1-405b"}
+#: The other way: the spelling of NVIDIA's constants (``Benchmark`` values) for a catalog name.
+NVIDIA_SPELLING: dict[str, str] = {canonical: alias for alias, canonical in ALIASES.items()}
+
+
+def canonical_benchmark(name: str) -> str:
+    """The catalog's name of a benchmark given either spelling (``llama3_1-8b`` -> ``llama3.1-8b``)."""
+    return ALIASES.get(name, name)
+
 
 #: Parts a ``--config_ver`` value is made of (``default``, ``high_accuracy``, ``high_accuracy_triton``, ``maxq``, ...).
 CONFIG_VERSION_PARTS: tuple[str, ...] = ("default", "high_accuracy", "triton", "triton_unified", "maxq", "hetero")
@@ -74,7 +82,7 @@ def known_models() -> str:
 def model_info(name: str) -> ModelInfo:
     """The model named ``name`` (case-insensitive) or ValueError listing the known ones."""
     key = name.strip().lower()
-    info = MODELS.get(ALIASES.get(key, key))
+    info = MODELS.get(canonical_benchmark(key))
     if info is None:
         raise ValueError(f"unknown model {name!r} (known: {known_models()})")
     return info

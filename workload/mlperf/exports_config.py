@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workload.mlperf.catalog import ALIASES, WorkloadSetting
+from workload.mlperf.catalog import NVIDIA_SPELLING, WorkloadSetting
 from workload.mlperf.custom_system import HEADER, CustomSystemError, GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig
 
@@ -83,7 +83,7 @@ def config_path(system_id: str, model: str, scenario: str) -> str:
     The file is named by the benchmark's value in NVIDIA's ``code/common/constants.py``
     (``llama3_1-8b``), not by its alias (``llama3.1-8b``, the catalog's name).
     """
-    file_name = next((alias for alias, canonical in ALIASES.items() if canonical == model), model)
+    file_name = NVIDIA_SPELLING.get(model, model)
     return f"configs/{system_id}/{scenario}/{file_name}.py"
 
 

@@ -39,7 +39,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from workload.errors import ProfileError
-from workload.mlperf.catalog import ALIASES, MODELS, SCENARIOS
+from workload.mlperf.catalog import MODELS, SCENARIOS, canonical_benchmark
 
 #: A gpuconfigs file model (:func:`read_table_file`).
 TableModel = TypeVar("TableModel", bound=BaseModel)
@@ -402,9 +402,9 @@ def _spelled_as_in(configs: dict[str, Any], model: str) -> str:
     """``model`` as the round's files spell it: later rounds write ``llama3_1-8b`` for ``llama3.1-8b``."""
     if model in configs:
         return model
-    canonical = ALIASES.get(model, model)
+    canonical = canonical_benchmark(model)
     for key in configs:
-        if ALIASES.get(key, key) == canonical:
+        if canonical_benchmark(key) == canonical:
             return key
     return model
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 from workload.errors import ProfileError
-from workload.mlperf.catalog import ALIASES, WorkloadSetting, model_info
+from workload.mlperf.catalog import WorkloadSetting, canonical_benchmark, model_info
 from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, render
 from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
@@ -199,7 +199,7 @@ class V5_1Round(V4_1Round):
     def serves(model: str) -> bool:
         """Whether v5.1 runs ``model`` against an LLM server."""
         # The catalog's names are canonical (llama3.1-8b); NVIDIA's v5.1 files write llama3_1-8b.
-        return ALIASES.get(model, model) in {ALIASES.get(name, name) for name in LLM_BENCHMARKS}
+        return canonical_benchmark(model) in {canonical_benchmark(name) for name in LLM_BENCHMARKS}
 
     def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:
         ops: list[Op] = []
