@@ -25,6 +25,7 @@ Decisions that can only be taken at apply time are carried as rules, never hidde
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,12 +51,12 @@ class ContainerRef:
         return cmd("docker", "exec", "-u", self.user, "-w", self.workdir, self.name, *argv)
 
 
-class Op:
+class Op(ABC):
     """One operation of the plan. Subclasses are frozen dataclasses."""
 
+    @abstractmethod
     def summary(self) -> str:
         """One line: what this op changes."""
-        raise NotImplementedError
 
     def commands(self) -> tuple[Command, ...]:
         """The exact commands ``plan`` prints (empty when the op runs through an API, e.g. docker builds)."""
