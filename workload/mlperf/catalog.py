@@ -44,6 +44,10 @@ MODELS: dict[str, ModelInfo] = {
         ModelInfo("llama3.1-405b", ("Offline", "Server", "Interactive"), False, llm=True),
         ModelInfo("gpt-oss-120b", ("Offline", "Server", "Interactive"), False, llm=True),
         ModelInfo("deepseek-r1", ("Offline", "Server", "Interactive"), False, llm=True),
+        # v5.0/v5.1 benchmarks with Offline configs only (NVIDIA's v5.1 B200-SXM-180GBx8 folder: Offline/rgat.py,
+        # Offline/whisper.py; both a single accuracy target, results under the plain name).
+        ModelInfo("rgat", ("Offline",), False),
+        ModelInfo("whisper", ("Offline",), False),
     )
 }
 #: Scenarios later rounds add to a v4.1 benchmark (v5.1+: Interactive, a folder of its own; not a default).

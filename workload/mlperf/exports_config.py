@@ -50,6 +50,20 @@ FIELD_MODULES: dict[str, str] = {
     "trtllm_checkpoint_flags": "llm_fields",
     "trtllm_runtime_flags": "llm_fields",
     "use_token_latencies": "llm_fields",
+    # Fields of v5.1's other published files (B200-SXM-180GBx8 rgat, stable-diffusion-xl, whisper, deepseek-r1).
+    "input_format": "model_fields",
+    "min_query_count": "loadgen_fields",
+    "warmup_iterations": "llm_fields",
+    "moe_expert_parallelism": "llm_fields",
+    "batcher_time_limit": "sdxl_fields",
+    "whisper_encoder_build_flags": "whisper_fields",
+    "whisper_decoder_build_flags": "whisper_fields",
+}
+#: Benchmark-specific field modules: a folder with a ``-`` is not importable by name, so NVIDIA's files bind them
+#: with ``import_module`` (``sdxl_fields = import_module("code.stable-diffusion-xl.tensorrt.fields")``).
+MODULE_IMPORTS: dict[str, str] = {
+    "sdxl_fields": "code.stable-diffusion-xl.tensorrt.fields",
+    "whisper_fields": "code.whisper.tensorrt.fields",
 }
 IMPORTS = (
     "import code.common.constants as C",
@@ -127,17 +141,32 @@ def render(
         lines.append(f"# {_label(setting)}: {provenance.source}")
         if provenance.untuned:
             lines.append(f"# untuned: {provenance.untuned}")
-    lines += ["", *IMPORTS, "", "", "EXPORTS = {"]
-    for setting, config, _ in entries:
-        fields, dropped = v51_fields(config.fields)
+    converted = [(setting, config, *v51_fields(config.fields)) for setting, config, _ in entries]
+    used = {FIELD_MODULES[name] for *_, fields, _ in converted for name in fields}
+    extra = [f"{alias} = import_module({module!r})" for alias, module in MODULE_IMPORTS.items() if alias in used]
+    lines += ["", *IMPORTS, *(["from importlib import import_module", *extra] if extra else [])]
+    env = {key: value for _, config, _ in entries for key, value in config.env}
+    if env:
+        # NVIDIA's file sets these at import, before the harness reads its values (v5.1 deepseek-r1.py).
+        lines += ["", "import os", *(f"os.environ[{key!r}] = {value!r}" for key, value in env.items())]
+    lines += ["", "", "EXPORTS = {"]
+    for setting, config, fields, dropped in converted:
         if dropped:
             lines.append(f"    # not a v5.1 field, left out: {', '.join(dropped)}")
         lines.append(f"    {_setting(setting)}: {{")
         for name, value in fields.items():
-            lines.append(f"        {FIELD_MODULES[name]}.{name}: {value!r},")
+            text = _enum(value) if name in config.enums else repr(value)
+            lines.append(f"        {FIELD_MODULES[name]}.{name}: {text},")
         lines.append("    },")
     lines.append("}")
     return GeneratedFile(config_path(system_id, model, scenario), "\n".join(lines) + "\n")
+
+
+def _enum(value: Any) -> str:
+    """A precision NVIDIA writes as a ``Precision`` member, per engine or not: ``C.Precision.FP8``."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key!r}: {_enum(item)}" for key, item in value.items()) + "}"
+    return f"C.Precision.{str(value).upper()}"
 
 
 def _setting(setting: WorkloadSetting) -> str:

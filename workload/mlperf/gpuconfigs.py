@@ -41,6 +41,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from workload.errors import ProfileError
 from workload.mlperf.catalog import MODELS, SCENARIOS, canonical_benchmark
 
+#: Precision names of NVIDIA's configs (the strings they write, and nvmitten ``Precision`` members' names lower-cased).
+Precision = Literal["int8", "fp16", "fp32", "fp8", "fp4"]
 #: A gpuconfigs file model (:func:`read_table_file`).
 TableModel = TypeVar("TableModel", bound=BaseModel)
 #: Fields that scale with the number of GPUs (throughput); everything else is per system as is.
@@ -127,7 +129,8 @@ class ConfigFields(BaseModel):
     server_target_qps: float | None = Field(default=None, gt=0)
     single_stream_expected_latency_ns: int | None = Field(default=None, gt=0)
     multi_stream_expected_latency_ns: int | None = Field(default=None, gt=0)
-    precision: Literal["int8", "fp16", "fp32", "fp8", "fp4"] | None = None
+    # v5.1 SDXL sets it per engine ({'clip1': C.Precision.FP32, 'unet': C.Precision.FP8, ...}).
+    precision: Precision | dict[str, Precision] | None = None
     use_graphs: bool | None = None
     gpu_copy_streams: int | None = Field(default=None, ge=1)
     gpu_inference_streams: int | None = Field(default=None, ge=1)
@@ -165,6 +168,13 @@ class ConfigFields(BaseModel):
     harness_use_hf_tokenizer: bool | None = None
     warmup_iterations: int | None = Field(default=None, ge=0)
     readiness_timeout: int | None = Field(default=None, gt=0)
+    # v5.1's non-LLM benchmarks: code.fields.models.input_format (rgat, SDXL), SDXL's batcher_time_limit
+    # (code/stable-diffusion-xl/tensorrt/fields.py) and whisper's two engines' TRT-LLM build flags
+    # (code/whisper/tensorrt/fields.py), as NVIDIA's B200-SXM-180GBx8 files set them.
+    input_format: str | None = None
+    batcher_time_limit: int | None = Field(default=None, ge=0)
+    whisper_encoder_build_flags: dict[str, Any] | None = None
+    whisper_decoder_build_flags: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _positive_batch(self) -> ConfigFields:
@@ -198,6 +208,16 @@ class PublishedConfig(BaseModel):
     env: dict[str, str] | None = None
     #: v6.0: the file's ``ACCURACY_OVERRIDES`` for this setting (deep-merged for AccuracyOnly runs).
     accuracy_overrides: dict[str, Any] | None = None
+    #: v5.1: fields whose values NVIDIA writes as ``Precision`` members (``C.Precision.FP32``) rather than strings;
+    #: their values here are the members' names lower-cased (a generated file writes them back as members).
+    enums: list[Literal["precision", "input_dtype"]] | None = None
+
+    @model_validator(mode="after")
+    def _enums_are_set(self) -> PublishedConfig:
+        for name in self.enums or ():
+            if getattr(self.fields, name) is None:
+                raise ValueError(f"enums: {name} is not set in fields")
+        return self
 
 
 class SkuTable(BaseModel):
@@ -274,6 +294,10 @@ class ResolvedConfig:
     source_class: str
     #: The GPU count of NVIDIA's class when this count has none of its own (throughput scaled).
     scaled_from: int | None = None
+    #: The ``os.environ`` lines of NVIDIA's file (v5.1 deepseek-r1, v6.0), set before the harness reads the config.
+    env: tuple[tuple[str, str], ...] = ()
+    #: Fields NVIDIA writes as ``Precision`` members (:attr:`PublishedConfig.enums`).
+    enums: tuple[str, ...] = ()
 
     def source(self) -> str:
         """``closed/NVIDIA/configs/bert/Offline/__init__.py H100_SXM_80GBx8`` (+ ``scaled from x8``)."""
@@ -395,6 +419,8 @@ class GpuConfigTable:
             source_file=entry.file,
             source_class=entry.class_name,
             scaled_from=None if base == gpu_count else base,
+            env=tuple((entry.env or {}).items()),
+            enums=tuple(entry.enums or ()),
         )
 
 
