@@ -18,7 +18,12 @@ gpuconfigs table (no entry untested, no row without an entry).
 from __future__ import annotations
 
 import ast
+import json
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -363,3 +368,57 @@ def test_what_nvidia_did_not_publish_is_reported_not_made_up() -> None:
     assert two.scaled_from == 4 and two.fields["offline_expected_qps"] == 188
     problem = gpu_count_problem(table.resolve("NVIDIA GB200", 2, "llama3_1-405b", "Server"))
     assert problem is not None and "tensor_parallelism 4" in problem
+
+
+STANDIN = Path(__file__).parent / "fixtures" / "harness" / "rounds" / "v5.1" / "tree" / "closed" / "NVIDIA"
+
+
+def test_the_generated_files_load_in_the_round_s_config_loader(tmp_path: Path) -> None:
+    """Every generated file imports in the v5.1 stand-in (NVIDIA's file format, field modules and EXPORTS lookup:
+    tests/fixtures/harness/rounds/v5.1/UPSTREAM.md) and gives the values read above, with no minimal fallback."""
+    root = tmp_path / "NVIDIA"
+    shutil.copytree(STANDIN, root)
+    table = load_table(harness_round="v5.1")
+    wanted: list[tuple[str, str, str, str, dict[str, Any]]] = []
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for row in EXPECTED:
+        groups.setdefault((row.machine.gpu_name, row.source), []).append(row)
+    for rows in groups.values():
+        machine, scenario, benchmark = rows[0].machine, rows[0].scenario, rows[0].benchmark
+        sku = table.sku_for_gpu(machine.gpu_name)
+        settings = [WorkloadSetting("Custom", "k_99_9" if r.high else "k_99", "MaxP") for r in rows]
+        ((generated, _),) = custom_files(machine, sku, benchmark, (scenario,), settings, allow_untuned=False)
+        (root / generated.path).parent.mkdir(parents=True, exist_ok=True)
+        (root / generated.path).write_text(generated.text)
+        exports, _ = read_exports(generated.text)
+        system_id = generated.path.split("/")[1]
+        for target, fields in exports.items():
+            wanted.append((system_id, benchmark, scenario, target.split("(")[1].rstrip(")"), fields))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "standin_detected_system.json").write_text(
+        json.dumps({"gpu_name": "NVIDIA B200", "gpu_count": 8, "cpu_model": "AMD EPYC", "memory_bytes": 10**12})
+    )
+    code = (
+        "import json, sys; from pathlib import Path; import code.main as m, code.common.constants as C\n"
+        "out = []\n"
+        "for sid, bench, scen, target in json.loads(sys.argv[1]):\n"
+        "    s = C.WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget(float(target)), C.PowerSetting.MaxP)\n"
+        "    out.append(m.get_config(Path('configs'), sid, bench, scen, s))\n"
+        "print(json.dumps(out, default=lambda o: f'Precision.{o.name}'))\n"
+    )
+    keys = json.dumps([w[:4] for w in wanted])
+    done = subprocess.run(
+        [sys.executable, "-c", code, keys],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"MLPERF_SCRATCH_PATH": str(scratch), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "minimal" not in done.stderr.lower(), done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(loaded) == len(wanted) == len(EXPECTED)
+    for (system_id, benchmark, scenario, target, fields), got in zip(wanted, loaded, strict=True):
+        assert got == fields, (system_id, benchmark, scenario, target)
