@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from workload.errors import ProfileError
 from workload.mlperf.catalog import WorkloadSetting, canonical_benchmark
 from workload.mlperf.gpuconfigs import gpu_count_problem, load_table
 from workload.mlperf.rounds.v5_1 import custom_files
@@ -422,3 +423,12 @@ def test_the_generated_files_load_in_the_round_s_config_loader(tmp_path: Path) -
     assert len(loaded) == len(wanted) == len(EXPECTED)
     for (system_id, benchmark, scenario, target, fields), got in zip(wanted, loaded, strict=True):
         assert got == fields, (system_id, benchmark, scenario, target)
+
+
+def test_an_enum_mark_on_a_field_the_entry_does_not_set_is_refused(tmp_path: Path) -> None:
+    data = json.loads(Path("gpuconfigs/v5.1/B200_SXM_180GB.json").read_text())
+    del data["configs"]["stable-diffusion-xl"]["Offline"]["k_99"]["8"]["fields"]["precision"]
+    (tmp_path / "B200_SXM_180GB.json").write_text(json.dumps(data))
+    with pytest.raises(ProfileError) as info:
+        load_table(tmp_path, harness_round="v5.1")
+    assert "configs.stable-diffusion-xl.Offline.k_99.8: enums: precision is not set in fields" in str(info.value)
