@@ -412,7 +412,8 @@ class GpuConfigTable:
         target = "99.9%" if high_accuracy else "99%"
         targets = table.configs.get(model, {}).get(scenario)
         if targets is None or accuracy not in targets:
-            why = table.unpublished.get(model, {}).get(scenario)
+            # spelled as the unpublished section spells it (a model with no entry at all is not in configs)
+            why = table.unpublished.get(_spelled_as_in(table.unpublished, model), {}).get(scenario)
             # Up to v5.0 a config is a registered class; from v5.1 an EXPORTS entry of a per-system file.
             kind = "class" if self.round in ("v4.1", "v5.0") else "config"
             return (
