@@ -247,6 +247,8 @@ def test_v60_a_harness_only_config_is_generated_over_its_servers_values() -> Non
     assert "servers: closed/NVIDIA/configs/GB200-NVL72_GB200-186GB_aarch64x1/Server/llama2-70b.py" in config.text
     assert "loadgen_fields.server_target_qps: 188.0," in config.text
     assert "model_fields.gpu_batch_size: {'llama2-70b': 2048}," in config.text
+    # the servers' file sets these before NVIDIA's servers read it (GB200...x1/Server/llama2-70b.py)
+    assert "os.environ['UCX_RNDV_SCHEME'] = 'get_zcopy'" in config.text
 
 
 def test_v60_a_disaggregated_side_is_noted_with_its_target(tmp_path: Path) -> None:

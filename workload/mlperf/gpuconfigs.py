@@ -20,6 +20,10 @@ class sets itself or inherits from the classes between it and the scenario's ``<
 (which the generated class derives from, so it inherits the base values the same way). Throughput
 (``offline_expected_qps``, ``server_target_qps``) is the class's own, for its GPU count.
 
+From v6.0 an entry may be a harness-only config naming the ``atomic`` count whose config NVIDIA runs as its
+servers (the atomic entry's fields lie under its own, :func:`entry_fields`), and ``not_used`` names NVIDIA's files of
+the SKU the table does not carry (multi-node, one side of a disaggregated run, a benchmark not run here) with why.
+
 A GPU count NVIDIA has no class for is derived from the nearest published count of the same accuracy
 target (the largest below it, else the smallest above it): throughput scaled by the count ratio, every
 other field as it is, and the result marked ``scaled_from``. A (model, scenario, accuracy) with no

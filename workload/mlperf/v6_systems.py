@@ -100,15 +100,21 @@ def system_id(system: HostSystem, prefix: str) -> str:
 
 def _v60_entry(
     table: GpuConfigTable, sku: SkuTable, stem: str, scenario: str, accuracy: str, count: int
-) -> tuple[int, PublishedConfig, dict[str, Any], str] | None:
-    """The published count used for ``count``, its entry, its fields (atomic ones under them) and its source."""
+) -> tuple[int, PublishedConfig, dict[str, Any], str, dict[str, str]] | None:
+    """The published count used for ``count``, its entry, fields and source, and the environment of its file.
+
+    For a harness-only entry the fields and environment of its servers' (atomic) file lie under its own: NVIDIA's
+    servers import that file, which sets its ``os.environ`` lines.
+    """
     counts = sku.configs.get(stem, {}).get(scenario, {}).get(accuracy)
     if not counts:
         return None
     published = sorted(counts)
     below = [c for c in published if c <= count]
     base = below[-1] if below else published[0]
-    return base, counts[base], entry_fields(counts, base), entry_source(counts, base)
+    entry = counts[base]
+    env = {**(counts[entry.atomic].env or {} if entry.atomic else {}), **(entry.env or {})}
+    return base, entry, entry_fields(counts, base), entry_source(counts, base), env
 
 
 def v60_files(
@@ -160,13 +166,13 @@ def v60_files(
                     raise refuse_untuned(system, "v6.0")
                 tuned_all = False
                 why = _untuned_reason(system, "v6.0", f"{donor.sku} ({found[1].file})")
-            base, published, fields, source = found
+            base, published, fields, source, file_env = found
             if base != system.gpu_count:
                 for name in ("offline_expected_qps", "server_target_qps"):
                     if name in fields:
                         fields[name] = round(fields[name] * system.gpu_count / base, 6)
             settings[accuracy] = fields
-            env.update(published.env or {})
+            env.update(file_env)
             if published.accuracy_overrides:
                 overrides[accuracy] = dict(published.accuracy_overrides)
             scaled = f" (scaled from x{base} to x{system.gpu_count})" if base != system.gpu_count else ""
