@@ -18,6 +18,7 @@ from workload.mlperf.rounds import Checkout, choose_round
 from workload.mlperf.rounds.v6_1 import DEFAULT_IMAGE, SYSTEM_CHECK, system_name_of
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
+from workload.mlperf.system import HostSystem
 
 ALICE = UserFacts("alice", 1000, 1000, "alice", "/home/alice")
 
@@ -155,3 +156,26 @@ def test_v61_endpoints_client_plan_writes_its_config_and_runs_it_between_server_
 def test_v61_endpoints_client_refuses_server_scenarios_it_has_no_target_for() -> None:
     with pytest.raises(ProfileError, match="endpoints client runs Server at a target QPS"):
         plan_ops(params(Scenarios="Server", Client="endpoints"), facts((6, 1)))
+
+
+# One NVIDIA v6.0 system per SKU (its config file: gbeezybez/inference_results_v6.0 @ ab33b214, closed/NVIDIA/configs/
+# <system>/Server/<benchmark>.py; tests/test_mlperf_v6_configs.py checks the values): the adapter's custom system for
+# an unknown machine with those GPUs is named as NVIDIA names that system, with NVIDIA's values (tuned).
+@pytest.mark.parametrize(
+    ("gpu", "mib", "count", "model", "nvidia_system"),
+    [
+        ("NVIDIA B200", 183359, 4, "llama3.1-405b", "B200-SXM-180GBx4"),
+        ("NVIDIA B300 SXM6 AC", 275040, 8, "deepseek-r1", "B300-SXM-270GBx8"),
+        ("NVIDIA GB200", 189471, 4, "llama3.1-405b", "GB200-NVL72_GB200-186GB_aarch64x4"),
+        ("NVIDIA GB300", 294912, 2, "llama3.1-405b", "GB300-NVL72_GB300-288GB_aarch64x2"),
+    ],
+)
+def test_v60_custom_system_of_each_sku_is_named_like_nvidias_and_tuned(
+    gpu: str, mib: int, count: int, model: str, nvidia_system: str
+) -> None:
+    adapter = choose_round(Checkout(HarnessVersion(6, 0))).round
+    system = HostSystem(gpu, mib, count, "Neoverse-V2", 72, 1, 1, 900_000_000_000)
+    files = adapter.system_files(system, model, ["Server"], ["k_99"], allow_untuned=False)
+    assert files.tuned and files.system_id == f"WL_{nvidia_system}"
+    (config,) = files.files
+    assert f"# from closed/NVIDIA/configs/{nvidia_system}/Server/{model.replace('.', '_')}.py" in config.text

@@ -7,14 +7,12 @@ them, detects the custom system, and runs with NVIDIA's values.
 
 Sources:
 - v6.0, the public fork ``gbeezybez/inference_results_v6.0`` @ ``ab33b214`` (NVIDIA's ``closed/NVIDIA/configs``):
-  ``B200-SXM-180GBx1/Interactive/llama2-70b.py`` (base: bs 768, server_target_qps 26, min_duration 1200000,
-  max_num_tokens 768), ``B200-SXM-180GBx4/Offline/llama3_1-405b.py`` (1.09 QPS, TP2 PP2, build max_num_tokens 5120,
-  runtime 1536), ``B200-SXM-180GBx4/Server/llama3_1-405b.py`` (0.65 QPS, max_num_tokens 1024),
-  ``B200-SXM-180GBx4/Server/gpt-oss-120b.py`` (9 QPS, TP4, MoE EP4, min_query_count 6396*4, ACCURACY_OVERRIDES
-  min_query_count 4395), ``B300-SXM-270GBx2/Offline/llama3_1-405b.py`` (0.75 QPS, TP2 PP1, min_query_count 8313,
-  CUDA_SCALE_LAUNCH_QUEUES=4x), ``GB200-NVL72_GB200-186GB_aarch64x1/{Offline,Server,Interactive}/llama2-70b.py``
-  (49 / 49 / 310 QPS; Interactive's EXPORTS is ctx_config: bs 4096, kv 0.85) and ``.../{Offline,Server}/llama3_1-8b.py``
-  (83.0 / 14.28).
+  every single-node config file the index holds, each row naming its file (``EXPECTED_V60``; the values are the
+  dict ``EXPORTS`` maps ``WorkloadSetting(Custom, AccuracyTarget(0.99|0.999), MaxP)`` to, NVIDIA's expressions such
+  as ``4638 * 3`` written as NVIDIA wrote them). ``GB200...x4/Server/llama2-70b.py`` is a harness-only config (188
+  QPS, no engine values) that NVIDIA's scaleout runs over servers of the x1 file (``run_scaleout.sh --atomic-system
+  ...x1``; harness system = atomic system x DP ranks): its row names both. Which files are single-node, and why the
+  others are not used: tests/test_mlperf_v60_coverage.py.
 - v6.1, the public fork ``intel-ai-tce/inference_results_v6.1`` @ ``5174fca8``:
   ``configs/gpt_oss_120b/B200-SXM-180GBx8/TRTLLM/Offline/trtllm-serve-ifb-1gpu.yaml`` (max_batch_size 896,
   max_num_tokens 13914, max_seq_len 35840, kv_cache_config fp8 / 0.95), ``configs/llama2_70b/B300-SXM-270GBx8/
@@ -42,16 +40,19 @@ from workload.mlperf.gpuconfigs_v61 import load_table61
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import NotTuned, v60_files, v61_files
 
-B200, B300, GB200, H200 = "NVIDIA B200", "NVIDIA B300 SXM6 AC", "NVIDIA GB200", "NVIDIA H200"
+B200, B300, GB200, GB300, H200 = "NVIDIA B200", "NVIDIA B300 SXM6 AC", "NVIDIA GB200", "NVIDIA GB300", "NVIDIA H200"
+GB2, GB3 = "GB200-NVL72_GB200-186GB_aarch64", "GB300-NVL72_GB300-288GB_aarch64"
 
-# (GPU, count, benchmark file stem, scenario, accuracy) -> NVIDIA's values for it (field by field; dicts: subset)
-EXPECTED_V60: list[tuple[str, int, str, str, str, dict[str, Any]]] = [
+# (GPU, count, benchmark file stem, scenario, accuracy, NVIDIA's files under closed/NVIDIA/configs/ (the count's
+# own first, then the servers' config a harness-only file runs over), NVIDIA's values (field by field; dicts: subset))
+EXPECTED_V60: list[tuple[str, int, str, str, str, tuple[str, ...], dict[str, Any]]] = [
     (
         B200,
         1,
         "llama2-70b",
         "Interactive",
         "k_99",
+        ("B200-SXM-180GBx1/Interactive/llama2-70b.py",),
         {
             "gpu_batch_size": {"llama2-70b": 768},
             "server_target_qps": 26,
@@ -62,13 +63,22 @@ EXPECTED_V60: list[tuple[str, int, str, str, str, dict[str, Any]]] = [
             "trtllm_runtime_flags": {"max_num_tokens": 768, "kvcache_free_gpu_mem_frac": 0.95},
         },
     ),
-    (B200, 1, "llama2-70b", "Interactive", "k_99_9", {"server_target_qps": 26, "gpu_batch_size": {"llama2-70b": 768}}),
+    (
+        B200,
+        1,
+        "llama2-70b",
+        "Interactive",
+        "k_99_9",
+        ("B200-SXM-180GBx1/Interactive/llama2-70b.py",),
+        {"server_target_qps": 26, "gpu_batch_size": {"llama2-70b": 768}},
+    ),
     (
         B200,
         4,
         "llama3_1-405b",
         "Offline",
         "k_99",
+        ("B200-SXM-180GBx4/Offline/llama3_1-405b.py",),
         {
             "offline_expected_qps": 1.09,
             "tensor_parallelism": 2,
@@ -85,6 +95,7 @@ EXPECTED_V60: list[tuple[str, int, str, str, str, dict[str, Any]]] = [
         "llama3_1-405b",
         "Server",
         "k_99",
+        ("B200-SXM-180GBx4/Server/llama3_1-405b.py",),
         {"server_target_qps": 0.65, "trtllm_build_flags": {"max_num_tokens": 1024}, "tensor_parallelism": 2},
     ),
     (
@@ -93,6 +104,7 @@ EXPECTED_V60: list[tuple[str, int, str, str, str, dict[str, Any]]] = [
         "gpt-oss-120b",
         "Server",
         "k_99",
+        ("B200-SXM-180GBx4/Server/gpt-oss-120b.py",),
         {
             "server_target_qps": 9,
             "tensor_parallelism": 4,
@@ -113,6 +125,7 @@ EXPECTED_V60: list[tuple[str, int, str, str, str, dict[str, Any]]] = [
         "llama3_1-405b",
         "Offline",
         "k_99",
+        ("B300-SXM-270GBx2/Offline/llama3_1-405b.py",),
         {
             "offline_expected_qps": 0.75,
             "tensor_parallelism": 2,
@@ -123,11 +136,34 @@ EXPECTED_V60: list[tuple[str, int, str, str, str, dict[str, Any]]] = [
         },
     ),
     (
+        B300,
+        8,
+        "deepseek-r1",
+        "Server",
+        "k_99",
+        ("B300-SXM-270GBx8/Server/deepseek-r1.py",),
+        {
+            "server_target_qps": 9.5,
+            "gpu_batch_size": {"deepseek-r1": 640},
+            "tensor_parallelism": 8,
+            "moe_expert_parallelism": 8,
+            "min_query_count": 105312,
+            "use_graphs": True,
+            "trtllm_build_flags": {"max_seq_len": 3140 + 32 * 1024, "enable_attention_dp": True},
+            "trtllm_runtime_flags": {
+                "moe_backend": "CUTEDSL",
+                "max_concurrency": 10240,
+                "enable_chunked_context": False,
+            },
+        },
+    ),
+    (
         GB200,
         1,
         "llama2-70b",
         "Offline",
         "k_99",
+        (f"{GB2}x1/Offline/llama2-70b.py",),
         {
             "offline_expected_qps": 49,
             "gpu_batch_size": {"llama2-70b": 2048},
@@ -137,13 +173,41 @@ EXPECTED_V60: list[tuple[str, int, str, str, str, dict[str, Any]]] = [
             "trtllm_runtime_flags": {"max_concurrency": 2048, "stream_interval": 50},
         },
     ),
-    (GB200, 1, "llama2-70b", "Server", "k_99", {"server_target_qps": 49, "harness_use_hf_tokenizer": True}),
+    (
+        GB200,
+        1,
+        "llama2-70b",
+        "Server",
+        "k_99",
+        (f"{GB2}x1/Server/llama2-70b.py",),
+        {"server_target_qps": 49, "harness_use_hf_tokenizer": True},
+    ),
+    (
+        GB200,
+        4,
+        "llama2-70b",
+        "Server",
+        "k_99",
+        (f"{GB2}x4/Server/llama2-70b.py", f"{GB2}x1/Server/llama2-70b.py"),
+        {
+            # the x4 file (harness_config) ...
+            "server_target_qps": 188,
+            "min_duration": 2400000,
+            "traffic_distribution_policy": "isl_load_balancing",
+            "trtllm_runtime_flags": {"max_concurrency": 2048, "num_postprocess_workers": 4},
+            # ... over the servers' x1 file (scaleout's atomic system)
+            "gpu_batch_size": {"llama2-70b": 2048},
+            "tensor_parallelism": 1,
+            "trtllm_build_flags": {"max_num_tokens": 3584},
+        },
+    ),
     (
         GB200,
         1,
         "llama2-70b",
         "Interactive",
         "k_99",
+        (f"{GB2}x1/Interactive/llama2-70b.py",),
         {
             "server_target_qps": 310,
             "gpu_batch_size": {"llama2-70b": 4096},
@@ -156,6 +220,7 @@ EXPECTED_V60: list[tuple[str, int, str, str, str, dict[str, Any]]] = [
         "llama3_1-8b",
         "Offline",
         "k_99",
+        (f"{GB2}x1/Offline/llama3_1-8b.py",),
         {"offline_expected_qps": 83.0, "gpu_batch_size": {"llama3_1-8b": 2048}},
     ),
     (
@@ -164,7 +229,190 @@ EXPECTED_V60: list[tuple[str, int, str, str, str, dict[str, Any]]] = [
         "llama3_1-8b",
         "Server",
         "k_99",
+        (f"{GB2}x1/Server/llama3_1-8b.py",),
         {"server_target_qps": 14.28, "trtllm_runtime_flags": {"kvcache_free_gpu_mem_frac": 0.9}},
+    ),
+    (
+        GB200,
+        1,
+        "gpt-oss-120b",
+        "Offline",
+        "k_99",
+        (f"{GB2}x1/Offline/gpt-oss-120b.py",),
+        {
+            "offline_expected_qps": 10,
+            "gpu_batch_size": {"gpt-oss-120b": 128 * 4},
+            "min_query_count": 6396,
+            "moe_expert_parallelism": 1,
+            "trtllm_build_flags": {"max_num_tokens": 4638 * 3, "max_seq_len": 15536 + 10240},
+            "trtllm_runtime_flags": {"kvcache_free_gpu_mem_frac": 0.98, "max_concurrency": 512 + 1024},
+        },
+    ),
+    (
+        GB200,
+        1,
+        "gpt-oss-120b",
+        "Interactive",
+        "k_99",
+        (f"{GB2}x1/Interactive/gpt-oss-120b.py",),
+        {
+            "server_target_qps": 24,
+            "warmup_iterations": 5,
+            "trtllm_runtime_flags": {"max_num_tokens": 4638 * 10, "cache_transceiver_max_tokens": 15536 + 10240 + 16},
+        },
+    ),
+    (
+        GB200,
+        4,
+        "gpt-oss-120b",
+        "Interactive",
+        "k_99",
+        (f"{GB2}x4/Interactive/gpt-oss-120b.py",),
+        {
+            "server_target_qps": 38,
+            "tensor_parallelism": 4,
+            "moe_expert_parallelism": 4,
+            "gpu_batch_size": {"gpt-oss-120b": 192},
+            "min_query_count": 6396 * 4,
+            "trtllm_build_flags": {"enable_attention_dp": True},
+            "trtllm_runtime_flags": {"max_concurrency": 256 + 1024},
+        },
+    ),
+    (
+        GB200,
+        4,
+        "llama3_1-405b",
+        "Offline",
+        "k_99",
+        (f"{GB2}x4/Offline/llama3_1-405b.py",),
+        {
+            "offline_expected_qps": 1.17,
+            "tensor_parallelism": 1,
+            "pipeline_parallelism": 4,
+            "gpu_batch_size": {"llama3.1-405b": 64},
+            "trtllm_build_flags": {"max_num_tokens": 512, "gemm_allreduce_plugin": "float16"},
+            "trtllm_runtime_flags": {"num_postprocess_workers": 2},
+        },
+    ),
+    (
+        GB200,
+        4,
+        "llama3_1-405b",
+        "Server",
+        "k_99",
+        (f"{GB2}x4/Server/llama3_1-405b.py",),
+        {
+            "server_target_qps": 1.1,
+            "tensor_parallelism": 2,
+            "pipeline_parallelism": 2,
+            "gpu_batch_size": {"llama3.1-405b": 256},
+            "trtllm_build_flags": {"max_num_tokens": 1536},
+            "readiness_timeout": 600,
+        },
+    ),
+    (
+        GB200,
+        4,
+        "llama3_1-405b",
+        "Interactive",
+        "k_99",
+        (f"{GB2}x4/Interactive/llama3_1-405b.py",),
+        {
+            "server_target_qps": 17.7,
+            "tensor_parallelism": 4,
+            "min_query_count": 49878,
+            "gpu_batch_size": {"llama3.1-405b": 128},
+            "trtllm_runtime_flags": {"cache_transceiver_backend": "UCX", "max_concurrency": 2048},
+        },
+    ),
+    (
+        GB300,
+        1,
+        "llama2-70b",
+        "Offline",
+        "k_99",
+        (f"{GB3}x1/Offline/llama2-70b.py",),
+        {
+            "offline_expected_qps": 60,
+            "gpu_batch_size": {"llama2-70b": 3072},
+            "min_duration": 2400000,
+            "trtllm_build_flags": {"max_num_tokens": 4608, "torch_compile_config": {"enable_userbuffers": True}},
+            "trtllm_runtime_flags": {"max_concurrency": 3072, "stream_interval": 50},
+        },
+    ),
+    (
+        GB300,
+        1,
+        "llama2-70b",
+        "Server",
+        "k_99",
+        (f"{GB3}x1/Server/llama2-70b.py",),
+        {"server_target_qps": 59, "gpu_batch_size": {"llama2-70b": 3072}, "harness_use_hf_tokenizer": True},
+    ),
+    (
+        GB300,
+        1,
+        "llama2-70b",
+        "Interactive",
+        "k_99",
+        (f"{GB3}x1/Interactive/llama2-70b.py",),
+        {
+            "server_target_qps": 360,
+            "gpu_batch_size": {"llama2-70b": 4096},
+            "trtllm_runtime_flags": {"max_num_tokens": 4352, "kvcache_free_gpu_mem_frac": 0.85},
+        },
+    ),
+    (
+        GB300,
+        1,
+        "gpt-oss-120b",
+        "Server",
+        "k_99",
+        (f"{GB3}x1/Server/gpt-oss-120b.py",),
+        {
+            "server_target_qps": 11.5,
+            "gpu_batch_size": {"gpt-oss-120b": 128 * 7},
+            "trtllm_runtime_flags": {"stream_interval": 20, "max_concurrency": 512 + 1024},
+        },
+    ),
+    (
+        GB300,
+        2,
+        "llama3_1-405b",
+        "Server",
+        "k_99",
+        (f"{GB3}x2/Server/llama3_1-405b.py",),
+        {
+            "server_target_qps": 0.8,
+            "tensor_parallelism": 2,
+            "min_query_count": 8313,
+            "readiness_timeout": 900,
+            "trtllm_build_flags": {"max_num_tokens": 1024, "gemm_plugin": "fp4"},
+            "trtllm_runtime_flags": {"workers_per_core": 1},
+        },
+    ),
+    (
+        GB300,
+        2,
+        "llama3_1-405b",
+        "Interactive",
+        "k_99",
+        (f"{GB3}x2/Interactive/llama3_1-405b.py",),
+        {"server_target_qps": 17.7, "tensor_parallelism": 2, "gpu_batch_size": {"llama3.1-405b": 64}},
+    ),
+    (
+        GB300,
+        4,
+        "llama3_1-405b",
+        "Server",
+        "k_99",
+        (f"{GB3}x4/Server/llama3_1-405b.py",),
+        {
+            "server_target_qps": 17.7,
+            "tensor_parallelism": 4,
+            "gpu_batch_size": {"llama3.1-405b": 256},
+            "trtllm_runtime_flags": {"use_low_precision_moe_combine": True, "max_concurrency": 256},
+        },
     ),
 ]
 
@@ -178,15 +426,14 @@ def subset(expected: dict[str, Any], actual: dict[str, Any], where: str = "") ->
             assert actual[key] == value, f"{where}{key}: {actual[key]!r} != NVIDIA's {value!r}"
 
 
-@pytest.mark.parametrize(("gpu", "count", "stem", "scenario", "accuracy", "nvidia"), EXPECTED_V60)
+@pytest.mark.parametrize(("gpu", "count", "stem", "scenario", "accuracy", "files", "nvidia"), EXPECTED_V60)
 def test_v60_values_for_an_unknown_machine_are_nvidias(
-    gpu: str, count: int, stem: str, scenario: str, accuracy: str, nvidia: dict[str, Any]
+    gpu: str, count: int, stem: str, scenario: str, accuracy: str, files: tuple[str, ...], nvidia: dict[str, Any]
 ) -> None:
     resolved = load_table(harness_round="v6.0").resolve(gpu, count, stem, scenario, high_accuracy=accuracy == "k_99_9")
     assert resolved.scaled_from is None
-    assert (
-        resolved.source_file.startswith("closed/NVIDIA/configs/") and f"/{scenario}/{stem}.py" in resolved.source_file
-    )
+    assert resolved.source_file == f"closed/NVIDIA/configs/{files[0]}"
+    assert all(f"closed/NVIDIA/configs/{f}" in resolved.source() for f in files)
     subset(nvidia, resolved.fields)
 
 

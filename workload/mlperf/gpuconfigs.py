@@ -20,6 +20,10 @@ class sets itself or inherits from the classes between it and the scenario's ``<
 (which the generated class derives from, so it inherits the base values the same way). Throughput
 (``offline_expected_qps``, ``server_target_qps``) is the class's own, for its GPU count.
 
+From v6.0 an entry may be a harness-only config naming the ``atomic`` count whose config NVIDIA runs as its
+servers (the atomic entry's fields lie under its own, :func:`entry_fields`), and ``not_used`` names NVIDIA's files of
+the SKU the table does not carry (multi-node, one side of a disaggregated run, a benchmark not run here) with why.
+
 A GPU count NVIDIA has no class for is derived from the nearest published count of the same accuracy
 target (the largest below it, else the smallest above it): throughput scaled by the count ratio, every
 other field as it is, and the result marked ``scaled_from``. A (model, scenario, accuracy) with no
@@ -211,6 +215,13 @@ class PublishedConfig(BaseModel):
     #: v5.1: fields whose values NVIDIA writes as ``Precision`` members (``C.Precision.FP32``) rather than strings;
     #: their values here are the members' names lower-cased (a generated file writes them back as members).
     enums: list[Literal["precision", "input_dtype"]] | None = None
+    #: v6.0: the name of the dict ``EXPORTS`` maps the setting to (``ifb_config``, ``base``, ``harness_config``; a
+    #: ``ctx_``/``gen_`` name is the context/generation server of NVIDIA's disaggregated multi-node run).
+    exported: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    #: v6.0: the GPU count of the config NVIDIA runs as the servers under this one, a harness-only config
+    #: (``scaleout/run_scaleout.sh --atomic-system <SYSTEM>x<atomic>``, the harness system being atomic x DP ranks):
+    #: its fields lie under this entry's (:func:`entry_fields`).
+    atomic: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _enums_are_set(self) -> PublishedConfig:
@@ -237,6 +248,9 @@ class SkuTable(BaseModel):
     configs: dict[str, dict[str, dict[str, dict[int, PublishedConfig]]]]
     #: model -> scenario -> why NVIDIA's round has no config for it (reported, never guessed).
     unpublished: dict[str, dict[str, str]] = Field(default_factory=dict)
+    #: NVIDIA's config files of this SKU that the table does not carry (multi-node, a part of a disaggregated run, a
+    #: benchmark the project does not run) -> why.
+    not_used: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _known_keys(self) -> SkuTable:
@@ -275,9 +289,52 @@ class SkuTable(BaseModel):
                         needed = REQUIRED_BY_SCENARIO["Server" if scenario == "Interactive" else scenario]
                         if getattr(entry.fields, needed) is None:
                             raise ValueError(f"{where}.{count}.fields: {scenario} needs {needed}")
-                        if entry.fields.gpu_batch_size is None:
+                        if entry.atomic is not None:
+                            server = counts.get(entry.atomic)
+                            if entry.atomic >= count or server is None or server.atomic is not None:
+                                raise ValueError(
+                                    f"{where}.{count}.atomic: names no smaller count of its own with its own values"
+                                )
+                        elif entry.fields.gpu_batch_size is None:
                             raise ValueError(f"{where}.{count}.fields: needs gpu_batch_size")
+        for path, why in self.not_used.items():
+            if not path.startswith("closed/NVIDIA/configs/") or not why.strip():
+                raise ValueError(f"not_used.{path}: a closed/NVIDIA/configs/ file and why it is not used")
         return self
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` on ``base``, dicts merged key by key (as NVIDIA's harness merges its override sections)."""
+    merged = dict(base)
+    for key, value in over.items():
+        old = merged.get(key)
+        merged[key] = _deep_merge(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+    return merged
+
+
+def entry_fields(counts: dict[int, PublishedConfig], count: int) -> dict[str, Any]:
+    """The fields of the entry for ``count``: its own, on top of its ``atomic`` entry's when it names one.
+
+    A harness-only config (v6.0 GB200x4 Server llama2-70b) sets no engine values: NVIDIA runs it over servers of a
+    smaller system's config (scaleout's atomic system), whose values lie under it here.
+    """
+    entry = counts[count]
+    fields = entry.fields.set_fields()
+    if entry.atomic is None:
+        return fields
+    return _deep_merge(counts[entry.atomic].fields.set_fields(), fields)
+
+
+def entry_source(counts: dict[int, PublishedConfig], count: int) -> str:
+    """``<file> <class>`` of the entry for ``count``, with its atomic entry's file when it names one."""
+    entry = counts[count]
+    text = f"{entry.file} {entry.class_name}"
+    if entry.exported:
+        text += f" = {entry.exported}"
+    if entry.atomic is not None:
+        server = counts[entry.atomic]
+        text += f", servers: {server.file} {server.class_name} (NVIDIA's atomic system, x{entry.atomic} each)"
+    return text
 
 
 @dataclass(frozen=True)
@@ -383,7 +440,8 @@ class GpuConfigTable:
         target = "99.9%" if high_accuracy else "99%"
         targets = table.configs.get(model, {}).get(scenario)
         if targets is None or accuracy not in targets:
-            why = table.unpublished.get(model, {}).get(scenario)
+            # spelled as the unpublished section spells it (a model with no entry at all is not in configs)
+            why = table.unpublished.get(_spelled_as_in(table.unpublished, model), {}).get(scenario)
             # Up to v5.0 a config is a registered class; from v5.1 an EXPORTS entry of a per-system file.
             kind = "class" if self.round in ("v4.1", "v5.0") else "config"
             return (
@@ -404,7 +462,7 @@ class GpuConfigTable:
         counts = table.configs[_spelled_as_in(table.configs, model)][scenario][accuracy]
         base = _nearest_count(sorted(counts), gpu_count)
         entry = counts[base]
-        fields = entry.fields.set_fields()
+        fields = entry_fields(counts, base)
         if base != gpu_count:
             for name in THROUGHPUT_FIELDS:
                 if name in fields:
@@ -417,7 +475,7 @@ class GpuConfigTable:
             gpu_count=gpu_count,
             fields=fields,
             source_file=entry.file,
-            source_class=entry.class_name,
+            source_class=entry_source(counts, base).removeprefix(f"{entry.file} "),
             scaled_from=None if base == gpu_count else base,
             env=tuple((entry.env or {}).items()),
             enums=tuple(entry.enums or ()),

@@ -17,7 +17,7 @@ from typing import Any
 
 from workload.mlperf import configgen_v6 as gen
 from workload.mlperf.custom_system import SYSTEM_ID_PREFIX, GeneratedFile
-from workload.mlperf.gpuconfigs import GpuConfigTable, PublishedConfig, SkuTable
+from workload.mlperf.gpuconfigs import GpuConfigTable, PublishedConfig, SkuTable, entry_fields, entry_source
 from workload.mlperf.gpuconfigs_v61 import BENCHMARKS as V61_BENCHMARKS
 from workload.mlperf.gpuconfigs_v61 import V61Table
 from workload.mlperf.system import HostSystem
@@ -100,14 +100,21 @@ def system_id(system: HostSystem, prefix: str) -> str:
 
 def _v60_entry(
     table: GpuConfigTable, sku: SkuTable, stem: str, scenario: str, accuracy: str, count: int
-) -> tuple[int, PublishedConfig] | None:
+) -> tuple[int, PublishedConfig, dict[str, Any], str, dict[str, str]] | None:
+    """The published count used for ``count``, its entry, fields and source, and the environment of its file.
+
+    For a harness-only entry the fields and environment of its servers' (atomic) file lie under its own: NVIDIA's
+    servers import that file, which sets its ``os.environ`` lines.
+    """
     counts = sku.configs.get(stem, {}).get(scenario, {}).get(accuracy)
     if not counts:
         return None
     published = sorted(counts)
     below = [c for c in published if c <= count]
     base = below[-1] if below else published[0]
-    return base, counts[base]
+    entry = counts[base]
+    env = {**(counts[entry.atomic].env or {} if entry.atomic else {}), **(entry.env or {})}
+    return base, entry, entry_fields(counts, base), entry_source(counts, base), env
 
 
 def v60_files(
@@ -159,21 +166,24 @@ def v60_files(
                     raise refuse_untuned(system, "v6.0")
                 tuned_all = False
                 why = _untuned_reason(system, "v6.0", f"{donor.sku} ({found[1].file})")
-            base, published = found
-            fields = published.fields.set_fields()
+            base, published, fields, source, file_env = found
             if base != system.gpu_count:
                 for name in ("offline_expected_qps", "server_target_qps"):
                     if name in fields:
                         fields[name] = round(fields[name] * system.gpu_count / base, 6)
             settings[accuracy] = fields
-            env.update(published.env or {})
+            env.update(file_env)
             if published.accuracy_overrides:
                 overrides[accuracy] = dict(published.accuracy_overrides)
             scaled = f" (scaled from x{base} to x{system.gpu_count})" if base != system.gpu_count else ""
-            sources.append(
-                f"{published.file} {published.class_name}{scaled}"
-                + (f" [{published.read_from}]" if published.read_from else "")
-            )
+            sources.append(f"{source}{scaled}" + (f" [{published.read_from}]" if published.read_from else ""))
+            if published.exported and published.exported.startswith(("ctx_", "gen_")):
+                # NVIDIA's EXPORTS of this system is one side of its disaggregated run: its target is that run's.
+                notes.append(
+                    f"{benchmark} {scenario} ({accuracy}): NVIDIA's {published.file} exports {published.exported}, "
+                    "the context/generation server of its disaggregated multi-node run (server_target_qps is that "
+                    "run's); lower it with the harness's --server_target_qps if this machine cannot reach it"
+                )
         if not settings:
             continue
         tuned = not why

@@ -10,7 +10,7 @@ UPSTREAM.md`` names repository and commit):
 * config files ``configs/<SYSTEM>/<Scenario>/<benchmark with _>.py`` carry ``ACCURACY_OVERRIDES`` and
   ``COMPLIANCE_OVERRIDES`` beside ``EXPORTS``; the accuracy target is ``--accuracy_target``;
 * the values of a custom system come from ``gpuconfigs/v6.0`` (:func:`workload.mlperf.v6_systems.v60_files`):
-  NVIDIA tunes B200, B300 and GB200; a Hopper GPU is refused naming v5.0 or, with
+  NVIDIA tunes B200, B300, GB200 and GB300; a Hopper GPU is refused naming v5.0 or, with
   ``RequireCustomSystemSupport=true``, runs the nearest GPU's values marked untuned.
 Everything else (SYSTEM_NAME, the minimal-config fallback refused, one server per scenario) is v5.1's.
 """
