@@ -25,13 +25,13 @@ from dataclasses import replace
 from typing import ClassVar
 
 from workload.errors import ProfileError
-from workload.mlperf.catalog import WorkloadSetting, canonical_benchmark, model_info
+from workload.mlperf.catalog import NVIDIA_SPELLING, WorkloadSetting, canonical_benchmark, model_info
 from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, render
 from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
-from workload.mlperf.harness import HarnessVersion, RunGroup
+from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make_argv
 from workload.mlperf.llm_server import ServerSpec
-from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op
+from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage
 from workload.mlperf.results import Expected
 from workload.mlperf.rounds.base import PlanInputs
 from workload.mlperf.rounds.v4_1 import V4_1Round
@@ -48,6 +48,13 @@ FALLBACK_MARKS = (
     "Attempting to load minimal config",
     "Runtime system not found in built-ins",
 )
+#: Setup stages a benchmark's own scripts do instead of ``make <stage>`` (v5.1 ``Makefile.data`` runs
+#: ``bash code/<b>/tensorrt/download_{model,data}.sh``; whisper has ``download_models.sh``/``download_dataset.sh``,
+#: which its README runs by hand: ``bash -x /work/code/whisper/tensorrt/download_models.sh``).
+SETUP_SCRIPTS: dict[tuple[str, str], str] = {
+    ("whisper", "download_model"): "code/whisper/tensorrt/download_models.sh",
+    ("whisper", "download_data"): "code/whisper/tensorrt/download_dataset.sh",
+}
 #: What ``plan`` shows for SYSTEM_NAME before the system check decided it.
 SYSTEM_PLACEHOLDER = "<system id from the system check>"
 
@@ -160,11 +167,33 @@ class V5_1Round(V4_1Round):
     markers: ClassVar[tuple[str, ...]] = ()
     creates_config_dirs: ClassVar[bool] = True
     system_by_id: ClassVar[bool] = True
+    #: (model, stage) -> the benchmark's own script run instead of ``make <stage>``.
+    setup_scripts: ClassVar[dict[tuple[str, str], str]] = SETUP_SCRIPTS
 
     def system_check(self, inputs: PlanInputs) -> Op:
         op = super().system_check(inputs)
         assert isinstance(op, IdentifySystem)
         return replace(op, registry="SYSTEM_NAME=WL_<SKU>x<count> with its own configs/<system>/ folder")
+
+    def setup_argv(self, model: str, stage: str) -> tuple[str, ...]:
+        """One setup stage of ``model``: ``make <stage> BENCHMARKS=<NVIDIA's folder name>`` (``code/<b>/``, spelled as
+        NVIDIA's ``Benchmark`` value: ``llama3_1-8b``), or the benchmark's own script where it has one."""
+        script = self.setup_scripts.get((model, stage))
+        if script is not None:
+            return ("bash", script)
+        folder = NVIDIA_SPELLING.get(model, model)
+        return tuple(make_argv(stage, dict(self._variables(BENCHMARKS=folder))))
+
+    def setup_ops(self, inputs: PlanInputs) -> tuple[list[Op], list[str]]:
+        """v4.1's setup (stages, then ``make build``) with this round's argv per stage (:meth:`setup_argv`)."""
+        ops, notes = super().setup_ops(inputs)
+        staged = [
+            replace(op, argv=self.setup_argv(op.model, op.stage))
+            if isinstance(op, SetupStage) and op.stage in SETUP_STAGES
+            else op
+            for op in ops
+        ]
+        return staged, notes
 
     def refused_output(self, output: str) -> str | None:
         fallback = minimal_fallback(output)

@@ -41,6 +41,8 @@ class V6_0Round(V5_1Round):
     name: ClassVar[str] = "v6.0"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 0),)
     markers: ClassVar[tuple[str, ...]] = ()
+    # v6.0's per-benchmark download scripts are not in our index: every stage is ``make <stage> BENCHMARKS=<b>``.
+    setup_scripts: ClassVar[dict[tuple[str, str], str]] = {}
 
     def image_tag(self, inputs: PlanInputs) -> str:
         # one image per benchmark: v6.0's prebuild builds the image of one BENCHMARK
