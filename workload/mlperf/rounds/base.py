@@ -34,7 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from workload.mlperf.catalog import WorkloadSetting
+from workload.errors import ProfileError
+from workload.mlperf.catalog import WorkloadSetting, canonical_benchmark
 from workload.mlperf.custom_system import CUSTOM_LIST, GeneratedFile, merge_custom_list
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion, RunGroup
@@ -86,6 +87,8 @@ class HarnessRound(ABC):
     versions: ClassVar[tuple[HarnessVersion, ...]]
     #: Paths (relative to closed/NVIDIA) whose presence tells this round's layout apart; checked read-only.
     markers: ClassVar[tuple[str, ...]] = ()
+    #: The round's benchmarks, as NVIDIA's ``Benchmark`` values (``llama3_1-8b``); empty: not checked (v4.1).
+    benchmarks: ClassVar[tuple[str, ...]] = ()
 
     @property
     def assumed_version(self) -> HarnessVersion:
@@ -97,6 +100,17 @@ class HarnessRound(ABC):
     def recognises(cls, checkout: Checkout) -> bool:
         """Whether ``checkout`` is this round: by default, its VERSION is one of :attr:`versions`."""
         return checkout.version in cls.versions
+
+    def check_model(self, model: str) -> None:
+        """ProfileError (before anything runs) when ``model`` is not one of :attr:`benchmarks`: the harness would
+        refuse it only after the setup stages (``Invalid Benchmark: <name>``)."""
+        if not self.benchmarks:
+            return
+        if canonical_benchmark(model) not in {canonical_benchmark(b) for b in self.benchmarks}:
+            raise ProfileError(
+                f"HarnessRound {self.name}",
+                f"{model} is not a benchmark of NVIDIA's {self.name} harness (it has: {', '.join(self.benchmarks)})",
+            )
 
     # -- planning ----------------------------------------------------------------------------
     @abstractmethod

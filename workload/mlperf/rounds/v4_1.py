@@ -75,6 +75,7 @@ class V4_1Round(HarnessRound):
 
     def system_check(self, inputs: PlanInputs) -> Op:
         settings = inputs.settings
+        self.check_model(settings.model)
         return IdentifySystem(
             container=inputs.container,
             argv=SYSTEM_ID_ARGV,

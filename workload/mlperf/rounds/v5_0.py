@@ -19,7 +19,7 @@ from typing import ClassVar
 from workload.mlperf import custom_json
 from workload.mlperf.catalog import WorkloadSetting
 from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
-from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
+from workload.mlperf.gpuconfigs import ROUND_MODELS, ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.ops import IdentifySystem, Op
 from workload.mlperf.rounds.base import PlanInputs
@@ -33,6 +33,7 @@ class V5_0Round(V4_1Round):
     name: ClassVar[str] = "v5.0"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 0),)
     markers: ClassVar[tuple[str, ...]] = ()
+    benchmarks: ClassVar[tuple[str, ...]] = ROUND_MODELS["v5.0"]
     custom_list_path: ClassVar[str] = custom_json.CUSTOM_LIST_JSON
 
     def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:

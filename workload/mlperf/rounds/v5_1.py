@@ -28,7 +28,7 @@ from workload.errors import ProfileError
 from workload.mlperf.catalog import NVIDIA_SPELLING, WorkloadSetting, canonical_benchmark, model_info
 from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, render
-from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
+from workload.mlperf.gpuconfigs import ROUND_MODELS, GpuConfigTable, ResolvedConfig, SkuTable, load_table
 from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make_argv
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage
@@ -165,6 +165,7 @@ class V5_1Round(V4_1Round):
     name: ClassVar[str] = "v5.1"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 1),)
     markers: ClassVar[tuple[str, ...]] = ()
+    benchmarks: ClassVar[tuple[str, ...]] = ROUND_MODELS["v5.1"]
     creates_config_dirs: ClassVar[bool] = True
     system_by_id: ClassVar[bool] = True
     #: (model, stage) -> the benchmark's own script run instead of ``make <stage>``.

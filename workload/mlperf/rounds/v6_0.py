@@ -23,7 +23,7 @@ from typing import ClassVar
 from workload.mlperf.catalog import WorkloadSetting
 from workload.mlperf.configgen_v6 import v60_config_path
 from workload.mlperf.custom_system import GeneratedFile
-from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
+from workload.mlperf.gpuconfigs import ROUND_MODELS, ResolvedConfig, load_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.rounds.base import PlanInputs
@@ -41,6 +41,7 @@ class V6_0Round(V5_1Round):
     name: ClassVar[str] = "v6.0"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 0),)
     markers: ClassVar[tuple[str, ...]] = ()
+    benchmarks: ClassVar[tuple[str, ...]] = ROUND_MODELS["v6.0"]
     # v6.0's per-benchmark download scripts are not in our index: every stage is ``make <stage> BENCHMARKS=<b>``.
     setup_scripts: ClassVar[dict[tuple[str, str], str]] = {}
 

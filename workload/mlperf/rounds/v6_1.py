@@ -24,6 +24,7 @@ from typing import ClassVar
 
 from workload.errors import ProfileError
 from workload.mlperf import configgen_v6
+from workload.mlperf.catalog import NVIDIA_SPELLING
 from workload.mlperf.endpoint_ops import RunEndpointsClient
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.llm_server import ServerSpec
@@ -48,6 +49,12 @@ SYSTEM_LINE = re.compile(r"^\s*system_name\s*=\s*(\S+)\s+\[(.+)\]\s*$", re.M)
 #: Benchmarks one node runs in v6.1 (the others are nv-sflow/Slurm only: q3vl README, configs/SLURM_SUPPORT.md).
 SINGLE_NODE = ("llama2-70b", "gpt-oss-120b", "deepseek-r1")
 SLURM_ONLY = ("qwen3-vl-235b-a22b", "wan-2.2-t2v-a14b")
+#: NVIDIA's v6.1 ``Benchmark`` values (``nv_mlpinf/common/constants.py``) this runner does not run, and why.
+NOT_RUN: dict[str, str] = {
+    "llama3_1-8b": "NVIDIA's v6.1 configs have no llama3_1_8b folder (no published values for any system)",
+    "whisper": "it runs without trtllm-serve in v6.1 (Benchmark.supports_trtllm_endpoint_harness leaves it out); "
+    "this runner drives v6.1's served benchmarks",
+}
 SETUP = ("ensure_installed", "download_data", "download_model", "preprocess_data")
 
 
@@ -63,6 +70,8 @@ class V6_1Round(V6_0Round):
     name: ClassVar[str] = "v6.1"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 1),)
     markers: ClassVar[tuple[str, ...]] = ("src/nv_mlpinf/main.py",)
+    #: NVIDIA's v6.1 ``Benchmark`` values: the ones run here and the ones refused with a reason (:data:`NOT_RUN`).
+    benchmarks: ClassVar[tuple[str, ...]] = (*SINGLE_NODE, *NOT_RUN)
 
     def image_ops(self, inputs: PlanInputs) -> list[Op]:
         return [UseImage(inputs.params.ContainerImage or DEFAULT_IMAGE)]
@@ -74,6 +83,9 @@ class V6_1Round(V6_0Round):
                 f"{model} runs only through nv-sflow on Slurm in NVIDIA's v6.1 harness (its README: no single-node "
                 "docker launch); this runner does one node",
             )
+        reason = NOT_RUN.get(NVIDIA_SPELLING.get(model, model))
+        if reason is not None:
+            raise ProfileError("HarnessRound v6.1", f"{model} is a v6.1 benchmark this runner does not run: {reason}")
         if model not in SINGLE_NODE:
             raise ProfileError(
                 "HarnessRound v6.1",
