@@ -262,3 +262,24 @@ def test_ctrl_c_during_a_served_run_stops_harness_and_server(bed: dict[str, Any]
     assert not LocalHost().exists(
         str(bed["nvidia"] / "build" / "logs" / "workload-r3-llama2-70b-perf-offline.server.pgid")
     )
+
+
+def test_custom_b200_runs_whisper_offline_with_its_own_scripts_and_no_server(bed: dict[str, Any]) -> None:
+    """whisper (a v5.1 benchmark the stand-in learnt from NVIDIA's Benchmark enum): set up with its own download
+    scripts, its config file written from NVIDIA's B200 values, run without an LLM server, results parsed."""
+    model = {"Model": "whisper", "Scenarios": "Offline"}
+    applied = apply_v51(params(**model), bed["facts"], bed["container"], B200X4, run_id="w1", applied=Applied())
+    assert applied.written == ["configs/WL_B200_SXM_180GBx4/Offline/whisper.py"]
+    text = (bed["nvidia"] / applied.written[0]).read_text()
+    assert "loadgen_fields.offline_expected_qps: 325.0," in text  # NVIDIA's B200x8 650 QPS for 4 GPUs
+    assert ("bash", "code/whisper/tensorrt/download_models.sh") in applied.argvs
+    assert ("bash", "code/whisper/tensorrt/download_dataset.sh") in applied.argvs
+    assert not [a for a in applied.argvs if "run_llm_server" in a]
+    calls = (bed["scratch"] / "standin_calls.log").read_text().splitlines()
+    assert calls[:3] == ["download_data whisper", "download_model whisper", "preprocess_data whisper"]
+    dirs = sorted(f.directory.split("/build/logs/")[1] for f in applied.found)
+    assert dirs == ["workload-w1-whisper-perf/WL_B200_SXM_180GBx4_TRT/whisper/Offline"]
+    (result,) = collect(bed["nvidia"] / "build" / "logs").results
+    assert result.headline is not None
+    assert result.headline.value == pytest.approx(325 * 0.98, rel=1e-3)
+    assert processes(bed["container"]) == []
