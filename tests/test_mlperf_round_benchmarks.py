@@ -180,6 +180,21 @@ def test_v51_setup_targets_run_nvidias_per_benchmark_scripts(tmp_path: Path) -> 
     assert done.returncode == 2 and "No module named 'code.llama3.1-8b'" in done.stderr
 
 
+def test_v50_setup_targets_know_the_rounds_benchmark_folders(tmp_path: Path) -> None:
+    nvidia = make_v5.make_round_tree(tmp_path / "repo", "v5.0")
+    scratch = tmp_path / "scratch"
+    detected(scratch, **H100X8)
+    done = run(nvidia, scratch, ["make", "download_data", "BENCHMARKS=llama2-70b-interactive rgat"])
+    assert done.returncode == 0, done.stderr
+    assert (scratch / "standin_calls.log").read_text().splitlines() == [
+        "download_data llama2-70b-interactive",
+        "download_data rgat",
+    ]
+    done = run(nvidia, scratch, ["make", "download_model", "BENCHMARKS=whisper"])  # a v5.1 benchmark
+    assert done.returncode == 2
+    assert "bash: code/whisper/tensorrt/download_model.sh: No such file or directory" in done.stderr
+
+
 @pytest.mark.parametrize(
     ("harness_round", "tree", "system", "expected"),
     [
