@@ -10,6 +10,8 @@ UPSTREAM.md`` names repository and commit):
 * the system check prints the runtime id; an unknown machine is ``UNREGISTERED_<arch>_<gpu>x<n>``
   (``code/common/systems/system_list.py``) and is refused without ``RequireCustomSystemSupport``;
 * the accuracy target is ``--accuracy_target=0.99|0.999`` (``code/fields/meta.py``), one per harness run;
+* setup stages name NVIDIA's benchmark folder (``make download_model BENCHMARKS=llama3_1-8b``: ``Makefile.data`` runs
+  ``bash code/<b>/tensorrt/download_model.sh``), and whisper runs its own scripts (:data:`SETUP_SCRIPTS`);
 * LLM benchmarks run against a server: ``make run_llm_server`` (``--core_type=trtllm_endpoint
   --server_in_foreground``, port 30000 or the parameter LLMServerPort) started detached and stopped after the run
   (:mod:`workload.mlperf.llm_server`), then ``make run_harness ... --trtllm_server_urls=127.0.0.1:<port>``, one
