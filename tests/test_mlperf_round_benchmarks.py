@@ -199,6 +199,24 @@ def test_v50_setup_targets_know_the_rounds_benchmark_folders(tmp_path: Path) -> 
     ("harness_round", "tree", "system", "expected"),
     [
         (
+            "v5.0",
+            "v5",
+            {
+                "gpu_name": "NVIDIA GB200",
+                "gpu_count": 4,
+                "cpu_model": "Neoverse-V2",
+                "architecture": "aarch64",
+                "memory_bytes": 900 * 2**30,
+            },
+            "KnownSystem.GB200_NVL_186GB_ARMx4",
+        ),
+        (
+            "v5.0",
+            "v5",
+            {"gpu_name": "NVIDIA L40S", "gpu_count": 8, "cpu_model": "AMD EPYC 9654", "memory_bytes": 2**40},
+            "KnownSystem.L40Sx8",
+        ),
+        (
             "v5.1",
             "v5",
             {
