@@ -165,6 +165,8 @@ class ConfigFields(BaseModel):
     harness_use_hf_tokenizer: bool | None = None
     warmup_iterations: int | None = Field(default=None, ge=0)
     readiness_timeout: int | None = Field(default=None, gt=0)
+    # v5.0 stable-diffusion-xl Server: how long the SDXL batcher waits to fill a batch (stable-diffusion-xl/Server).
+    sdxl_batcher_time_limit: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _positive_batch(self) -> ConfigFields:
