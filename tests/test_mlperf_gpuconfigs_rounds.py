@@ -26,6 +26,12 @@ Sources:
   ``5138307a`` / ``cf354115``): Offline bs clip1/clip2/unet 64, vae 8, H100 2 QPS, H200 2.6, B200 3.75 (x8 * 8);
   Server bs 16/16/16/8, H100 2 / x8 16.2, H200 2.1 / x8 18.5, B200 3.6 / x8 3.6 * 8, sdxl_batcher_time_limit 3 (x1)
   and 5 (x8).
+  Cisco's copies of ``resnet50/Server`` (H100 73000 QPS, H200 79000, x8: x1 * 8 with 4 copy / 7 inference streams,
+  deque timeout 3000 us), ``retinanet/{Offline,Server}`` (1700 QPS per GPU Offline, workspace 60e9 / H200 128e9; Server
+  H100 1620, x8 1610 * 8 at bs 8, H200 1700), ``gptj/{Offline,Server}`` (H100 bs 192 36 QPS, H200 bs 396 41 QPS, x8
+  36 * 8; Server H100 bs 256 34.92, H200 39), ``dlrm-v2/{Offline,Server}`` (bs 600000 Offline, 102400 / x8 51200
+  Server, 99.9 %: interaction_op_precision fp16, H100x8 Offline 47500 * 8, H200x8 Server 370000) and
+  ``3d-unet/Offline`` (bs 8, 6.8 QPS per GPU, H200 workspace 128e9).
 - v5.1: NVIDIA's ``closed/NVIDIA/configs/B200-SXM-180GBx8/{Offline,Server,Interactive}/llama2-70b.py`` as carried by
   the public fork ``ykamiset/inference_results_v5.1`` commit ``e9ccad4d`` (``EXPORTS`` of
   ``WorkloadSetting(Custom, 0.99, MaxP)``): Offline 376 QPS, Server 364.0, Interactive 220 with bs 768 and
@@ -46,7 +52,7 @@ import pytest
 
 from workload.errors import ProfileError
 from workload.mlperf import custom_system
-from workload.mlperf.catalog import MODELS, WorkloadSetting, canonical_benchmark
+from workload.mlperf.catalog import MODELS, WorkloadSetting, canonical_benchmark, model_info
 from workload.mlperf.gpuconfigs import gpu_count_problem, load_table
 from workload.mlperf.harness import HarnessVersion
 
@@ -311,6 +317,98 @@ EXPECTED: list[tuple[str, str, int, str, str, bool, dict[str, Any]]] = [
     ("v5.0", H100, 1, "stable-diffusion-xl", "Server", False, {"server_target_qps": 2, "sdxl_batcher_time_limit": 3}),
     ("v5.0", B200, 8, "stable-diffusion-xl", "Server", False, {"server_target_qps": 28.8}),
     (
+        "v5.0",
+        H200,
+        8,
+        "resnet50",
+        "Server",
+        False,
+        {
+            "server_target_qps": 632000,
+            "gpu_batch_size": {"resnet50": 256},
+            "gpu_copy_streams": 4,
+            "gpu_inference_streams": 7,
+            "use_deque_limit": True,
+            "deque_timeout_usec": 3000,
+        },
+    ),
+    ("v5.0", H100, 1, "resnet50", "Server", False, {"server_target_qps": 73000, "gpu_copy_streams": 2}),
+    (
+        "v5.0",
+        H200,
+        1,
+        "retinanet",
+        "Offline",
+        False,
+        {"offline_expected_qps": 1700, "workspace_size": 128000000000, "run_infer_on_copy_streams": False},
+    ),
+    ("v5.0", H100, 8, "retinanet", "Offline", False, {"offline_expected_qps": 13600, "workspace_size": 60000000000}),
+    (
+        "v5.0",
+        H100,
+        8,
+        "retinanet",
+        "Server",
+        False,
+        {"server_target_qps": 12880, "gpu_batch_size": {"retinanet": 8}, "deque_timeout_usec": 30000},
+    ),
+    ("v5.0", H200, 8, "retinanet", "Server", False, {"server_target_qps": 13600, "gpu_batch_size": {"retinanet": 16}}),
+    (
+        "v5.0",
+        H200,
+        8,
+        "gptj",
+        "Offline",
+        True,
+        {"offline_expected_qps": 288, "gpu_batch_size": {"gptj": 396}, "precision": "fp8", "vboost_slider": 1},
+    ),
+    ("v5.0", H100, 1, "gptj", "Offline", False, {"offline_expected_qps": 36, "gpu_batch_size": {"gptj": 192}}),
+    ("v5.0", H100, 8, "gptj", "Server", False, {"server_target_qps": 279.36, "gpu_batch_size": {"gptj": 256}}),
+    ("v5.0", H200, 8, "gptj", "Server", True, {"server_target_qps": 312}),
+    (
+        "v5.0",
+        H100,
+        8,
+        "dlrm-v2",
+        "Offline",
+        True,
+        {
+            "offline_expected_qps": 380000,
+            "gpu_batch_size": {"dlrm-v2": 600000},
+            "embedding_weights_on_gpu_part": 1.0,
+            "interaction_op_precision": "fp16",
+        },
+    ),
+    ("v5.0", H200, 1, "dlrm-v2", "Offline", False, {"offline_expected_qps": 90000, "vboost_slider": 1}),
+    (
+        "v5.0",
+        H100,
+        8,
+        "dlrm-v2",
+        "Server",
+        False,
+        {"server_target_qps": 510000, "gpu_batch_size": {"dlrm-v2": 51200}, "server_num_issue_query_threads": 8},
+    ),
+    (
+        "v5.0",
+        H200,
+        8,
+        "dlrm-v2",
+        "Server",
+        True,
+        {"server_target_qps": 370000, "interaction_op_precision": "fp16", "gpu_batch_size": {"dlrm-v2": 51200}},
+    ),
+    (
+        "v5.0",
+        H200,
+        8,
+        "3d-unet",
+        "Offline",
+        True,
+        {"offline_expected_qps": 54.4, "workspace_size": 128000000000, "gpu_batch_size": {"3d-unet": 8}},
+    ),
+    ("v5.0", H100, 1, "3d-unet", "Offline", False, {"offline_expected_qps": 6.8, "gpu_batch_size": {"3d-unet": 8}}),
+    (
         "v5.1",
         B200,
         8,
@@ -403,7 +501,7 @@ def test_v50_custom_py_for_an_unknown_machine_holds_nvidias_values(
     table = load_table(harness_round=rnd)
     sku = table.sku_for_gpu(gpu)
     resolved = table.resolve(gpu, count, model, scenario, high_accuracy=high)
-    setting = WorkloadSetting("Custom", "k_99_9" if high else "k_99", "MaxP")
+    setting = WorkloadSetting(model_info(model).harness, "k_99_9" if high else "k_99", "MaxP")
     member = f"WL_{sku.sku}x{count}"
     generated = custom_system.custom_config(
         model, scenario, member, custom_system.class_name(member), [(setting, resolved)], HarnessVersion(5, 0)
