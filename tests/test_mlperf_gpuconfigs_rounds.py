@@ -31,7 +31,8 @@ Sources:
   H100 1620, x8 1610 * 8 at bs 8, H200 1700), ``gptj/{Offline,Server}`` (H100 bs 192 36 QPS, H200 bs 396 41 QPS, x8
   36 * 8; Server H100 bs 256 34.92, H200 39), ``dlrm-v2/{Offline,Server}`` (bs 600000 Offline, 102400 / x8 51200
   Server, 99.9 %: interaction_op_precision fp16, H100x8 Offline 47500 * 8, H200x8 Server 370000) and
-  ``3d-unet/Offline`` (bs 8, 6.8 QPS per GPU, H200 workspace 128e9).
+  ``3d-unet/Offline`` (bs 8, 6.8 QPS per GPU, H200 workspace 128e9); Dell's copy of ``rgat/Offline`` (H200x8 bs 6144,
+  440000 QPS).
 - v5.1: NVIDIA's ``closed/NVIDIA/configs/B200-SXM-180GBx8/{Offline,Server,Interactive}/llama2-70b.py`` as carried by
   the public fork ``ykamiset/inference_results_v5.1`` commit ``e9ccad4d`` (``EXPORTS`` of
   ``WorkloadSetting(Custom, 0.99, MaxP)``): Offline 376 QPS, Server 364.0, Interactive 220 with bs 768 and
@@ -408,6 +409,7 @@ EXPECTED: list[tuple[str, str, int, str, str, bool, dict[str, Any]]] = [
         {"offline_expected_qps": 54.4, "workspace_size": 128000000000, "gpu_batch_size": {"3d-unet": 8}},
     ),
     ("v5.0", H100, 1, "3d-unet", "Offline", False, {"offline_expected_qps": 6.8, "gpu_batch_size": {"3d-unet": 8}}),
+    ("v5.0", H200, 8, "rgat", "Offline", False, {"offline_expected_qps": 440000, "gpu_batch_size": {"rgat": 6144}}),
     (
         "v5.1",
         B200,
