@@ -409,6 +409,7 @@ EXPECTED: list[tuple[str, str, int, str, str, bool, dict[str, Any]]] = [
         {"offline_expected_qps": 54.4, "workspace_size": 128000000000, "gpu_batch_size": {"3d-unet": 8}},
     ),
     ("v5.0", H100, 1, "3d-unet", "Offline", False, {"offline_expected_qps": 6.8, "gpu_batch_size": {"3d-unet": 8}}),
+    ("v5.0", B200, 8, "llama2-70b", "Offline", True, {"offline_expected_qps": 376, "precision": "fp4"}),
     ("v5.0", H200, 8, "rgat", "Offline", False, {"offline_expected_qps": 440000, "gpu_batch_size": {"rgat": 6144}}),
     (
         "v5.1",
