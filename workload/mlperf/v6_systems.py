@@ -265,6 +265,7 @@ def v61_files(
                 notes.append(f"no {throughput} for {benchmark} {scenario} in any v6.1 table entry: not run")
                 continue
         serve = resolved.parts.get("trtllm_serve")
+        env = resolved.parts.get("serve_env")
         options = dict(serve.values) if serve else {"backend": "pytorch", "tensor_parallel_size": per_server}
         precision = str(fields.get("precision", "fp4"))
         files += [
@@ -278,7 +279,8 @@ def v61_files(
             GeneratedFile(
                 f"{folder}/trtllm-serve.yaml", gen.v61_serve_yaml(options, provenance, ident, system.describe())
             ),
-            GeneratedFile(f"{folder}/trtllm-serve-env.yaml", gen.v61_env_yaml({})),
+            # NVIDIA's env YAML of the nearest published config (trtllm-serve-*-env.yaml), else an empty one.
+            GeneratedFile(f"{folder}/trtllm-serve-env.yaml", gen.v61_env_yaml(dict(env.values) if env else {})),
         ]
         notes.append(f"{folder}: " + ("tuned (NVIDIA's values for this GPU)" if not why else f"UNTUNED ({why})"))
     return SystemFiles(ident, tuple(files), tuple(notes), tuned_all)
