@@ -258,6 +258,24 @@ def test_a_known_system_gets_the_configs_nvidia_lacks_and_only_with_custom_suppo
     assert not (nvidia / "configs/bert/Server/custom.py").exists()
     assert not (nvidia / "configs/bert/Offline/custom.py").exists()  # NVIDIA has that one
     assert (nvidia / "code/common/systems/custom_list.py").read_text() == custom_list  # no custom system
+    # Beside each result, where its config came from (the metrics read it into every metric's metadata).
+    from workload.metrics.config_source import SIDECAR
+
+    sources = {p.parts[-1]: json.loads((p / SIDECAR).read_text()) for p in added.results}
+    assert sources["Offline"] == {
+        "format": 1,
+        "benchmark": "bert-99",
+        "scenario": "Offline",
+        "config_source": "nvidia",
+        "config_tuned": True,
+        "config_system": "A100_SXM4_40GBx8",
+    }
+    single_source = sources["SingleStream"]
+    assert single_source["config_source"] == "generated" and single_source["config_tuned"] is True
+    assert single_source["config_from"].startswith(
+        "closed/NVIDIA/configs/bert/SingleStream/__init__.py A100_SXM4_40GBx1 (scaled from x1 to x8"
+    )
+    assert single_source["config_system"] == "A100_SXM4_40GBx8"
 
 
 def test_a_missing_gpuconfigs_entry_fails_that_scenario_and_the_others_run(bed: dict[str, Any]) -> None:
