@@ -177,3 +177,23 @@ def test_v60_a_gpu_nvidia_tunes_says_tuned() -> None:
     (source,) = _generated(files, "llama3.1-405b", ("llama3.1-405b",), {}).values()
     assert source.tuned is True and source.untuned_reason is None
     assert "B200-SXM-180GBx4/Offline/llama3_1-405b.py" in str(source.origin)
+
+
+def test_a_config_source_that_cannot_be_written_fails_the_step_naming_the_result(tmp_path: Path) -> None:
+    from typing import Any, cast
+
+    from workload.mlperf.interpreter import Interpreter
+    from workload.mlperf.results import Expected
+
+    folder = result_copy(tmp_path)
+    (folder / SIDECAR).mkdir()  # a folder where the file goes: the write fails for real (root or not)
+    unused = cast(Any, None)  # _record_source reads only the decided sources and appends to problems
+    interpreter = Interpreter(unused, unused, unused, unused, unused, unused, unused)
+    expected = Expected("llama2-70b", "llama2-70b-99", "Server", "PerformanceOnly")
+    interpreter.sources = {("Server", "llama2-70b-99"): UNTUNED}
+    interpreter._record_source(folder, expected)
+    (problem,) = interpreter.problems
+    assert problem.startswith(f"could not record the config source of llama2-70b-99 Server PerformanceOnly in {folder}")
+    # a result the system check decided nothing for gets no file and no problem
+    interpreter._record_source(folder, Expected("llama2-70b", "llama2-70b-99", "Offline", "PerformanceOnly"))
+    assert len(interpreter.problems) == 1
