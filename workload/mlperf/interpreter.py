@@ -25,7 +25,7 @@ from typing import Any
 
 from workload.commands import cmd
 from workload.errors import BenchmarkFailed, StepError
-from workload.mlperf import image, llm_server, results
+from workload.mlperf import config_sources, image, llm_server, results
 from workload.mlperf.container import ContainerSpec, HarnessContainer
 from workload.mlperf.docker_errors import docker_boundary, docker_failures
 from workload.mlperf.endpoint_ops import RunEndpointsClient
@@ -79,6 +79,8 @@ class Interpreter:
     system_name: str | None = None
     #: LOG_DIRs of runs whose output the round refused (their results are not kept).
     refused: set[str] = field(default_factory=set)
+    #: Where each (scenario, benchmark)'s config values come from (the system check decides; kept with each result).
+    sources: config_sources.Sources = field(default_factory=dict)
     client: Any = field(default=None, init=False)
     _stack: ExitStack = field(default_factory=ExitStack, init=False)
 
@@ -176,7 +178,7 @@ class Interpreter:
                 op,
                 self.ctx.log,
             )
-            self.system_name, self.blocked = decision.system_name, decision.blocked
+            self.system_name, self.blocked, self.sources = decision.system_name, decision.blocked, decision.sources
             self._refuse_blocked()
             return
         support = SystemSupport(
@@ -190,7 +192,7 @@ class Interpreter:
             self.plan.round,
         )
         self.blocked = support.prepare(op)
-        self.system_name = support.system_name
+        self.system_name, self.sources = support.system_name, support.sources
         self._refuse_blocked()
 
     def _refuse_blocked(self) -> None:
@@ -359,7 +361,20 @@ class Interpreter:
     def _keep(self, found: Sequence[results.Found], log_dir: str) -> None:
         for item in found:
             if self.ctx.host.files_are_local:
-                self.ctx.results.append(Path(item.directory))
+                kept = Path(item.directory)
             else:
                 destination = self.ctx.host_dir / "mlperf" / posixpath.basename(log_dir)
-                self.ctx.results.append(results.copy_local(self.ctx.host, item, destination))
+                kept = results.copy_local(self.ctx.host, item, destination)
+            self.ctx.results.append(kept)
+            self._record_source(kept, item.expected)
+
+    def _record_source(self, kept: Path, expected: results.Expected) -> None:
+        """Write where the result's config values came from next to it (the metrics read it into the metadata)."""
+        source = self.sources.get((expected.scenario, expected.benchmark))
+        if source is None:
+            return  # the system check decided nothing for it (a v4.1 checkout without a system script)
+        try:
+            config_sources.write_sidecar(kept, expected.benchmark, expected.scenario, source)
+        except OSError as exc:
+            # without it the metrics would not say the values are untuned: the step must not pass as if they were tuned
+            self.problems.append(f"could not record the config source of {expected} in {kept}: {exc.strerror or exc}")
