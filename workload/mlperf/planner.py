@@ -47,12 +47,19 @@ def plan_ops(
     settings = settings_of(params)
     chosen = choose_round(Checkout(facts.version, facts.present), params.HarnessRound)
     harness = chosen.round
+    scenario_note: str | None = None
+    if params.HarnessRound or (facts.version is not None and chosen.note is None):
+        # The round is known (named, or recognised from the checkout): a benchmark it lacks must not be set up.
+        harness.check_benchmark(settings.model)
+        settings, scenario_note = harness.fit_scenarios(settings, requested=bool(params.Scenarios))
     version = facts.version or harness.assumed_version
     notes = list(facts.notes)
     if facts.version is None:
         notes.append(f"harness version not readable yet (closed/NVIDIA/VERSION); assuming {version}")
     if chosen.note:
         notes.append(chosen.note)
+    if scenario_note:
+        notes.append(scenario_note)
     user = facts.user.name if facts.user else "<user>"
     container = ContainerRef(
         for_host(params.DockerName, facts.host_name) or container_name(user, facts.machine),
