@@ -45,6 +45,7 @@ from workload.mlperf.ops import (
 from workload.mlperf.planner import MLPerfPlan, plan_ops
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.settings import STATE_KEY, MLPerfFacts, MLPerfParameters
+from workload.mlperf.space_check import HINT, CheckFreeSpace, parse_df, refusal, shortfalls
 from workload.mlperf.system_support import SystemSupport, system_text, tail
 from workload.steps import Step, StepContext
 
@@ -92,6 +93,7 @@ class Interpreter:
             BuildImage: self._build_image,
             EnsureContainer: self._container,
             IdentifySystem: self._identify,
+            CheckFreeSpace: self._check_space,
             SetupStage: self._setup_stage,
             BuildHarness: self._build_harness,
             MakeTarget: self._make_target,
@@ -204,6 +206,26 @@ class Interpreter:
             raise StepError(
                 self.step.label, "; ".join(self.problems) + " (nothing set up or run)", host=self.ctx.host.name
             )
+
+    def _check_space(self, op: CheckFreeSpace) -> None:
+        """``df`` the scratch folders (read-only) and refuse before the first download when they lack room."""
+        (command,) = op.commands()
+        result = self.ctx.run(command)
+        try:
+            if not result.ok:
+                raise ValueError(f"exit {result.returncode}: {(result.stderr or result.stdout).strip()[-300:]}")
+            rows = parse_df(result.stdout, len(op.folders()))
+        except ValueError as exc:
+            raise self.step.fail(
+                f"could not measure the free space of {op.scratch} ({command.display()}): {exc}",
+                self.ctx,
+                hint="SkipFreeSpaceCheck=true runs the setup without this check",
+            ) from None
+        short = shortfalls(op, rows)
+        if short:
+            raise self.step.fail(refusal(op, short), self.ctx, hint=HINT)
+        free = ", ".join(f"{r.mount} {r.available / 2**30:.1f} GiB" for r in dict.fromkeys(rows))
+        self.ctx.log(f"free space for {op.model}'s setup: {op.total / 2**30:.1f} GiB needed; free: {free}")
 
     def _setup_stage(self, op: SetupStage) -> None:
         if op.done:

@@ -34,6 +34,9 @@ class V5_0Round(V4_1Round):
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 0),)
     markers: ClassVar[tuple[str, ...]] = ()
     custom_list_path: ClassVar[str] = custom_json.CUSTOM_LIST_JSON
+    #: v4.1's and llama3.1-405b (v5.0 README "Valid benchmarks"; its llama2-70b-interactive and rgat are not in the
+    #: catalog yet).
+    benchmarks: ClassVar[tuple[str, ...]] = (*V4_1Round.benchmarks, "llama3.1-405b")
 
     def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
         """Our entry as JSON text (``{"WL_<SKU>x<n>": <Description>}``); :meth:`merge_custom_list` puts it in."""

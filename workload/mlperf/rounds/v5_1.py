@@ -33,7 +33,7 @@ from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds.base import PlanInputs
+from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.system import HostSystem
@@ -160,6 +160,8 @@ class V5_1Round(V4_1Round):
     markers: ClassVar[tuple[str, ...]] = ()
     creates_config_dirs: ClassVar[bool] = True
     system_by_id: ClassVar[bool] = True
+    #: ``code/common/constants.py`` ``Benchmark`` values (gpuconfigs ``ROUND_MODELS``) the catalog runs.
+    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v5.1")
 
     def system_check(self, inputs: PlanInputs) -> Op:
         op = super().system_check(inputs)

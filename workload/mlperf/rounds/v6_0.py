@@ -26,7 +26,7 @@ from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
-from workload.mlperf.rounds.base import PlanInputs
+from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
 from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import SystemFiles, v60_files
@@ -41,6 +41,8 @@ class V6_0Round(V5_1Round):
     name: ClassVar[str] = "v6.0"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 0),)
     markers: ClassVar[tuple[str, ...]] = ()
+    #: The MAKE Targets documentation's "Available Benchmarks" (gpuconfigs ``ROUND_MODELS``) the catalog runs.
+    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v6.0")
 
     def image_tag(self, inputs: PlanInputs) -> str:
         # one image per benchmark: v6.0's prebuild builds the image of one BENCHMARK
