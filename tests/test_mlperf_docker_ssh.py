@@ -169,6 +169,12 @@ def test_mlperf_executor_runs_on_an_ssh_host_over_its_connection(
         (result,) = outcome.results
         assert result.parts[-3:] == ("WL_H100_SXM_80GBx8_TRT", "bert-99", "Offline")
         assert str(result).startswith(str(tmp_path / "runs"))  # copied back from the host
+        # where its config came from is kept beside the copy, so the run folder alone tells (v4.1 tunes H100)
+        from workload.metrics import collect
+
+        metadata = collect(result).metrics[0].metadata
+        assert (metadata["config_source"], metadata["config_tuned"]) == ("generated", True)
+        assert metadata["config_system"] == "WL_H100_SXM_80GBx8"
         assert logins(sshd, "root") - before == 1  # commands, files and docker: one SSH login
         step_log = next((tmp_path / "runs").rglob("01-MLPerfExecutor-*.log")).read_text()
         dial = f"docker -H {docker_engine.base_url} system dial-stdio"

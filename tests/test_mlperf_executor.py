@@ -68,6 +68,9 @@ def action(bed: dict[str, Any], model: str, scenarios: str, **extra: Any) -> dic
         "Parameters": {
             "Scenario": f"inferencemodels-{model}",
             "Model": model,
+            # The stand-in's scratch is a temp folder on this machine: bert's ~6.5 GiB are checked for real, the
+            # larger models' tens to hundreds of GiB are not on a CI machine.
+            "SkipFreeSpaceCheck": model != "bert",
             "Scenarios": scenarios,
             "Quick": True,
             "UseGpus": False,
@@ -258,6 +261,69 @@ def test_a_known_system_gets_the_configs_nvidia_lacks_and_only_with_custom_suppo
     assert not (nvidia / "configs/bert/Server/custom.py").exists()
     assert not (nvidia / "configs/bert/Offline/custom.py").exists()  # NVIDIA has that one
     assert (nvidia / "code/common/systems/custom_list.py").read_text() == custom_list  # no custom system
+    # Beside each result, where its config came from (the metrics read it into every metric's metadata).
+    from workload.metrics.config_source import SIDECAR
+
+    sources = {p.parts[-1]: json.loads((p / SIDECAR).read_text()) for p in added.results}
+    assert sources["Offline"] == {
+        "format": 1,
+        "benchmark": "bert-99",
+        "scenario": "Offline",
+        "config_source": "nvidia",
+        "config_tuned": True,
+        "config_system": "A100_SXM4_40GBx8",
+    }
+    single_source = sources["SingleStream"]
+    assert single_source["config_source"] == "generated" and single_source["config_tuned"] is True
+    assert single_source["config_from"].startswith(
+        "closed/NVIDIA/configs/bert/SingleStream/__init__.py A100_SXM4_40GBx1 (scaled from x1 to x8"
+    )
+    assert single_source["config_system"] == "A100_SXM4_40GBx8"
+
+
+USER_SERVER_CONFIG = """from . import *
+
+
+@ConfigRegistry.register(HarnessType.Custom, AccuracyTarget.k_99, PowerSetting.MaxP)
+class A100_SXM4_40GBx8(ServerGPUBaseConfig):
+    system = KnownSystem.A100_SXM4_40GBx8
+    gpu_batch_size = {"bert": 256}
+    server_target_qps = 12000
+"""
+
+
+def test_a_config_the_user_registered_is_run_and_its_results_say_so(bed: dict[str, Any]) -> None:
+    # The user's own custom.py (no workload header) for NVIDIA's A100_SXM4_40GBx8, which has no bert Server config.
+    (bed["scratch"] / "standin_detected_system.json").write_text(json.dumps(A100X8))
+    user_file = bed["repo"] / "closed/NVIDIA/configs/bert/Server/custom.py"
+    user_file.write_text(USER_SERVER_CONFIG)
+    outcome = run(
+        bed,
+        [
+            action(
+                bed,
+                "bert",
+                "Offline,Server",
+                TestModes="PerformanceOnly",
+                RequireCustomSystemSupport=False,
+                SystemDescription=json.dumps(A100X8),
+            )
+        ],
+    )
+    assert outcome.status == "ok", outcome.error
+    assert user_file.read_text() == USER_SERVER_CONFIG  # never rewritten
+    server = next(folder for folder in outcome.results if folder.parts[-1] == "Server")
+    assert detail(server)["effective_target_qps"] == 12000  # the user's value reached LoadGen
+    from workload.metrics import collect
+
+    sources = {}
+    for folder in outcome.results:
+        metadata = collect(folder).metrics[0].metadata
+        sources[folder.parts[-1]] = (metadata["config_source"], metadata.get("config_tuned"), metadata["config_system"])
+    assert sources == {
+        "Offline": ("nvidia", True, "A100_SXM4_40GBx8"),
+        "Server": ("user", None, "A100_SXM4_40GBx8"),  # workload cannot tell whether the user's values are tuned
+    }
 
 
 def test_a_missing_gpuconfigs_entry_fails_that_scenario_and_the_others_run(bed: dict[str, Any]) -> None:

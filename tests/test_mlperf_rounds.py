@@ -27,6 +27,7 @@ from workload.mlperf.results import Expected
 from workload.mlperf.rounds import DEFAULT, ROUNDS, Checkout, choose_round, round_named
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts, setup_key
+from workload.mlperf.space_check import CheckFreeSpace
 
 ALICE = UserFacts("alice", 1000, 1000, "alice", "/home/alice")
 
@@ -100,6 +101,7 @@ def test_a_fresh_host_plans_every_op_in_the_order_apply_runs_them() -> None:
         BuildImage,
         EnsureContainer,
         IdentifySystem,
+        CheckFreeSpace,  # the scratch disk's room for the three stages, before the first download
         SetupStage,
         SetupStage,
         SetupStage,

@@ -109,6 +109,8 @@ def action(bed: dict[str, Any], scenarios: str, **extra: Any) -> dict[str, Any]:
         "Parameters": {
             "Scenario": "inferencemodels-llama2-70b",
             "Model": "llama2-70b",
+            # The stand-in's scratch is a temp folder: llama2-70b's ~337 GiB are not on a CI machine.
+            "SkipFreeSpaceCheck": True,
             "Scenarios": scenarios,
             "TestModes": "PerformanceOnly",
             "Quick": True,
@@ -143,6 +145,19 @@ def run(bed: dict[str, Any], actions: list[dict[str, Any]]) -> Any:
     )
     (outcome,) = engine.run([HostSpec(scheme="local")])
     return outcome
+
+
+#: the config-source keys of the metadata (workload/metrics/config_source.py); NVIDIA's own ``config_name`` is not one
+CONFIG_KEYS = ("config_source", "config_tuned", "config_untuned_reason", "config_from", "config_system")
+
+
+def config_metadata(outcome: Any) -> list[dict[str, Any]]:
+    """The config-source keys of every metric of the run's kept results, as ``workload run`` parses them."""
+    parsed = [collect(path, host="local") for path in outcome.results]
+    assert all(not c.issues for c in parsed), [c.issues for c in parsed]
+    metas = [m.metadata for c in parsed for m in c.metrics]
+    assert metas
+    return [{k: v for k, v in m.items() if k in CONFIG_KEYS} for m in metas]
 
 
 def calls(bed: dict[str, Any]) -> list[str]:
@@ -180,6 +195,11 @@ def test_v51_run_custom_b200_behind_a_server(bed51: dict[str, Any]) -> None:
     parsed = collect(nvidia / "build" / "logs")
     assert {r.scenario for r in parsed.results} == {"Offline", "Server"}
     assert processes(bed51) == []  # the servers were stopped
+    # The metrics say the values are ours, tuned: NVIDIA's v5.1 B200 values, naming the file they come from.
+    for meta in config_metadata(outcome):
+        assert meta["config_source"] == "generated" and meta["config_tuned"] is True
+        assert meta["config_system"] == "WL_B200_SXM_180GBx4" and "config_untuned_reason" not in meta
+        assert "configs/B200-SXM-180GBx8/" in meta["config_from"]
 
 
 def test_v51_hopper_is_refused_naming_v50_without_custom_support(
@@ -213,6 +233,13 @@ def test_v51_hopper_with_custom_support_runs_untuned(tmp_path: Path, docker_engi
     assert "# untuned: NVIDIA's v5.1 configs do not tune NVIDIA H100 80GB HBM3" in text
     log = "\n".join(p.read_text() for p in (bed["tmp"] / "runs").rglob("*.log"))
     assert "untuned:" in log
+    # ... and so do the metrics of its result: untuned, why, and v5.0's file the values come from.
+    metas = config_metadata(outcome)
+    assert {m["config_tuned"] for m in metas} == {False}
+    reason = metas[0]["config_untuned_reason"]
+    assert reason.startswith("NVIDIA's v5.1 configs do not tune NVIDIA H100 80GB HBM3, these are its v5.0 values")
+    assert metas[0]["config_from"].startswith("v5.0 closed/NVIDIA/configs/llama2-70b/Offline/")
+    assert metas[0]["config_source"] == "generated" and metas[0]["config_system"] == "WL_H100_SXM_80GBx8"
 
 
 def test_v50_run_custom_h100_in_custom_list_json(bed50: dict[str, Any]) -> None:
@@ -228,6 +255,11 @@ def test_v50_run_custom_h100_in_custom_list_json(bed50: dict[str, Any]) -> None:
     assert result.parts[-3:] == ("WL_H100_SXM_80GBx8_TRT", "llama2-70b-99", "Offline")
     runs = [c for c in calls(bed50) if c.startswith("run_harness ")]
     assert runs and "--config_ver=default" in runs[0] and "--test_run" in runs[0]
+    # v5.0 tunes Hopper: the generated class holds NVIDIA's H100 values, and the metrics say so.
+    for meta in config_metadata(outcome):
+        assert meta["config_source"] == "generated" and meta["config_tuned"] is True
+        assert meta["config_system"] == "WL_H100_SXM_80GBx8"
+        assert meta["config_from"].startswith("closed/NVIDIA/configs/llama2-70b/Offline/__init__.py H100_SXM_80GB")
 
 
 def test_plan_shows_the_v51_server_commands(bed51: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
@@ -357,6 +389,10 @@ def test_v50_a_known_b200_uses_nvidias_own_class(tmp_path: Path, docker_engine: 
     # v5.0 replaces '-' by '_' in the detected id: results under B200_SXM_180GBx8_TRT.
     assert result.parts[-3:] == ("B200_SXM_180GBx8_TRT", "llama2-70b-99", "Offline")
     assert "368.48" in (result / "mlperf_log_summary.txt").read_text()  # NVIDIA's 47 x 8 QPS, x 0.98
+    # NVIDIA's own class for the system its harness detected: the metrics say nvidia, tuned.
+    assert {tuple(sorted(m.items())) for m in config_metadata(outcome)} == {
+        (("config_source", "nvidia"), ("config_system", "B200_SXM_180GBx8"), ("config_tuned", True))
+    }
 
 
 def test_plan_shows_the_v50_registry_and_flags(bed50: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,20 @@ Sources:
   ``configs/gpt_oss_120b/B200-SXM-180GBx8/TRTLLM/Offline/trtllm-serve-ifb-1gpu.yaml`` (max_batch_size 896,
   max_num_tokens 13914, max_seq_len 35840, kv_cache_config fp8 / 0.95), ``configs/llama2_70b/B300-SXM-270GBx8/
   TRTLLM/Offline/server-topology.json`` (dp_multiplicity 8, gpus_per_dp_rank 1), ``configs/llama2_70b/
-  GB300-NVL72_GB300-288GB_aarch64x8/TRTLLM/Offline/harness.py`` (440 QPS, min_query_count 49152).
+  GB300-NVL72_GB300-288GB_aarch64x8/TRTLLM/Offline/harness.py`` (440 QPS, min_query_count 49152); and, for
+  :data:`EXPECTED_V61`, ``whisper/B200-SXM-180GBx8/TRTLLM/Offline/harness.py`` (bs 320, 770 QPS, fp16, decoder
+  max_seq_len 174), ``deepseek_r1/B300-SXM-270GBx8/TRTLLM/{Offline,Server}/server.py`` (trtllm-serve-ifb-dep8.yaml,
+  fp4), ``gpt_oss_120b/GB200-NVL72_GB200-186GB_aarch64x4/TRTLLM/Offline/`` (gptoss_config_sflow.yaml: DP 4 x 1 GPU,
+  port 8336; trtllm-serve-ifb-1gpu-env.yaml), ``llama2_70b/GB300-NVL72_GB300-288GB_aarch64x4/TRTLLM/Server/
+  llama2_config_sflow.yaml`` (the 6.1-submission checkpoint), ``qwen3_vl_235b_a22b/B300-SXM-270GBx8/VLLM/Offline/``
+  (qwen3vl_config.yaml: 1 GPU per worker, --max-num-seqs 512; endpoint.yaml: 96578 samples, warmup 3200),
+  ``.../B300-SXM-270GBx8/VLLM/Interactive/qwen3vl_config.yaml`` (TP4 workers, --enable-expert-parallel),
+  ``.../GB200-NVL72_GB200-186GB_aarch64x4/VLLM/Server/endpoint.yaml`` (poisson 46 QPS), ``.../GB300-NVL72_GB300-288GB_
+  aarch64x4/VLLM/Offline/qwen3vl_config.yaml`` (--max-num-seqs 2048), ``wan22_a14b/B200-SXM-180GBx8/visual_gen/
+  {Offline/wan22_config.yaml, SingleStream/endpoint_submission.yaml}`` (8 servers of 1 GPU; 144 samples at
+  concurrency 1), ``wan22_a14b/B300-SXM-270GBx8/visual_gen/SingleStream/endpoint_perf.yaml``, ``wan22_a14b/
+  GB200-NVL72_GB200-186GB_aarch64x4/visual_gen/SingleStream/wan22_config.yaml`` (1 server of 4 GPUs) and ``wan22_a14b/
+  GB300-NVL72_GB300-288GB_aarch64x4/visual_gen/SingleStream/visual_gen.yaml`` (cfg 2 x ulysses 2, VAE 4).
 """
 
 from __future__ import annotations
@@ -472,6 +485,289 @@ def test_v61_parts_for_an_unknown_machine_are_nvidias_and_borrowed_parts_are_mar
     subset({"offline_expected_qps": 440, "min_query_count": 49152}, harness.values)
     halved = table.resolve(B300, 275040, 4, "llama2-70b", "Offline").parts["harness"]
     assert halved.values["offline_expected_qps"] == 220 and "scaled from x8 to x4" in halved.note
+
+
+GB300 = "NVIDIA GB300"
+#: (GPU, count, benchmark, scenario, part kind, NVIDIA's file below closed/NVIDIA/configs/, values (dicts: subset),
+#: flag/value pairs of the part's vllm_flags) for unknown machines with NVIDIA's GPUs.
+EXPECTED_V61: list[tuple[str, int, str, str, str, str, dict[str, Any], tuple[str, ...]]] = [
+    (
+        B200,
+        8,
+        "whisper",
+        "Offline",
+        "harness",
+        "whisper/B200-SXM-180GBx8/TRTLLM/Offline/harness.py",
+        {
+            "gpu_batch_size": 320,
+            "offline_expected_qps": 770,
+            "precision": "fp16",
+            "input_dtype": "fp32",
+            "tensor_path": "whisper-large-v3/",
+            "whisper_decoder_build_flags": {"max_seq_len": 174, "max_encoder_input_len": 3000},
+            "whisper_encoder_build_flags": {"max_batch_size": 320, "bert_attention_plugin": "float16"},
+            "trtllm_runtime_flags": {"max_num_tokens": 3000, "use_inflight_batching": False},
+            "vboost_slider": 1,
+        },
+        (),
+    ),
+    (
+        B300,
+        8,
+        "deepseek-r1",
+        "Offline",
+        "server",
+        "deepseek_r1/B300-SXM-270GBx8/TRTLLM/Offline/server.py",
+        {
+            "trtllm_yml_override": "configs/deepseek_r1/B300-SXM-270GBx8/TRTLLM/Offline/trtllm-serve-ifb-dep8.yaml",
+            "precision": "fp4",
+        },
+        (),
+    ),
+    (
+        B300,
+        8,
+        "deepseek-r1",
+        "Server",
+        "server",
+        "deepseek_r1/B300-SXM-270GBx8/TRTLLM/Server/server.py",
+        {"env_yml_override": "configs/deepseek_r1/B300-SXM-270GBx8/TRTLLM/Server/trtllm-serve-ifb-dep8-env.yaml"},
+        (),
+    ),
+    (
+        GB200,
+        4,
+        "gpt-oss-120b",
+        "Offline",
+        "topology",
+        "gpt_oss_120b/GB200-NVL72_GB200-186GB_aarch64x4/TRTLLM/Offline/gptoss_config_sflow.yaml",
+        {"dp_multiplicity": 4, "gpus_per_dp_rank": 1, "base_port": 8336},
+        (),
+    ),
+    (
+        GB200,
+        4,
+        "gpt-oss-120b",
+        "Offline",
+        "serve_env",
+        "gpt_oss_120b/GB200-NVL72_GB200-186GB_aarch64x4/TRTLLM/Offline/trtllm-serve-ifb-1gpu-env.yaml",
+        {"TRTLLM_MOE_ENABLE_ALLTOALL_WITHOUT_ALLGATHER": "1", "TLLM_PROFILE_START_STOP": "1000-1100"},
+        (),
+    ),
+    (
+        GB300,
+        4,
+        "llama2-70b",
+        "Server",
+        "topology",
+        "llama2_70b/GB300-NVL72_GB300-288GB_aarch64x4/TRTLLM/Server/llama2_config_sflow.yaml",
+        {
+            "model_path": "/home/mlperf_inference_storage/models/Llama2/fp4-quantized-modelopt/"
+            "llama2-70b-chat-hf-torch-fp4-6.1-submission",
+            "dp_multiplicity": 4,
+        },
+        (),
+    ),
+    (
+        B300,
+        8,
+        "qwen3-vl-235b-a22b",
+        "Offline",
+        "sflow",
+        "qwen3_vl_235b_a22b/B300-SXM-270GBx8/VLLM/Offline/qwen3vl_config.yaml",
+        {"total_gpus": 8, "gpus_per_worker": 1, "cpu_bind_divisor": "4", "dynamo_frontend_flags": "--router-mode=kv"},
+        ("--max-num-seqs", "512", "--max-num-batched-tokens", "26624"),
+    ),
+    (
+        B300,
+        8,
+        "qwen3-vl-235b-a22b",
+        "Offline",
+        "endpoint",
+        "qwen3_vl_235b_a22b/B300-SXM-270GBx8/VLLM/Offline/endpoint.yaml",
+        {
+            "type": "offline",
+            "model_params": {"max_new_tokens": 150},
+            "settings": {
+                "warmup": {"n_requests": 3200},
+                "runtime": {"min_duration_ms": 600000, "n_samples_to_issue": 96578},
+                "load_pattern": {"type": "max_throughput"},
+            },
+        },
+        (),
+    ),
+    (
+        B300,
+        8,
+        "qwen3-vl-235b-a22b",
+        "Interactive",
+        "sflow",
+        "qwen3_vl_235b_a22b/B300-SXM-270GBx8/VLLM/Interactive/qwen3vl_config.yaml",
+        {"gpus_per_worker": 4, "cpu_bind_cores": "0"},
+        ("--tensor-parallel-size", "4", "--max-num-seqs", "1024", "--max-num-batched-tokens", "13824"),
+    ),
+    (
+        GB200,
+        4,
+        "qwen3-vl-235b-a22b",
+        "Server",
+        "endpoint",
+        "qwen3_vl_235b_a22b/GB200-NVL72_GB200-186GB_aarch64x4/VLLM/Server/endpoint.yaml",
+        {"type": "online", "settings": {"load_pattern": {"type": "poisson", "target_qps": 46}}},
+        (),
+    ),
+    (
+        GB300,
+        4,
+        "qwen3-vl-235b-a22b",
+        "Offline",
+        "sflow",
+        "qwen3_vl_235b_a22b/GB300-NVL72_GB300-288GB_aarch64x4/VLLM/Offline/qwen3vl_config.yaml",
+        {"total_gpus": 4, "gpus_per_node": 4},
+        ("--max-num-seqs", "2048", "--max-num-batched-tokens", "21504", "--scheduling-policy", "priority"),
+    ),
+    (
+        B200,
+        8,
+        "wan-2.2-t2v-a14b",
+        "Offline",
+        "sflow",
+        "wan22_a14b/B200-SXM-180GBx8/visual_gen/Offline/wan22_config.yaml",
+        {"num_servers": 8, "gpus_per_server": 1, "gpus_per_node": 8, "base_port": 8000},
+        (),
+    ),
+    (
+        B200,
+        8,
+        "wan-2.2-t2v-a14b",
+        "SingleStream",
+        "endpoint",
+        "wan22_a14b/B200-SXM-180GBx8/visual_gen/SingleStream/endpoint_submission.yaml",
+        {
+            "settings": {
+                "runtime": {"n_samples_to_issue": 144, "scheduler_random_seed": 16159082839903944936},
+                "load_pattern": {"type": "concurrency", "target_concurrency": 1},
+            },
+            "endpoint_config": {"api_type": "videogen"},
+        },
+        (),
+    ),
+    (
+        B300,
+        8,
+        "wan-2.2-t2v-a14b",
+        "SingleStream",
+        "endpoint",
+        "wan22_a14b/B300-SXM-270GBx8/visual_gen/SingleStream/endpoint_perf.yaml",
+        {"name": "wan22-a14b-b300x8-singlestream-perf-only", "settings": {"warmup": {"n_requests": 10}}},
+        (),
+    ),
+    (
+        GB200,
+        4,
+        "wan-2.2-t2v-a14b",
+        "SingleStream",
+        "sflow",
+        "wan22_a14b/GB200-NVL72_GB200-186GB_aarch64x4/visual_gen/SingleStream/wan22_config.yaml",
+        {"num_servers": 1, "gpus_per_server": 4},
+        (),
+    ),
+    (
+        GB300,
+        4,
+        "wan-2.2-t2v-a14b",
+        "SingleStream",
+        "visual_gen",
+        "wan22_a14b/GB300-NVL72_GB300-288GB_aarch64x4/visual_gen/SingleStream/visual_gen.yaml",
+        {
+            "attention_config": {"backend": "TE"},
+            "parallel_config": {"cfg_size": 2, "ulysses_size": 2, "parallel_vae_size": 4},
+            "cuda_graph_config": {"enable": False},
+        },
+        (),
+    ),
+]
+
+
+@pytest.mark.parametrize(("gpu", "count", "model", "scenario", "kind", "file", "nvidia", "words"), EXPECTED_V61)
+def test_v61_parts_for_an_unknown_machine_with_nvidias_gpus_are_nvidias(
+    gpu: str,
+    count: int,
+    model: str,
+    scenario: str,
+    kind: str,
+    file: str,
+    nvidia: dict[str, Any],
+    words: tuple[str, ...],
+) -> None:
+    table = load_table61()
+    own = table.sku_for_gpu(gpu)
+    assert own is not None
+    resolved = table.resolve(gpu, own.gpu_memory_gib * 1024, count, model, scenario)
+    part = resolved.parts[kind]
+    assert part.tuned and not part.note, part.source
+    assert part.source.endswith(f"closed/NVIDIA/configs/{file}") or f"closed/NVIDIA/configs/{file} (" in part.source
+    subset(nvidia, part.values)
+    flags = part.values.get("vllm_flags", [])
+    for flag, value in zip(words[::2], words[1::2], strict=True):
+        assert flags[flags.index(flag) + 1] == value, flag
+
+
+def test_v61_nvidias_path_expressions_name_their_base() -> None:
+    table = load_table61()
+    whisper = table.tables["B200_SXM_180GB"].configs["whisper"]["Offline"]["k_99"][8].parts[0]
+    assert whisper.paths == {"tensor_path": "PREPROCESSED_DATA_DIR"}
+    server = table.tables["GB300_288GB"].configs["llama2-70b"]["Server"]["k_99"][4].parts[0]
+    assert server.kind == "server" and server.paths == {
+        "trtllm_yml_override": "PROJECT_BASE_DIR",
+        "env_yml_override": "PROJECT_BASE_DIR",
+    }
+
+
+def _v61_copy(tmp_path: Path, sku: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((Path("gpuconfigs/v6.1") / f"{sku}.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda p: p.update(kind="endpoint", values={**p["values"], "type": "batch"}), "values.type"),
+        (lambda p: p["values"].update(gpus_per_worker=0), "values.gpus_per_worker"),
+        (lambda p: p["values"].update(vllm_flags="--max-num-seqs 512"), "values.vllm_flags"),
+        (lambda p: p.update(file=p["file"].replace("/VLLM/", "/TRTLLM/")), "a TRTLLM config in a VLLM entry"),
+    ],
+)
+def test_v61_a_part_not_in_nvidias_form_is_refused_naming_it(tmp_path: Path, change: Any, where: str) -> None:
+    data = _v61_copy(tmp_path, "B300_SXM_270GB")
+    change(data["configs"]["qwen3-vl-235b-a22b"]["Offline"]["k_99"]["8"]["parts"][0])
+    (tmp_path / "B300_SXM_270GB.json").write_text(json.dumps(data))
+    with pytest.raises(ProfileError) as info:
+        load_table61(tmp_path)
+    assert "gpuconfigs/v6.1/B300_SXM_270GB.json" in str(info.value.location)
+    assert where in str(info.value)
+
+
+def test_v61_an_env_yaml_of_strings_only(tmp_path: Path) -> None:
+    data = _v61_copy(tmp_path, "GB200_186GB")
+    data["configs"]["gpt-oss-120b"]["Offline"]["k_99"]["4"]["parts"][1]["values"]["TLLM_PROFILE_START_STOP"] = 1000
+    (tmp_path / "GB200_186GB.json").write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="an env YAML maps names to strings"):
+        load_table61(tmp_path)
+
+
+def test_v61_generated_env_yaml_carries_nvidias_serve_env(tmp_path: Path) -> None:
+    """The trtllm-serve env file written for a custom system holds the env YAML of NVIDIA's nearest config."""
+    data = _v61_copy(tmp_path, "GB200_186GB")
+    # The index holds no gpt-oss harness.py for GB200x4: a throughput is given here so that files are generated.
+    parts = data["configs"]["gpt-oss-120b"]["Offline"]["k_99"]["4"]["parts"]
+    parts.append({**parts[0], "kind": "harness", "values": {"offline_expected_qps": 100}})
+    (tmp_path / "GB200_186GB.json").write_text(json.dumps(data))
+    system = host(GB200, 189471, 4)
+    files = v61_files(system, load_table61(tmp_path), "gpt-oss-120b", ["Offline"], allow_untuned=True)
+    env = next(f for f in files.files if f.path.endswith("/trtllm-serve-env.yaml"))
+    assert 'TRTLLM_MOE_ENABLE_ALLTOALL_WITHOUT_ALLGATHER: "1"' in env.text
+    assert 'TLLM_PROFILE_START_STOP: "1000-1100"' in env.text
 
 
 # ---- the generated files in the stand-in harnesses ----------------------------------------------------------

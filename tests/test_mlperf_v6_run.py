@@ -109,6 +109,8 @@ def action(
         "Parameters": {
             "Scenario": f"inferencemodels-{model}",
             "Model": model,
+            # The stand-in's scratch is a temp folder: an LLM's hundreds of GiB are not on a CI machine.
+            "SkipFreeSpaceCheck": True,
             "Scenarios": scenarios,
             "TestModes": "PerformanceOnly",
             "Quick": True,
@@ -143,6 +145,18 @@ def run(bed: dict[str, Any], actions: list[dict[str, Any]]) -> Any:
     )
     (outcome,) = engine.run([HostSpec(scheme="local")])
     return outcome
+
+
+def config_metadata(path: Path) -> dict[str, Any]:
+    """The config-source keys (workload/metrics/config_source.py) every metric of the result at ``path`` carries."""
+    from workload.metrics import collect
+
+    parsed = collect(path)
+    assert parsed.results and not parsed.issues, parsed.issues
+    keys = ("config_source", "config_tuned", "config_untuned_reason", "config_from", "config_system")
+    metas = [{k: v for k, v in m.metadata.items() if k in keys} for m in parsed.metrics]
+    assert metas and all(m == metas[0] for m in metas)
+    return metas[0]
 
 
 def calls(bed: dict[str, Any]) -> list[str]:
@@ -184,6 +198,12 @@ def test_v60_custom_b200_runs_llama405b_behind_trtllm_serve_with_nvidias_values(
     parsed = collect(outcome.results[0])
     assert parsed.results and not parsed.issues
     assert not leftovers(bed)  # every server stopped, nothing left running in the container
+    # NVIDIA's B200 values: the metrics say generated, tuned, and name NVIDIA's file.
+    for result in outcome.results:
+        meta = config_metadata(result)
+        assert meta["config_source"] == "generated" and meta["config_tuned"] is True
+        assert meta["config_system"] == "WL_B200-SXM-180GBx4" and "config_untuned_reason" not in meta
+        assert "configs/B200-SXM-180GBx4/" in meta["config_from"]
 
 
 @pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
@@ -208,6 +228,13 @@ def test_v61_custom_b200_runs_llama2_with_generated_nv_mlpinf_configs(bed: dict[
     assert "/WL_B200-SXM-180GBx4_TRT/llama2-70b-99/Offline" in str(result)
     assert (result / "mlperf_log_summary.txt").exists()
     assert not leftovers(bed)
+    # The metrics of the result say untuned too, why, and where the borrowed parts come from.
+    meta = config_metadata(result)
+    assert meta["config_source"] == "generated" and meta["config_tuned"] is False
+    assert meta["config_untuned_reason"].startswith(
+        "NVIDIA publishes no complete v6.1 llama2-70b Offline config for NVIDIA B200"
+    )
+    assert meta["config_from"] and meta["config_system"] == "WL_B200-SXM-180GBx4"
 
 
 @pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
@@ -225,6 +252,7 @@ def test_v61_through_mlcommons_endpoints_client_writes_and_parses_the_endpoints_
     parsed = collect(result)
     assert parsed.results and not parsed.issues, parsed.issues
     assert not leftovers(bed)
+    assert config_metadata(result)["config_tuned"] is False  # the endpoints format's metrics carry it as well
 
 
 @pytest.mark.parametrize("bed", ["v6.1"], indirect=True)

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workload.metrics import submission
+from workload.metrics import config_source, submission
 from workload.metrics.build import Built, build_data, result_of
 from workload.metrics.model import BenchmarkResult, MetadataValue, Metric, ParseIssue
 from workload.metrics.parsers import PARSERS, compliance, endpoints
@@ -245,6 +245,7 @@ def _found(
 
     The result's metadata gets the submission's system description (``systems/<system>.json``) and
     measurement description (``measurements.json``) when the directory is part of a submission tree,
+    then where the harness's config values came from (:mod:`.config_source`: the MLPerf action's sidecar),
     then ``labels`` (e.g. inventory labels), each under the keys not set yet: parsed values win.
     A directory whose result files gave neither a result nor an issue is itself an issue: a folder of
     result files is never skipped in silence.
@@ -258,6 +259,12 @@ def _found(
                 extra.setdefault(key, value)
             if problem is not None:
                 problems.append(problem)
+        # where the harness's config values came from (the MLPerf action's sidecar; none in published results)
+        sourced, problem = config_source.read(directory)
+        for key, value in (sourced or {}).items():
+            extra.setdefault(key, value)
+        if problem is not None:
+            problems.append(problem)
         for key, value in (labels or {}).items():
             extra.setdefault(key, value)
         result: Built | BenchmarkResult | None

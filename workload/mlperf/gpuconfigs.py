@@ -190,6 +190,15 @@ class ConfigFields(BaseModel):
     batcher_time_limit: int | None = Field(default=None, ge=0)
     whisper_encoder_build_flags: dict[str, Any] | None = None
     whisper_decoder_build_flags: dict[str, Any] | None = None
+    # v5.0 stable-diffusion-xl Server: how long the SDXL batcher waits to fill a batch (stable-diffusion-xl/Server).
+    sdxl_batcher_time_limit: int | None = Field(default=None, ge=0)
+    # v5.0 LWIS (resnet50, retinanet) Server: the batcher's deque limit and its timeout in microseconds.
+    use_deque_limit: bool | None = None
+    deque_timeout_usec: int | None = Field(default=None, ge=0)
+    run_infer_on_copy_streams: bool | None = None
+    # v5.0 dlrm-v2: the share of the embedding tables kept on the GPU, and the interaction op's precision.
+    embedding_weights_on_gpu_part: float | None = Field(default=None, gt=0, le=1)
+    interaction_op_precision: Literal["int8", "fp16", "fp32"] | None = None
 
     @model_validator(mode="after")
     def _positive_batch(self) -> ConfigFields:

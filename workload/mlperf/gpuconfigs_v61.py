@@ -13,8 +13,13 @@ v6.1 splits one (system, benchmark, scenario) over several files in ``configs/<m
 :meth:`V61Table.resolve` gives every part a custom system needs for ``count`` GPUs of one kind: the GPU's own part
 (nearest published count, throughput scaled: *tuned*), else the same part of the GPU with the nearest memory size
 (*untuned*, source named), else nothing for that part (the caller fills the harness's defaults and says so).
-Files are validated at load: an unknown benchmark, scenario, accuracy target, part kind, or a file that is not the
-entry's benchmark and scenario is a ProfileError naming the file and key.
+Files are validated at load: an unknown benchmark, scenario, accuracy target, part kind, a file that is not the
+entry's benchmark, scenario and backend, or values not in the form NVIDIA's files have (GPU counts and ports, env
+YAMLs of strings, vLLM flags as words, an endpoints run type) is a ProfileError naming the file and key.
+
+Kinds :func:`workload.mlperf.v6_systems.v61_files` does not write yet (``sflow``, ``endpoint``, ``visual_gen``: the
+VLLM and visual_gen backends of qwen3-vl and wan2.2, nv-sflow/Slurm runs in v6.1; whisper's harness.py) are NVIDIA's
+values kept and validated for the runs that will use them.
 """
 
 from __future__ import annotations
@@ -40,7 +45,25 @@ BENCHMARKS: dict[str, str] = {
     "wan-2.2-t2v-a14b": "wan22_a14b",
 }
 SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
-PART_KINDS = ("harness", "server", "trtllm_serve", "topology")
+#: What each part is: ``harness.py`` / ``server.py`` (EXPORTS dicts), the ``trtllm-serve`` options YAML and its env
+#: YAML (``serve_env``), the IFB topology of ``server-topology.json`` or an nv-sflow IFB config (``topology``), the
+#: variables of another nv-sflow config (``sflow``: qwen3vl_config.yaml, wan22_config.yaml), an MLCommons endpoints
+#: client config (``endpoint``: endpoint*.yaml) and TRT-LLM's VisualGenArgs (``visual_gen``: visual_gen.yaml).
+PART_KINDS = ("harness", "server", "trtllm_serve", "serve_env", "topology", "sflow", "endpoint", "visual_gen")
+PartKind = Literal["harness", "server", "trtllm_serve", "serve_env", "topology", "sflow", "endpoint", "visual_gen"]
+#: Backend folders of v6.1's configs (``configs/<model>/<SYSTEM>/<BACKEND>/<Scenario>/``).
+BACKENDS = ("TRTLLM", "DYNAMO", "VLLM", "visual_gen")
+#: Part values that count GPUs or ports: whole numbers of at least 1 wherever a part has them.
+_POSITIVE_INTS = (
+    "total_gpus",
+    "gpus_per_node",
+    "gpus_per_worker",
+    "gpus_per_server",
+    "num_servers",
+    "dp_multiplicity",
+    "gpus_per_dp_rank",
+    "base_port",
+)
 #: Harness fields that scale with the GPU count (throughput).
 THROUGHPUT = ("offline_expected_qps", "server_target_qps")
 _FILE = re.compile(r"^closed/NVIDIA/configs/(?P<model>[^/]+)/[^/]+/(?P<backend>[^/]+)/(?P<scenario>[A-Za-z]+)/[^/]+$")
@@ -51,13 +74,40 @@ class Part(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["harness", "server", "trtllm_serve", "topology"]
+    kind: PartKind
     repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
     commit: str = Field(pattern=r"^[0-9a-f]{40}$")
     file: str
-    #: The dict ``EXPORTS`` maps the setting to (harness.py, server.py).
+    #: The dict ``EXPORTS`` maps the setting to (harness.py, server.py), when NVIDIA names it.
     export: str | None = None
+    #: Values NVIDIA writes as ``paths.<BASE> / '<rel>'`` (nv_mlpinf.common.paths): value name -> BASE; the value
+    #: holds ``<rel>``.
+    paths: dict[str, str] | None = None
     values: dict[str, Any] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _typed_values(self) -> Part:
+        for name, base in (self.paths or {}).items():
+            if name not in self.values:
+                raise ValueError(f"paths.{name}: not one of the part's values")
+            if not re.fullmatch(r"[A-Z][A-Z_]*", base):
+                raise ValueError(f"paths.{name}: {base!r} is not a nv_mlpinf.common.paths name")
+        for name in _POSITIVE_INTS:
+            value = self.values.get(name)
+            if name in self.values and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"values.{name}: {value!r} is not a whole number of at least 1")
+        if self.kind == "serve_env" and not all(isinstance(v, str) for v in self.values.values()):
+            raise ValueError("values: an env YAML maps names to strings")
+        flags = self.values.get("vllm_flags")
+        if flags is not None and not (isinstance(flags, list) and all(isinstance(f, str) for f in flags)):
+            raise ValueError("values.vllm_flags: the vLLM command-line words, a list of strings")
+        if self.kind == "endpoint":
+            if self.values.get("type") not in ("offline", "online"):
+                kind = self.values.get("type")
+                raise ValueError(f"values.type: {kind!r} is not an endpoints run type (offline, online)")
+            if not isinstance(self.values.get("settings"), dict):
+                raise ValueError("values.settings: an endpoints config has a settings mapping")
+        return self
 
     def source(self) -> str:
         return f"{self.repo}@{self.commit[:10]} {self.file}" + (f" ({self.export})" if self.export else "")
@@ -66,7 +116,7 @@ class Part(BaseModel):
 class Entry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: Literal["TRTLLM", "DYNAMO", "VLLM"]
+    backend: Literal["TRTLLM", "DYNAMO", "VLLM", "visual_gen"]
     parts: list[Part] = Field(min_length=1)
 
 
@@ -106,6 +156,11 @@ class Table61(BaseModel):
                                 raise ValueError(
                                     f"{where}.{count}.parts.{index}.file: not configs/{BENCHMARKS[model]}/<SYSTEM>/"
                                     f"<BACKEND>/{scenario}/..."
+                                )
+                            if found["backend"] != entry.backend:
+                                raise ValueError(
+                                    f"{where}.{count}.parts.{index}.file: a {found['backend']} config in a "
+                                    f"{entry.backend} entry"
                                 )
         return self
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from workload.commands import cmd
 from workload.errors import BenchmarkFailed, StepError
-from workload.mlperf import image, llm_server, results
+from workload.mlperf import config_sources, image, llm_server, results
 from workload.mlperf.container import ContainerSpec, HarnessContainer
 from workload.mlperf.docker_errors import docker_boundary, docker_failures
 from workload.mlperf.endpoint_ops import RunEndpointsClient
@@ -45,6 +45,7 @@ from workload.mlperf.ops import (
 from workload.mlperf.planner import MLPerfPlan, plan_ops
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.settings import STATE_KEY, MLPerfFacts, MLPerfParameters
+from workload.mlperf.space_check import HINT, CheckFreeSpace, parse_df, refusal, shortfalls
 from workload.mlperf.system_support import SystemSupport, system_text, tail
 from workload.steps import Step, StepContext
 
@@ -79,6 +80,8 @@ class Interpreter:
     system_name: str | None = None
     #: LOG_DIRs of runs whose output the round refused (their results are not kept).
     refused: set[str] = field(default_factory=set)
+    #: Where each (scenario, benchmark)'s config values come from (the system check decides; kept with each result).
+    sources: config_sources.Sources = field(default_factory=dict)
     client: Any = field(default=None, init=False)
     _stack: ExitStack = field(default_factory=ExitStack, init=False)
 
@@ -90,6 +93,7 @@ class Interpreter:
             BuildImage: self._build_image,
             EnsureContainer: self._container,
             IdentifySystem: self._identify,
+            CheckFreeSpace: self._check_space,
             SetupStage: self._setup_stage,
             BuildHarness: self._build_harness,
             MakeTarget: self._make_target,
@@ -176,7 +180,7 @@ class Interpreter:
                 op,
                 self.ctx.log,
             )
-            self.system_name, self.blocked = decision.system_name, decision.blocked
+            self.system_name, self.blocked, self.sources = decision.system_name, decision.blocked, decision.sources
             self._refuse_blocked()
             return
         support = SystemSupport(
@@ -190,7 +194,7 @@ class Interpreter:
             self.plan.round,
         )
         self.blocked = support.prepare(op)
-        self.system_name = support.system_name
+        self.system_name, self.sources = support.system_name, support.sources
         self._refuse_blocked()
 
     def _refuse_blocked(self) -> None:
@@ -202,6 +206,26 @@ class Interpreter:
             raise StepError(
                 self.step.label, "; ".join(self.problems) + " (nothing set up or run)", host=self.ctx.host.name
             )
+
+    def _check_space(self, op: CheckFreeSpace) -> None:
+        """``df`` the scratch folders (read-only) and refuse before the first download when they lack room."""
+        (command,) = op.commands()
+        result = self.ctx.run(command)
+        try:
+            if not result.ok:
+                raise ValueError(f"exit {result.returncode}: {(result.stderr or result.stdout).strip()[-300:]}")
+            rows = parse_df(result.stdout, len(op.folders()))
+        except ValueError as exc:
+            raise self.step.fail(
+                f"could not measure the free space of {op.scratch} ({command.display()}): {exc}",
+                self.ctx,
+                hint="SkipFreeSpaceCheck=true runs the setup without this check",
+            ) from None
+        short = shortfalls(op, rows)
+        if short:
+            raise self.step.fail(refusal(op, short), self.ctx, hint=HINT)
+        free = ", ".join(f"{r.mount} {r.available / 2**30:.1f} GiB" for r in dict.fromkeys(rows))
+        self.ctx.log(f"free space for {op.model}'s setup: {op.total / 2**30:.1f} GiB needed; free: {free}")
 
     def _setup_stage(self, op: SetupStage) -> None:
         if op.done:
@@ -359,7 +383,20 @@ class Interpreter:
     def _keep(self, found: Sequence[results.Found], log_dir: str) -> None:
         for item in found:
             if self.ctx.host.files_are_local:
-                self.ctx.results.append(Path(item.directory))
+                kept = Path(item.directory)
             else:
                 destination = self.ctx.host_dir / "mlperf" / posixpath.basename(log_dir)
-                self.ctx.results.append(results.copy_local(self.ctx.host, item, destination))
+                kept = results.copy_local(self.ctx.host, item, destination)
+            self.ctx.results.append(kept)
+            self._record_source(kept, item.expected)
+
+    def _record_source(self, kept: Path, expected: results.Expected) -> None:
+        """Write where the result's config values came from next to it (the metrics read it into the metadata)."""
+        source = self.sources.get((expected.scenario, expected.benchmark))
+        if source is None:
+            return  # the system check decided nothing for it (a v4.1 checkout without a system script)
+        try:
+            config_sources.write_sidecar(kept, expected.benchmark, expected.scenario, source)
+        except OSError as exc:
+            # without it the metrics would not say the values are untuned: the step must not pass as if they were tuned
+            self.problems.append(f"could not record the config source of {expected} in {kept}: {exc.strerror or exc}")

@@ -4,7 +4,8 @@ Called by the action at ``plan`` (ops rendered as changes) and at ``apply`` (the
 executed by :mod:`workload.mlperf.interpreter`; after the system check, again with the results it
 found no config for, see :class:`workload.mlperf.ops.IdentifySystem`). The round adapter chosen by
 :func:`workload.mlperf.rounds.choose_round` supplies every round-specific op; this module only
-orders them: scratch, image, container, system check (before any download), setup, engines, runs.
+orders them: scratch, image, container, system check (before any download), the free-space check
+(:mod:`workload.mlperf.space_check`), setup, engines, runs.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from workload.mlperf.harness import run_groups
 from workload.mlperf.ops import ContainerRef, EnsureContainer, EnsureScratch, IdentifySystem, Op
 from workload.mlperf.rounds import Checkout, HarnessRound, PlanInputs, choose_round
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, for_host, settings_of
+from workload.mlperf.space_check import place_space_check
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,19 @@ def plan_ops(
     settings = settings_of(params)
     chosen = choose_round(Checkout(facts.version, facts.present), params.HarnessRound)
     harness = chosen.round
+    scenario_note: str | None = None
+    if params.HarnessRound or (facts.version is not None and chosen.note is None):
+        # The round is known (named, or recognised from the checkout): a benchmark it lacks must not be set up.
+        harness.check_benchmark(settings.model)
+        settings, scenario_note = harness.fit_scenarios(settings, requested=bool(params.Scenarios))
     version = facts.version or harness.assumed_version
     notes = list(facts.notes)
     if facts.version is None:
         notes.append(f"harness version not readable yet (closed/NVIDIA/VERSION); assuming {version}")
     if chosen.note:
         notes.append(chosen.note)
+    if scenario_note:
+        notes.append(scenario_note)
     user = facts.user.name if facts.user else "<user>"
     container = ContainerRef(
         for_host(params.DockerName, facts.host_name) or container_name(user, facts.machine),
@@ -75,8 +84,12 @@ def plan_ops(
     # The system check runs before any download: an unknown system must not cost hours of setup.
     ops.append(harness.system_check(inputs))
     setup, setup_notes = harness.setup_ops(inputs)
+    # Before the first download: refuse a setup the scratch disk cannot hold (stages already done need nothing).
+    setup, space_notes = place_space_check(
+        setup, scratch=inputs.scratch, harness_round=harness.name, skip=params.SkipFreeSpaceCheck
+    )
     ops += setup
-    notes += setup_notes
+    notes += setup_notes + space_notes
     runnable = [s for s in settings.scenarios if any((s, b) not in blocked for b in settings.benchmarks)]
     groups = run_groups(settings.model, runnable, settings.overrides)
     if runnable:

@@ -48,6 +48,9 @@ class MLPerfParameters(StepParameters):
     #: The results repository clone (or its closed/NVIDIA folder); default: what GitRepoClone exported.
     RepoPath: str | None = None
     ScratchPath: str | None = None
+    #: Leave out the free-space check before setup (:mod:`workload.mlperf.space_check`): for a resumed stage the
+    #: check counts in full, or a scratch disk the user knows has room. The plan then notes the space needed.
+    SkipFreeSpaceCheck: bool = False
     #: ``bert.Server.target_qps=100;bert.Offline.min_duration=60000`` (also as parameters named like the key):
     #: passed to the harness as RUN_ARGS config fields (``--server_target_qps``, ``--min_duration``...).
     LoadGenOverrides: str | None = None

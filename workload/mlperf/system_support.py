@@ -12,10 +12,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from workload.errors import ProfileError, StepError, WorkloadError
-from workload.mlperf import custom_system
+from workload.mlperf import config_sources, custom_system
 from workload.mlperf.catalog import WorkloadSetting, workload_setting
 from workload.mlperf.container import HarnessContainer
 from workload.mlperf.gpuconfigs import ResolvedConfig, gpu_count_problem
@@ -69,6 +69,8 @@ class SystemSupport:
     round: HarnessRound
     #: The SYSTEM_NAME the harness is to run with (rounds that name systems by id), decided by :meth:`prepare`.
     system_name: str | None = None
+    #: Where each (scenario, benchmark)'s config values come from, decided by :meth:`prepare` (for the metrics).
+    sources: config_sources.Sources = field(default_factory=dict)
 
     def fail(self, problem: str, ctx: StepContext, *, hint: str | None = None) -> StepError:
         return self.step.fail(problem, ctx, hint=hint)
@@ -127,10 +129,17 @@ class SystemSupport:
         ctx.log(f"harness system: {last}")
         return match.group(1)
 
-    def _registered(self, ctx: StepContext, nvidia_dir: str, model: str, scenario: str) -> set[Registration]:
-        """What the harness registers for (model, scenario), from its config files (ours excluded)."""
+    def _registered(
+        self,
+        ctx: StepContext,
+        nvidia_dir: str,
+        model: str,
+        scenario: str,
+        names: tuple[str, ...] = ("__init__.py", "custom.py"),
+    ) -> set[Registration]:
+        """What the harness registers for (model, scenario), from its config files ``names`` (ours excluded)."""
         sources = []
-        for name in ("__init__.py", "custom.py"):
+        for name in names:
             path = posixpath.join(nvidia_dir, "configs", model, scenario, name)
             if not ctx.host.exists(path):
                 continue
@@ -179,8 +188,33 @@ class SystemSupport:
                 )
 
             registered = {s: self._registered(ctx, facts.nvidia_dir, settings.model, s) for s in settings.scenarios}
-            return self._missing_registrations(settings, member, registered, unregistered)
+            blocked = self._missing_registrations(settings, member, registered, unregistered)
+            user = self._user_pairs(ctx, facts.nvidia_dir, member, settings, registered)
+            self.sources = config_sources.nvidia(
+                settings.scenarios, settings.benchmarks, member, blocked=blocked, user=user
+            )
+            return blocked
         return self._add_configs(ctx, container, facts, settings, version, detected)
+
+    def _user_pairs(
+        self,
+        ctx: StepContext,
+        nvidia_dir: str,
+        member: str,
+        settings: Settings,
+        registered: dict[str, set[Registration]],
+    ) -> set[tuple[str, str]]:
+        """The (scenario, benchmark) pairs only a user's ``custom.py`` registers (none in NVIDIA's ``__init__.py``)."""
+        out: set[tuple[str, str]] = set()
+        for scenario in settings.scenarios:
+            nvidias = self._registered(ctx, nvidia_dir, settings.model, scenario, names=("__init__.py",))
+            for benchmark in settings.benchmarks:
+                needed = [
+                    Registration(member, workload_setting(settings.model, cv)) for cv in settings.versions_of(benchmark)
+                ]
+                if any(r in registered[scenario] for r in needed) and not any(r in nvidias for r in needed):
+                    out.add((scenario, benchmark))
+        return out
 
     @staticmethod
     def _missing_registrations(
@@ -225,6 +259,10 @@ class SystemSupport:
             ctx.log(f"the harness knows this system as KnownSystem.{member}")
             registered = {s: self._registered(ctx, facts.nvidia_dir, model, s) for s in settings.scenarios}
             lacking = self._missing_registrations(settings, member, registered, lambda scenario, setting: setting)
+            user = self._user_pairs(ctx, facts.nvidia_dir, member, settings, registered)
+            self.sources = config_sources.nvidia(
+                settings.scenarios, settings.benchmarks, member, blocked=lacking, user=user
+            )
             if not lacking:
                 self._install(ctx, facts.nvidia_dir, None, [], settings, f"configs for KnownSystem.{member}")
                 return {}
@@ -255,6 +293,7 @@ class SystemSupport:
             classes: list[tuple[WorkloadSetting, ResolvedConfig]] = []
             for benchmark in settings.benchmarks:
                 available, problems = False, []
+                wanted = [workload_setting(model, cv) for cv in settings.versions_of(benchmark)]
                 for cv in settings.versions_of(benchmark):
                     setting = workload_setting(model, cv)
                     if Registration(member, setting) in registered[scenario] or any(s == setting for s, _ in classes):
@@ -274,6 +313,9 @@ class SystemSupport:
                     available = True
                 if not available:
                     blocked[(scenario, benchmark)] = problems[0]
+                elif (scenario, benchmark) not in self.sources:  # not NVIDIA's (or the user's): ours, this GPU's values
+                    origins = [c.source() for s, c in classes if s in wanted]
+                    self.sources[(scenario, benchmark)] = config_sources.generated(member, origins)
             if classes:
                 files.append(self.round.custom_config(model, scenario, member, class_base, classes, version))
         self._install(ctx, facts.nvidia_dir, block, files, settings, what)

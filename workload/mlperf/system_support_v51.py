@@ -18,7 +18,7 @@ from __future__ import annotations
 import posixpath
 
 from workload.errors import ProfileError
-from workload.mlperf import custom_system
+from workload.mlperf import config_sources, custom_system
 from workload.mlperf.catalog import workload_setting
 from workload.mlperf.exports_config import config_path
 from workload.mlperf.gpuconfigs import load_table
@@ -54,15 +54,18 @@ def prepare_by_id(support: SystemSupport, op: IdentifySystem) -> tuple[dict[tupl
     if not is_unregistered(answer):
         missing = missing_configs(answer, model, scenarios, lambda p: ctx.host.exists(posixpath.join(nvidia, p)))
         if not missing:
+            support.sources = config_sources.nvidia(scenarios, settings.benchmarks, answer)
             return {}, None
         if not op.custom_support:
-            return {
+            blocked = {
                 (s, b): f"NVIDIA's harness has no {config_path(answer, model, s)} for {answer} and would run "
                 "configs/minimal; set the parameter RequireCustomSystemSupport=true to add one from gpuconfigs/"
                 for s in scenarios
                 if config_path(answer, model, s) in missing
                 for b in settings.benchmarks
-            }, None
+            }
+            support.sources = config_sources.nvidia(scenarios, settings.benchmarks, answer, blocked=blocked)
+            return blocked, None
     system = support._system(ctx)
     if not op.custom_support:
         setting = workload_setting(model, settings.config_versions[0])
@@ -92,8 +95,12 @@ def prepare_by_id(support: SystemSupport, op: IdentifySystem) -> tuple[dict[tupl
         raise support.fail(str(exc), ctx) from None
     name = custom_system_id(system, sku)
     ctx.log(f"custom system {name} ({system.describe()}): {', '.join(written)}")
-    for _, provenance in files:
-        for item in provenance:
+    for scenario, (_, provenance) in zip(scenarios, files, strict=True):
+        for setting, item in zip(settings_list, provenance, strict=True):
             if item.untuned:
                 ctx.log(f"untuned: {item.untuned}")
+            benchmark = config_sources.benchmark_of(model, setting.accuracy)
+            support.sources.setdefault(
+                (scenario, benchmark), config_sources.generated(name, [item.source], item.untuned)
+            )
     return {}, name

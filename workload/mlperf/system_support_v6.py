@@ -18,17 +18,18 @@ from __future__ import annotations
 import posixpath
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from workload.commands import cmd
 from workload.errors import StepError, WorkloadError
+from workload.mlperf import config_sources
 from workload.mlperf.configgen_v6 import MARK
 from workload.mlperf.container import HarnessContainer
 from workload.mlperf.ops import IdentifySystem
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
 from workload.mlperf.system_support import system_of, tail
-from workload.mlperf.v6_systems import NotTuned, last_tuned_round
+from workload.mlperf.v6_systems import NotTuned, SystemFiles, last_tuned_round
 from workload.steps import Step, StepContext
 
 
@@ -36,6 +37,8 @@ from workload.steps import Step, StepContext
 class Decision:
     system_name: str
     blocked: dict[tuple[str, str], str]
+    #: Where each (scenario, benchmark) that runs gets its config values (for the metrics).
+    sources: config_sources.Sources = field(default_factory=dict)
 
 
 def _accuracies(settings: Settings) -> list[str]:
@@ -68,7 +71,7 @@ def prepare(
         missing = [p for s in settings.scenarios for p in harness.config_files(answer, model, s) if not exists(p)]
         if not missing:
             log(f"the harness knows this system: {answer}, with NVIDIA's configs for {model}")
-            return Decision(answer, {})
+            return Decision(answer, {}, config_sources.nvidia(settings.scenarios, settings.benchmarks, answer))
         if not params.RequireCustomSystemSupport:
             blocked = {}
             for scenario in settings.scenarios:
@@ -79,7 +82,9 @@ def prepare(
                             f"NVIDIA's {harness.name} harness knows this system ({answer}) but has no {lacking[0]}; "
                             "set RequireCustomSystemSupport=true to run it with generated configs"
                         )
-            return Decision(answer, blocked)
+            return Decision(
+                answer, blocked, config_sources.nvidia(settings.scenarios, settings.benchmarks, answer, blocked=blocked)
+            )
         log(f"the harness knows this system ({answer}) but lacks {', '.join(missing)}: running it as a custom system")
     try:
         system = system_of(params, ctx)
@@ -116,4 +121,19 @@ def prepare(
             why = next((n for n in files.notes if f"{model} {scenario}" in n), f"no {harness.name} values")
             for benchmark in settings.benchmarks:
                 blocked[(scenario, benchmark)] = why
-    return Decision(files.system_id, blocked)
+    return Decision(files.system_id, blocked, _generated(files, model, settings.benchmarks, blocked))
+
+
+def _generated(
+    files: SystemFiles, model: str, benchmarks: tuple[str, ...], blocked: dict[tuple[str, str], str]
+) -> config_sources.Sources:
+    """Where the values of each (scenario, benchmark) the generated files cover come from (blocked ones left out)."""
+    out: config_sources.Sources = {}
+    for scenario, accuracies, provenance in files.provenance:
+        covered = {config_sources.benchmark_of(model, a) for a in accuracies} if accuracies else set(benchmarks)
+        for benchmark in benchmarks:
+            if benchmark in covered and (scenario, benchmark) not in blocked:
+                out[(scenario, benchmark)] = config_sources.generated(
+                    files.system_id, provenance.sources, None if provenance.tuned else provenance.why
+                )
+    return out

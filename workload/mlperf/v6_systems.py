@@ -70,6 +70,8 @@ class SystemFiles:
     files: tuple[GeneratedFile, ...]
     notes: tuple[str, ...]
     tuned: bool
+    #: Per scenario written: (scenario, the accuracy targets its file holds (empty: all), where its values come from).
+    provenance: tuple[tuple[str, tuple[str, ...], gen.Provenance], ...] = ()
 
 
 def _untuned_reason(system: HostSystem, round_name: str, donor: str) -> str:
@@ -141,6 +143,7 @@ def v60_files(
     ident = sid or system_id(system, prefix)
     files: list[GeneratedFile] = []
     notes: list[str] = []
+    written: list[tuple[str, tuple[str, ...], gen.Provenance]] = []
     tuned_all = True
     donors = sorted(table.skus.values(), key=lambda t: (abs(_memory_gib(t.sku) - system.gpu_memory_mib / 1024), t.sku))
     for scenario in scenarios:
@@ -190,11 +193,12 @@ def v60_files(
         provenance = gen.Provenance(tuple(sources), tuned, why)
         text = gen.v60_config(ident, system.describe(), settings, provenance, env=env, accuracy_overrides=overrides)
         files.append(GeneratedFile(gen.v60_config_path(ident, scenario, benchmark), text))
+        written.append((scenario, tuple(settings), provenance))
         notes.append(
             f"{gen.v60_config_path(ident, scenario, benchmark)}: "
             + ("tuned (NVIDIA's values for this GPU)" if tuned else f"UNTUNED ({why})")
         )
-    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all)
+    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all, tuple(written))
 
 
 def _v60_prefix(sku: SkuTable) -> str:
@@ -230,6 +234,7 @@ def v61_files(
     ident = system_id(system, prefix)
     files: list[GeneratedFile] = []
     notes: list[str] = []
+    written: list[tuple[str, tuple[str, ...], gen.Provenance]] = []
     tuned_all = True
     for scenario in scenarios:
         resolved = table.resolve(system.gpu_name, system.gpu_memory_mib, system.gpu_count, benchmark, scenario)
@@ -265,6 +270,7 @@ def v61_files(
                 notes.append(f"no {throughput} for {benchmark} {scenario} in any v6.1 table entry: not run")
                 continue
         serve = resolved.parts.get("trtllm_serve")
+        env = resolved.parts.get("serve_env")
         options = dict(serve.values) if serve else {"backend": "pytorch", "tensor_parallel_size": per_server}
         precision = str(fields.get("precision", "fp4"))
         files += [
@@ -278,7 +284,9 @@ def v61_files(
             GeneratedFile(
                 f"{folder}/trtllm-serve.yaml", gen.v61_serve_yaml(options, provenance, ident, system.describe())
             ),
-            GeneratedFile(f"{folder}/trtllm-serve-env.yaml", gen.v61_env_yaml({})),
+            # NVIDIA's env YAML of the nearest published config (trtllm-serve-*-env.yaml), else an empty one.
+            GeneratedFile(f"{folder}/trtllm-serve-env.yaml", gen.v61_env_yaml(dict(env.values) if env else {})),
         ]
         notes.append(f"{folder}: " + ("tuned (NVIDIA's values for this GPU)" if not why else f"UNTUNED ({why})"))
-    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all)
+        written.append((scenario, (), provenance))
+    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all, tuple(written))

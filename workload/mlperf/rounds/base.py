@@ -31,17 +31,23 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from workload.errors import ProfileError
-from workload.mlperf.catalog import WorkloadSetting, canonical_benchmark
+from workload.mlperf.catalog import MODELS, WorkloadSetting, canonical_benchmark
 from workload.mlperf.custom_system import CUSTOM_LIST, GeneratedFile, merge_custom_list
-from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
+from workload.mlperf.gpuconfigs import ROUND_MODELS, ROUND_SCENARIOS, ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.ops import ContainerRef, Op
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
 from workload.mlperf.system import HostSystem
+
+
+def round_benchmarks(harness_round: str) -> tuple[str, ...]:
+    """The benchmarks of ``harness_round`` (gpuconfigs ``ROUND_MODELS``, NVIDIA's spelling) the catalog runs."""
+    names = (canonical_benchmark(b) for b in ROUND_MODELS[harness_round])
+    return tuple(dict.fromkeys(b for b in names if b in MODELS))
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,8 @@ class HarnessRound(ABC):
     versions: ClassVar[tuple[HarnessVersion, ...]]
     #: Paths (relative to closed/NVIDIA) whose presence tells this round's layout apart; checked read-only.
     markers: ClassVar[tuple[str, ...]] = ()
-    #: The round's benchmarks, as NVIDIA's ``Benchmark`` values (``llama3_1-8b``); empty: not checked (v4.1).
+    #: The benchmarks (catalog names) this round's harness has and this runner runs on one node; () = not
+    #: restricted. :meth:`check_benchmark` refuses any other when the round is known (parameter or checkout).
     benchmarks: ClassVar[tuple[str, ...]] = ()
 
     @property
@@ -101,16 +108,33 @@ class HarnessRound(ABC):
         """Whether ``checkout`` is this round: by default, its VERSION is one of :attr:`versions`."""
         return checkout.version in cls.versions
 
-    def check_model(self, model: str) -> None:
-        """ProfileError (before anything runs) when ``model`` is not one of :attr:`benchmarks`: the harness would
-        refuse it only after the setup stages (``Invalid Benchmark: <name>``)."""
-        if not self.benchmarks:
-            return
-        if canonical_benchmark(model) not in {canonical_benchmark(b) for b in self.benchmarks}:
+    def check_benchmark(self, model: str) -> None:
+        """ProfileError naming the round's benchmarks when ``model`` is not one of them (no setup, no run)."""
+        if self.benchmarks and model not in self.benchmarks:
             raise ProfileError(
                 f"HarnessRound {self.name}",
                 f"{model} is not a benchmark of NVIDIA's {self.name} harness (it has: {', '.join(self.benchmarks)})",
+                hint="choose one of them, or the round that has this benchmark (parameter HarnessRound, "
+                "ResultsRepoUri/ResultsRepoCommit)",
             )
+
+    def fit_scenarios(self, settings: Settings, *, requested: bool) -> tuple[Settings, str | None]:
+        """``settings`` with only the scenarios this round has (gpuconfigs ``ROUND_SCENARIOS``; v4.1/v5.0 have no
+        Interactive): defaults it lacks are left out with a note; ``requested`` ones (the Scenarios parameter) are
+        refused, naming the round's scenarios. A round without a list keeps every scenario."""
+        have = ROUND_SCENARIOS.get(self.name, ())
+        lacking = [s for s in settings.scenarios if have and s not in have]
+        if not lacking:
+            return settings, None
+        kept = tuple(s for s in settings.scenarios if s not in lacking)
+        if requested or not kept:
+            raise ProfileError(
+                f"HarnessRound {self.name}",
+                f"NVIDIA's {self.name} harness has no {', '.join(lacking)} scenario (it has: {', '.join(have)})",
+                hint="leave it out of Scenarios, or choose a round that has it (parameter HarnessRound)",
+            )
+        note = f"{settings.model}: {', '.join(lacking)} left out ({self.name} has no such scenario)"
+        return replace(settings, scenarios=kept), note
 
     # -- planning ----------------------------------------------------------------------------
     @abstractmethod

@@ -19,10 +19,10 @@ from typing import ClassVar
 from workload.mlperf import custom_json
 from workload.mlperf.catalog import WorkloadSetting
 from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
-from workload.mlperf.gpuconfigs import ROUND_MODELS, ResolvedConfig, SkuTable
+from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.ops import IdentifySystem, Op
-from workload.mlperf.rounds.base import PlanInputs
+from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.system import HostSystem
 
@@ -33,8 +33,10 @@ class V5_0Round(V4_1Round):
     name: ClassVar[str] = "v5.0"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 0),)
     markers: ClassVar[tuple[str, ...]] = ()
-    benchmarks: ClassVar[tuple[str, ...]] = ROUND_MODELS["v5.0"]
     custom_list_path: ClassVar[str] = custom_json.CUSTOM_LIST_JSON
+    #: ``code/common/constants.py`` ``Benchmark`` values (gpuconfigs ``ROUND_MODELS``) the catalog runs: v4.1's,
+    #: llama3.1-405b and rgat (llama2-70b-interactive is not in the catalog).
+    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v5.0")
 
     def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
         """Our entry as JSON text (``{"WL_<SKU>x<n>": <Description>}``); :meth:`merge_custom_list` puts it in."""

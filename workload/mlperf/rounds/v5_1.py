@@ -30,12 +30,12 @@ from workload.errors import ProfileError
 from workload.mlperf.catalog import NVIDIA_SPELLING, WorkloadSetting, canonical_benchmark, model_info
 from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, render
-from workload.mlperf.gpuconfigs import ROUND_MODELS, GpuConfigTable, ResolvedConfig, SkuTable, load_table
+from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
 from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make_argv
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds.base import PlanInputs
+from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.system import HostSystem
@@ -167,9 +167,10 @@ class V5_1Round(V4_1Round):
     name: ClassVar[str] = "v5.1"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 1),)
     markers: ClassVar[tuple[str, ...]] = ()
-    benchmarks: ClassVar[tuple[str, ...]] = ROUND_MODELS["v5.1"]
     creates_config_dirs: ClassVar[bool] = True
     system_by_id: ClassVar[bool] = True
+    #: ``code/common/constants.py`` ``Benchmark`` values (gpuconfigs ``ROUND_MODELS``) the catalog runs.
+    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v5.1")
     #: (model, stage) -> the benchmark's own script run instead of ``make <stage>``.
     setup_scripts: ClassVar[dict[tuple[str, str], str]] = SETUP_SCRIPTS
 
