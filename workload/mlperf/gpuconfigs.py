@@ -43,7 +43,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from workload.errors import ProfileError
-from workload.mlperf.catalog import MODELS, SCENARIOS, canonical_benchmark
+from workload.mlperf.catalog import SCENARIOS, canonical_benchmark
 
 #: Precision names of NVIDIA's configs (the strings they write, and nvmitten ``Precision`` members' names lower-cased).
 Precision = Literal["int8", "fp16", "fp32", "fp8", "fp4"]
@@ -68,7 +68,18 @@ DEFAULT_ROUND = "v4.1"
 #: ``--benchmarks`` names each round's harness has (v5.0: README "Valid benchmarks"; v5.1: ``code/common/constants.py``
 #: ``Benchmark`` values, the names of its config files).
 ROUND_MODELS: dict[str, tuple[str, ...]] = {
-    "v4.1": tuple(MODELS),
+    # v4.1: its ``configs/<benchmark>/`` folders (reference notes §2; v4.0 lacks mixtral).
+    "v4.1": (
+        "bert",
+        "3d-unet",
+        "resnet50",
+        "retinanet",
+        "dlrm-v2",
+        "gptj",
+        "llama2-70b",
+        "mixtral-8x7b",
+        "stable-diffusion-xl",
+    ),
     # v5.0: NVIDIA's ``Benchmark`` values of the round (code/common/constants.py, anandhu-eng/inference_results_v5.0
     # @ 825f72bb): no llama3.1-8b yet, llama2-70b-interactive a benchmark of its own.
     "v5.0": (

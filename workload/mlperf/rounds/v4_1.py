@@ -33,7 +33,7 @@ from workload.mlperf.ops import (
     UseImage,
 )
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds.base import HarnessRound, PlanInputs
+from workload.mlperf.rounds.base import HarnessRound, PlanInputs, round_benchmarks
 from workload.mlperf.settings import build_key, setup_key
 from workload.mlperf.system import HostSystem
 
@@ -52,18 +52,8 @@ class V4_1Round(HarnessRound):
     name: ClassVar[str] = "v4.1"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(4, 0), HarnessVersion(4, 1))
     markers: ClassVar[tuple[str, ...]] = ("docker/release/Dockerfile", "scripts/get_system_id.py")
-    #: v4.1's ``configs/<benchmark>/`` folders (the catalog's first nine; reference notes §2); v4.0 lacks mixtral.
-    benchmarks: ClassVar[tuple[str, ...]] = (
-        "bert",
-        "3d-unet",
-        "resnet50",
-        "retinanet",
-        "dlrm-v2",
-        "gptj",
-        "llama2-70b",
-        "mixtral-8x7b",
-        "stable-diffusion-xl",
-    )
+    #: v4.1's ``configs/<benchmark>/`` folders (gpuconfigs ``ROUND_MODELS``).
+    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v4.1")
 
     def _variables(self, **variables: str) -> tuple[tuple[str, str], ...]:
         return tuple({**variables, **self.extra_variables()}.items())
