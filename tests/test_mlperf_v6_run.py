@@ -239,7 +239,8 @@ def test_v61_endpoints_client_runs_server_as_poisson_at_the_target_qps(bed: dict
     server = (reference / "server.py").read_text()
     port_line = f"    llm_fields.trtllm_server_urls: ['0.0.0.0:{bed['port']}'],\n    model_fields.precision"
     (own / "server.py").write_text(server.replace("    model_fields.precision", port_line, 1))
-    outcome = run(bed, [action(bed, "llama2-70b", "Server", Client="endpoints", ServerTargetQps=12.5)])
+    extra = {"Client": "endpoints", "ServerTargetQps": 12.5}
+    outcome = run(bed, [action(bed, "llama2-70b", "Server", **extra)])
     assert outcome.status == "ok", outcome.error
     log = calls(bed)
     assert any(line.startswith("run_llm_server") and "--scenarios=Server" in line for line in log), log
@@ -262,6 +263,20 @@ def test_v61_endpoints_client_runs_server_as_poisson_at_the_target_qps(bed: dict
     # Quick's 60 s run is below MLPerf's 600 s minimum: judged as the submission checker would
     assert parsed_result.validity == "INVALID" and any("600000 ms" in r for r in parsed_result.invalid_reasons)
     assert not leftovers(bed)
+    # plan of the same parameters shows every command the run executed (the client's included)
+    step_log = "".join(p.read_text() for p in (bed["tmp"] / "runs").rglob("*MLPerfExecutor*.log"))
+    executed = [line.removeprefix("$ docker exec ") for line in step_log.splitlines() if line.startswith("$ docker")]
+    assert any("inference-endpoint benchmark from-config -c /work/build/logs/" in line for line in executed)
+    run_id = next(p.name for p in (bed["nvidia"] / "build/logs").iterdir() if p.name.startswith("workload-"))
+    run_id = run_id.removeprefix("workload-").split("-llama2")[0]
+    params = MLPerfParameters.model_validate(action(bed, "llama2-70b", "Server", **extra)["Parameters"])
+    first = plan_ops(params, _facts(bed), run_id=run_id)
+    after = plan_ops(params, _facts(bed), run_id=run_id, system_name="WL_B200-SXM-180GBx4").after_system_check()
+    shown = {shlex.join(c.argv) for op in (*first.ops, *after) for c in op.commands()}
+    for line in executed:
+        argv = line.split(" ", 1)[1].removesuffix(" (detached)")
+        if "llm-server-probe" not in argv:
+            assert any(argv in s for s in shown), argv
 
 
 @pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
