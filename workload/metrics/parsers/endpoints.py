@@ -306,11 +306,11 @@ def build(
         # window QPS/TPS were measured over when the client used LoadGen's Server definition (use_legacy_...).
         run_config = summary.get("run_config")
         pattern = run_config.get("load_pattern") if isinstance(run_config, dict) else None
-        target = _number(pattern.get("target_qps")) if isinstance(pattern, dict) else None
-        if target is None:
-            target = _number(config.get("settings.load_pattern.target_qps"))
-        if target is not None and not offline:
-            raw.put("effective_target_qps", target, PRIO_DETAIL, summary_path)
+        asked = _number(pattern.get("target_qps")) if isinstance(pattern, dict) else None
+        if asked is None:
+            asked = _number(config.get("settings.load_pattern.target_qps"))
+        if asked is not None and not offline:
+            raw.put("effective_target_qps", asked, PRIO_DETAIL, summary_path)
         window = _number(summary.get("legacy_loadgen_window_duration_ns"))
         if window is not None:
             notes.append(
