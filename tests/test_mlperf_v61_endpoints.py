@@ -274,6 +274,7 @@ def test_workload_plan_cli_refusal_is_one_message_without_traceback(tmp_path: Pa
     assert "would fail if run now:" in text, text
     assert "ServerTargetQps: MLCommons' endpoints client runs llama2-70b Server as a Poisson load" in text, text
     assert text.count("set ServerTargetQps to the queries per second to send") == 1, text
+    assert "server_target_qps of llama2-70b Server (k_99) for 8x NVIDIA B200;" in text, text  # the GPUs were read
 
 
 # --- the stand-in client and its report -----------------------------------------------------------------------
