@@ -41,7 +41,7 @@ from workload.mlperf.system import HostSystem
 ROOT = Path(__file__).resolve().parent.parent
 STANDIN = ROOT / "tests" / "fixtures" / "harness" / "rounds" / "standin_endpoints.py"
 REAL_INTERACTIVE = (
-    ROOT / "tests/fixtures/results/endpoints_v6.1/closed/NVIDIA/results/VR-NVL72_VR-288GB_aarch64x72_TRT"
+    ROOT / "tests/fixtures/endpoints/v6.1/closed/NVIDIA/results/VR-NVL72_VR-288GB_aarch64x72_TRT"
     "/deepseek-r1/Interactive"
 )
 FORK, COMMIT = "intel-ai-tce/inference_results_v6.1", "5174fca85775b97127da8e3ff07f1bb776880fc4"
