@@ -256,6 +256,58 @@ def test_v61_through_mlcommons_endpoints_client_writes_and_parses_the_endpoints_
 
 
 @pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_endpoints_client_runs_server_as_poisson_at_the_target_qps(bed: dict[str, Any]) -> None:
+    """Server through MLCommons' endpoints client: the user's own Server configs for the custom system (NVIDIA
+    publishes no B200 llama2-70b Server file in v6.1, so none is generated), the rate from ServerTargetQps."""
+    own = bed["nvidia"] / "configs/llama2_70b/WL_B200-SXM-180GBx4/TRTLLM/Server"
+    own.mkdir(parents=True)
+    reference = bed["nvidia"] / "configs/llama2_70b/B300-SXM-270GBx8/TRTLLM/Offline"
+    (own / "harness.py").write_text((reference / "harness.py").read_text())
+    # NVIDIA's B300 serving options, on the run's port (server.py's trtllm_server_urls; the default is 30000)
+    server = (reference / "server.py").read_text()
+    port_line = f"    llm_fields.trtllm_server_urls: ['0.0.0.0:{bed['port']}'],\n    model_fields.precision"
+    (own / "server.py").write_text(server.replace("    model_fields.precision", port_line, 1))
+    extra = {"Client": "endpoints", "ServerTargetQps": 12.5}
+    outcome = run(bed, [action(bed, "llama2-70b", "Server", **extra)])
+    assert outcome.status == "ok", outcome.error
+    log = calls(bed)
+    assert any(line.startswith("run_llm_server") and "--scenarios=Server" in line for line in log), log
+    assert not [line for line in log if line.startswith("run_harness")]
+    (result,) = outcome.results
+    assert str(result).endswith("/WL_B200-SXM-180GBx4_TRT/llama2-70b-99/Server")
+    config = json.loads(next((bed["nvidia"] / "build/logs").glob("*-server/endpoint.yaml")).read_text())
+    assert config["type"] == "online" and config["settings"]["load_pattern"] == {"type": "poisson", "target_qps": 12.5}
+    assert config["endpoint_config"]["endpoints"] == [f"http://127.0.0.1:{bed['port']}"]
+    summary = json.loads((result / "performance/result_summary.json").read_text())
+    assert summary["n_samples_issued"] == 750  # 12.5 queries/s x Quick's 60 s
+    from workload.metrics import collect
+
+    parsed = collect(result)
+    assert parsed.results and not parsed.issues, parsed.issues
+    (parsed_result,) = parsed.results
+    assert (parsed_result.scenario, parsed_result.benchmark_full) == ("Server", "llama2-70b-99")
+    values = {m.name: m.value for m in parsed_result.metrics}
+    assert values["effective_target_qps"] == 12.5 and values["samples_per_second"] == summary["qps"]
+    # Quick's 60 s run is below MLPerf's 600 s minimum: judged as the submission checker would
+    assert parsed_result.validity == "INVALID" and any("600000 ms" in r for r in parsed_result.invalid_reasons)
+    assert not leftovers(bed)
+    # plan of the same parameters shows every command the run executed (the client's included)
+    step_log = "".join(p.read_text() for p in (bed["tmp"] / "runs").rglob("*MLPerfExecutor*.log"))
+    executed = [line.removeprefix("$ docker exec ") for line in step_log.splitlines() if line.startswith("$ docker")]
+    assert any("inference-endpoint benchmark from-config -c /work/build/logs/" in line for line in executed)
+    run_id = next(p.name for p in (bed["nvidia"] / "build/logs").iterdir() if p.name.startswith("workload-"))
+    run_id = run_id.removeprefix("workload-").split("-llama2")[0]
+    params = MLPerfParameters.model_validate(action(bed, "llama2-70b", "Server", **extra)["Parameters"])
+    first = plan_ops(params, _facts(bed), run_id=run_id)
+    after = plan_ops(params, _facts(bed), run_id=run_id, system_name="WL_B200-SXM-180GBx4").after_system_check()
+    shown = {shlex.join(c.argv) for op in (*first.ops, *after) for c in op.commands()}
+    for line in executed:
+        argv = line.split(" ", 1)[1].removesuffix(" (detached)")
+        if "llm-server-probe" not in argv:
+            assert any(argv in s for s in shown), argv
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
 def test_v61_a_failing_harness_run_still_stops_its_server(bed: dict[str, Any]) -> None:
     (bed["scratch"] / "standin_harness_fail").write_text("")
     outcome = run(bed, [action(bed, "llama2-70b", "Offline")])

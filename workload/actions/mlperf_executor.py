@@ -84,6 +84,12 @@ class MLPerfExecutor(Step):
                 parse_system_description(params.SystemDescription)
             except ValueError as exc:
                 raise ValueError(f"SystemDescription: {exc}") from None
+        for name in ("ServerTargetQps", "InteractiveTargetQps"):
+            if getattr(params, name) is not None and params.Client != "endpoints":
+                raise ValueError(
+                    f"{name}: read only by MLCommons' endpoints client (Client=endpoints); NVIDIA's harness takes "
+                    "its Server rate from LoadGenOverrides <model>.Server.target_qps"
+                )
 
     @property
     def p(self) -> MLPerfParameters:
@@ -167,6 +173,14 @@ class MLPerfExecutor(Step):
             present=present,
             host_name=host.name,
         )
+        if self._needs_system():
+            # The endpoints client's Server/Interactive rate defaults to NVIDIA's value for this GPU: plan shows it.
+            from workload.mlperf.system_support import system_of
+
+            try:
+                facts.system = system_of(self.p, ctx)
+            except WorkloadError as exc:
+                notes.append(f"this machine's GPUs could not be read ({exc.message}): no target QPS from gpuconfigs")
         if need_docker:
             try:
                 client = self._docker(ctx)
@@ -180,6 +194,13 @@ class MLPerfExecutor(Step):
             except WorkloadError as exc:
                 facts.docker_problem = f"docker: {exc.message}"
         return facts
+
+    def _needs_system(self) -> bool:
+        """Whether the plan reads the GPUs: an endpoints client Server/Interactive run without its rate given."""
+        if self.p.Client != "endpoints":
+            return False
+        given = {"Server": self.p.ServerTargetQps, "Interactive": self.p.InteractiveTargetQps}
+        return any(s in given and given[s] is None for s in settings_of(self.p).scenarios)
 
     def plan(self, ctx: StepContext) -> StepPlan:
         return plan_mlperf(self.p, self.gather(ctx))

@@ -219,20 +219,34 @@ def endpoint_config(
     max_new_tokens: int,
 ) -> str:
     """An MLCommons endpoints client config (``inference-endpoint benchmark from-config -c``), written as JSON (a
-    subset of YAML) in the schema of NVIDIA's v6.1 ``endpoint.yaml`` files."""
+    subset of YAML) in the schema of NVIDIA's v6.1 ``endpoint.yaml`` files.
+
+    Offline is ``type: offline`` with ``load_pattern.type: max_throughput`` and a fixed ``n_samples_to_issue``
+    (NVIDIA's Offline files: "min_duration_ms ... is overrided when n_samples to issue is present"). Server and
+    Interactive are ``type: online`` with ``load_pattern: {type: poisson, target_qps}`` and streaming on ("Required
+    for TTFT/TPOT measurement"), no sample count: the client issues target_qps x min_duration (its
+    ``RuntimeConfig``: "Calculated from QPS * duration"). ValueError for an online scenario without a positive
+    ``target_qps`` (the client's own rule: "Poisson requires --target-qps").
+    """
     online = scenario in ("Server", "Interactive")
-    pattern: dict[str, Any] = {"type": "poisson", "target_qps": target_qps} if online else {"type": "max_throughput"}
+    params: dict[str, Any] = {"name": model, "max_new_tokens": max_new_tokens}
+    runtime: dict[str, Any] = {"min_duration_ms": min_duration_ms}
+    if online:
+        if target_qps is None or not target_qps > 0:
+            raise ValueError(f"{scenario}: the endpoints client's Poisson load needs a target_qps above 0")
+        pattern: dict[str, Any] = {"type": "poisson", "target_qps": target_qps}
+        params["streaming"] = "on"
+    else:
+        pattern = {"type": "max_throughput"}
+        runtime["n_samples_to_issue"] = samples
     config = {
         "name": name,
         "version": "1.0",
         "type": "online" if online else "offline",
         "submission_ref": {"model": model, "ruleset": "mlperf-inference-v6.1"},
-        "model_params": {"name": model, "max_new_tokens": max_new_tokens},
+        "model_params": params,
         "datasets": [{"name": model, "type": "performance"}],
-        "settings": {
-            "runtime": {"min_duration_ms": min_duration_ms, "n_samples_to_issue": samples},
-            "load_pattern": pattern,
-        },
+        "settings": {"runtime": runtime, "load_pattern": pattern},
         "endpoint_config": {"endpoints": [f"http://{url}"], "api_key": None},
         "report_dir": report_dir,
     }

@@ -2,9 +2,10 @@
 
 :class:`RunEndpointsClient` writes the client's config (the schema of NVIDIA's v6.1 ``endpoint.yaml`` files, see
 :func:`workload.mlperf.configgen_v6.endpoint_config`) into the checkout, then runs
-``inference-endpoint benchmark from-config -c <config> --timeout <s>`` in the harness container against the
-trtllm-serve a :class:`~workload.mlperf.server_ops.StartServer` before it started. The client writes its report
-(``config.yaml``, ``performance/result_summary.json``, ``accuracy/accuracy_results.json``, ``report.txt``) into
+``inference-endpoint benchmark from-config -c <config> --timeout <s>`` in the harness container (Offline: every
+sample at once; Server and Interactive: a Poisson load at a target QPS, :mod:`workload.mlperf.endpoint_target`)
+against the trtllm-serve a :class:`~workload.mlperf.server_ops.StartServer` before it started. The client writes its
+report (``config.yaml``, ``performance/result_summary.json``, ``accuracy/accuracy_results.json``, ``report.txt``) into
 the run's ``LOG_DIR/<system>_TRT/<benchmark>/<Scenario>``, where the ``CollectResults`` after it finds it.
 """
 
@@ -30,11 +31,14 @@ class RunEndpointsClient(Op):
     scenarios: tuple[str, ...]
     test_mode: str
     url: str
+    #: How the queries are sent, for the summary (``Poisson at 12.5 queries/s (the parameter ServerTargetQps)``).
+    load: str = ""
 
     def summary(self) -> str:
+        load = f", {self.load}" if self.load else ""
         return (
-            f"run MLCommons' endpoints client ({', '.join(self.scenarios)} {self.test_mode}) against {self.url}, "
-            f"its config written to {self.config_path}"
+            f"run MLCommons' endpoints client ({', '.join(self.scenarios)} {self.test_mode}) against {self.url}"
+            f"{load}, its config written to {self.config_path}"
         )
 
     def commands(self) -> tuple[Command, ...]:

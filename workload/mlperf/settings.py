@@ -23,6 +23,7 @@ from workload.mlperf.catalog import (
     model_info,
 )
 from workload.mlperf.harness import HarnessVersion, LoadGenOverride, parse_override, parse_override_list
+from workload.mlperf.system import HostSystem
 from workload.steps import StepParameters, split_list
 
 #: The host-state key under which finished setup stages and builds are marked.
@@ -78,8 +79,14 @@ class MLPerfParameters(StepParameters):
     #: (the container shares the host's network).
     LLMServerPort: int = Field(default=30000, ge=1, le=65535)
     #: v6.1: who sends the queries: NVIDIA's harness (``harness``: make run_harness, LoadGen) or MLCommons' endpoints
-    #: client (``endpoints``: ``inference-endpoint benchmark from-config``, Offline) against the same server.
+    #: client (``endpoints``: ``inference-endpoint benchmark from-config``; Offline, Server, Interactive) against the
+    #: same server.
     Client: Literal["harness", "endpoints"] = "harness"
+    #: v6.1 ``Client=endpoints``: the Poisson ``target_qps`` of a Server / Interactive run (queries/s, > 0, as the
+    #: client's ``LoadPattern.target_qps``); default NVIDIA's ``server_target_qps`` for this GPU in gpuconfigs/v6.1
+    #: (:mod:`workload.mlperf.endpoint_target`). NVIDIA's harness takes LoadGenOverrides ``<model>.Server.target_qps``.
+    ServerTargetQps: float | None = Field(default=None, gt=0)
+    InteractiveTargetQps: float | None = Field(default=None, gt=0)
 
     @field_validator("Model")
     @classmethod
@@ -209,6 +216,8 @@ class MLPerfFacts:
     container_status: str | None = None
     docker_problem: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: The host's GPUs (SystemDescription or read), when a plan needs them (the endpoints client's target QPS).
+    system: HostSystem | None = None
     #: Which round-marker paths exist in the checkout (:func:`workload.mlperf.rounds.markers`).
     present: frozenset[str] = frozenset()
     #: The host's name in the run (what ``{host}`` in DockerName stands for).

@@ -6,7 +6,9 @@ read by the submission checker's ``parsers/endpoints_parser.py``)::
     config.yaml                         the client's run configuration (settings.runtime.min_duration_ms ...)
     performance/result_summary.json     n_samples_issued/completed/failed, duration_ns, state, complete,
                                         qps, tps, and ttft/tpot/latency/output_sequence_lengths series with
-                                        percentiles and early_stopping_percentiles (ns)
+                                        percentiles and early_stopping_percentiles (ns); online (Poisson) runs
+                                        also legacy_loadgen_window_duration_ns and run_config.load_pattern
+                                        .target_qps (reported as effective_target_qps)
     accuracy/accuracy_results.json      accuracy_scores[]: dataset_name, score, dataset_type, response_counts ...
     report.txt, metrics/final_snapshot.json, measurements.json   human report, client metrics, measurement
                                         description (not needed for the verdict)
@@ -300,6 +302,33 @@ def build(
         configured = _number(config.get("settings.runtime.min_duration_ms"))
         if configured is not None:
             raw.put("effective_min_duration_ms", configured, PRIO_DETAIL, summary_path)
+        # Server/Interactive: the Poisson rate asked for (run_config in the summary, else config.yaml), and the
+        # window QPS/TPS were measured over when the client used LoadGen's Server definition (use_legacy_...).
+        run_config = summary.get("run_config")
+        pattern = run_config.get("load_pattern") if isinstance(run_config, dict) else None
+        asked = _number(pattern.get("target_qps")) if isinstance(pattern, dict) else None
+        if asked is None:
+            asked = _number(config.get("settings.load_pattern.target_qps"))
+        if asked is not None and not offline:
+            raw.put("effective_target_qps", asked, PRIO_DETAIL, summary_path)
+        window = _number(summary.get("legacy_loadgen_window_duration_ns"))
+        if window is not None:
+            notes.append(
+                "qps/tps as LoadGen's Server 'completed' rate: (completed - 1) / window and tokens / window, the "
+                "window from the first issue to the completion of the last-issued sample "
+                "(use_legacy_loadgen_qps_metrics)"
+            )
+            extra.append(
+                (
+                    "legacy_loadgen_window_duration_ns",
+                    window,
+                    "ns",
+                    Relativity.UNDEFINED,
+                    Categorization.PERFORMANCE,
+                    3,
+                    "endpoints legacy_loadgen_window_duration_ns",
+                )
+            )
         for key, label, unit in (
             ("n_samples_issued", "samples_issued", "samples"),
             ("n_samples_completed", "samples_completed", "samples"),

@@ -14,6 +14,9 @@ UPSTREAM.md`` names repository and commit):
 * every LLM benchmark runs against trtllm-serve: ``make run_llm_server`` (foreground, in its own process group,
   stopped after the run) then ``make run_harness`` (a date-stamped ``LOG_DIR``);
 * qwen3-vl and wan2.2 run only through nv-sflow on Slurm in v6.1: refused here.
+* ``Client=endpoints`` sends the queries with MLCommons' endpoints client instead of ``make run_harness``
+  (:class:`~workload.mlperf.endpoint_ops.RunEndpointsClient`; Server/Interactive at the target QPS of
+  :mod:`workload.mlperf.endpoint_target`).
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from workload.errors import ProfileError
-from workload.mlperf import configgen_v6
+from workload.mlperf import configgen_v6, endpoint_target
 from workload.mlperf.catalog import NVIDIA_SPELLING
 from workload.mlperf.endpoint_ops import RunEndpointsClient
+from workload.mlperf.endpoint_target import TargetQps
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage, UseImage
@@ -158,7 +162,9 @@ class V6_1Round(V6_0Round):
                 what = f"{model} {scenario}"
                 ops.append(StartServer(inputs.container, spec, what))
                 if inputs.params.Client == "endpoints":
-                    ops.append(self._endpoints(inputs, scenario, benchmark, test_mode, logs, expected, spec.url))
+                    ops.append(
+                        self._endpoints(inputs, scenario, benchmark, accuracy, test_mode, logs, expected, spec.url)
+                    )
                     ops.append(CollectResults(f"{inputs.nvidia_dir}/{logs}", test_mode, expected))
                     ops.append(StopServer(inputs.container, spec, what))
                     continue
@@ -198,21 +204,33 @@ class V6_1Round(V6_0Round):
         inputs: PlanInputs,
         scenario: str,
         benchmark: str,
+        accuracy: str,
         test_mode: str,
         logs: str,
         expected: tuple[Expected, ...],
         url: str,
     ) -> RunEndpointsClient:
-        """The endpoints client's run: its report where NVIDIA's harness would put this scenario's results."""
-        if scenario != "Offline":
-            raise ProfileError(
-                "Client",
-                f"the endpoints client runs {scenario} at a target QPS this runner does not choose yet; "
-                "use Client=endpoints for Offline, or the harness (Client=harness)",
-            )
+        """The endpoints client's run: its report where NVIDIA's harness would put this scenario's results.
+
+        Offline issues a fixed sample count at once; Server and Interactive are a Poisson load at the target QPS
+        :func:`workload.mlperf.endpoint_target.choose` gives (the parameter, else NVIDIA's value for this GPU, else
+        a ProfileError naming the parameter)."""
         system = inputs.system_name or SYSTEM_PLACEHOLDER
         report = f"/work/{logs}/{system}_TRT/{benchmark}/{scenario}"
         config_path = f"{logs}/endpoint.yaml"
+        target: TargetQps | None = None
+        if scenario in endpoint_target.PARAMETERS:
+            from workload.mlperf.gpuconfigs_v61 import load_table61
+
+            given = inputs.params.ServerTargetQps if scenario == "Server" else inputs.params.InteractiveTargetQps
+            key = "k_99_9" if accuracy == "0.999" else "k_99"
+            target = endpoint_target.choose(
+                scenario, given, inputs.facts.system, load_table61(), inputs.settings.model, key
+            )
+        elif scenario != "Offline":
+            raise ProfileError(
+                "Client", f"MLCommons' endpoints client runs Offline, Server and Interactive, not {scenario}"
+            )
         text = configgen_v6.endpoint_config(
             name=f"{benchmark}-{scenario.lower()}-{test_mode.lower()}",
             model=benchmark,
@@ -221,12 +239,13 @@ class V6_1Round(V6_0Round):
             report_dir=report,
             min_duration_ms=60000 if inputs.params.Quick else 600000,
             samples=24576,
-            target_qps=None,
+            target_qps=target.value if target else None,
             max_new_tokens=1024,
         )
         argv = ("inference-endpoint", "benchmark", "from-config", "-c", f"/work/{config_path}", "--timeout", "7200")
+        load = f"Poisson at {target.value:g} queries/s ({target.source})" if target else "all samples at once"
         return RunEndpointsClient(
-            inputs.container, config_path, text, argv, logs, expected, (scenario,), test_mode, url
+            inputs.container, config_path, text, argv, logs, expected, (scenario,), test_mode, url, load
         )
 
     def system_files(

@@ -1,0 +1,422 @@
+"""v6.1 ``Client=endpoints`` in Server and Interactive: the client's config, its target QPS, the plan, the stand-in.
+
+No Docker here (the run in a real container is ``tests/test_mlperf_v6_run.py``). Upstream, per behaviour:
+- the config schema and its rules: ``mlcommons/endpoints`` ``src/inference_endpoint/config/schema.py`` (``LoadPattern``:
+  "Poisson requires --target-qps", ``BenchmarkConfig``: online needs poisson/concurrency/agentic_inference, offline
+  ``max_throughput``; ``RuntimeConfig``: samples = target_qps x duration without ``n_samples_to_issue``);
+- the shape NVIDIA writes for Server/Interactive: ``intel-ai-tce/inference_results_v6.1`` @ ``5174fca8``
+  ``closed/NVIDIA/configs/qwen3_vl_235b_a22b/GB300-NVL72_GB300-288GB_aarch64x72/VLLM/{Server,Interactive}/endpoint.yaml``
+  (``type: "online"``, ``load_pattern: {type: "poisson", target_qps: 1215 | 350}``, ``streaming: "on"``);
+- NVIDIA's Interactive rate for a GPU: the same fork's ``configs/gpt_oss_120b/GB300-NVL72_GB300-288GB_aarch64x72/
+  TRTLLM/Interactive/harness.py`` (``loadgen_fields.server_target_qps: 520``);
+- a real Interactive report: ``mlcommons/inference_results_v6.1`` @ ``e777c7be`` / ``10ecdffd``
+  ``closed/NVIDIA/results/VR-NVL72_VR-288GB_aarch64x72_TRT/deepseek-r1/Interactive/`` (``config.yaml``,
+  ``performance/result_summary.json``: target 170 QPS, legacy LoadGen QPS 168.45, p99 TTFT/TPOT 484.7 / 12.56 ms).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workload.errors import ProfileError
+from workload.mlperf import configgen_v6, endpoint_target
+from workload.mlperf.endpoint_ops import RunEndpointsClient
+from workload.mlperf.gpuconfigs_v61 import load_table61
+from workload.mlperf.harness import HarnessVersion
+from workload.mlperf.ops import to_changes
+from workload.mlperf.planner import plan_ops
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
+from workload.mlperf.system import HostSystem
+
+ROOT = Path(__file__).resolve().parent.parent
+STANDIN = ROOT / "tests" / "fixtures" / "harness" / "rounds" / "standin_endpoints.py"
+REAL_INTERACTIVE = (
+    ROOT / "tests/fixtures/endpoints/v6.1/closed/NVIDIA/results/VR-NVL72_VR-288GB_aarch64x72_TRT"
+    "/deepseek-r1/Interactive"
+)
+FORK, COMMIT = "intel-ai-tce/inference_results_v6.1", "5174fca85775b97127da8e3ff07f1bb776880fc4"
+GPT_OSS_INTERACTIVE = (
+    "closed/NVIDIA/configs/gpt_oss_120b/GB300-NVL72_GB300-288GB_aarch64x72/TRTLLM/Interactive/harness.py"
+)
+
+
+def machine(gpu: str, mib: int, count: int) -> HostSystem:
+    return HostSystem(gpu, mib, count, "Neoverse-V2", 72, 1, 1, 900_000_000_000, "aarch64")
+
+
+GB300X4 = machine("NVIDIA GB300", 288 * 1024, 4)
+B200X8 = machine("NVIDIA B200", 183359, 8)
+
+
+@pytest.fixture
+def tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """gpuconfigs/ with the shipped v6.1 files plus NVIDIA's gpt-oss-120b GB300x72 Interactive harness part."""
+    folder = tmp_path / "gpuconfigs" / "v6.1"
+    shutil.copytree(ROOT / "gpuconfigs" / "v6.1", folder)
+    path = folder / "GB300_288GB.json"
+    data = json.loads(path.read_text())
+    part = {
+        "kind": "harness",
+        "repo": FORK,
+        "commit": COMMIT,
+        "file": GPT_OSS_INTERACTIVE,
+        "export": "harness_config",
+        "values": {"min_duration": 600000, "min_query_count": 6396, "precision": "fp4", "server_target_qps": 520},
+    }
+    data["configs"].setdefault("gpt-oss-120b", {})["Interactive"] = {
+        "k_99": {"72": {"backend": "TRTLLM", "parts": [part]}}
+    }
+    path.write_text(json.dumps(data))
+    monkeypatch.setattr("workload.resources.gpuconfig_dir", lambda: tmp_path / "gpuconfigs")
+    return folder
+
+
+def facts(system: HostSystem | None = None) -> MLPerfFacts:
+    return MLPerfFacts(
+        nvidia_dir="/r/closed/NVIDIA",
+        nvidia_dir_exists=True,
+        version=HarnessVersion(6, 1),
+        commit=None,
+        scratch_path="/s",
+        user=UserFacts("root", 0, 0, "root", "/root"),
+        machine="x86_64",
+        system=system,
+    )
+
+
+def params(model: str, scenarios: str, **extra: Any) -> MLPerfParameters:
+    base = {"Model": model, "Scenarios": scenarios, "TestModes": "PerformanceOnly", "Client": "endpoints"}
+    return MLPerfParameters.model_validate({**base, "HarnessRound": "v6.1", **extra})
+
+
+def client_ops(plan: Any) -> list[RunEndpointsClient]:
+    return [op for op in plan.ops if isinstance(op, RunEndpointsClient)]
+
+
+# --- the client's config --------------------------------------------------------------------------------------
+
+
+def test_server_and_interactive_configs_have_the_schema_of_nvidias_online_endpoint_yaml() -> None:
+    for scenario, qps in (("Server", 1215.0), ("Interactive", 350.0)):
+        text = configgen_v6.endpoint_config(
+            name="n",
+            model="m",
+            scenario=scenario,
+            url="127.0.0.1:30000",
+            report_dir="/r",
+            min_duration_ms=600000,
+            samples=24576,
+            target_qps=qps,
+            max_new_tokens=1024,
+        )
+        config = json.loads(text)
+        assert config["type"] == "online"
+        assert config["settings"]["load_pattern"] == {"type": "poisson", "target_qps": qps}
+        assert config["settings"]["runtime"] == {"min_duration_ms": 600000}  # samples: target_qps x duration
+        assert config["model_params"]["streaming"] == "on"
+        assert config["submission_ref"]["ruleset"] == "mlperf-inference-v6.1"
+    offline = json.loads(
+        configgen_v6.endpoint_config(
+            name="n",
+            model="m",
+            scenario="Offline",
+            url="h:1",
+            report_dir="/r",
+            min_duration_ms=1,
+            samples=7,
+            target_qps=None,
+            max_new_tokens=1,
+        )
+    )
+    assert offline["type"] == "offline" and offline["settings"]["load_pattern"] == {"type": "max_throughput"}
+    assert offline["settings"]["runtime"]["n_samples_to_issue"] == 7 and "streaming" not in offline["model_params"]
+    with pytest.raises(ValueError, match="Poisson load needs a target_qps above 0"):
+        configgen_v6.endpoint_config(
+            name="n",
+            model="m",
+            scenario="Server",
+            url="h:1",
+            report_dir="/r",
+            min_duration_ms=1,
+            samples=1,
+            target_qps=None,
+            max_new_tokens=1,
+        )
+
+
+# --- the target QPS -------------------------------------------------------------------------------------------
+
+
+def test_the_parameter_wins_over_nvidias_value(tables: Path) -> None:
+    table = load_table61(tables)
+    chosen = endpoint_target.choose("Interactive", 7.5, GB300X4, table, "gpt-oss-120b", "k_99")
+    assert chosen == endpoint_target.TargetQps(7.5, "the parameter InteractiveTargetQps")
+
+
+def test_nvidias_value_for_this_gpu_scaled_to_its_count_with_the_source(tables: Path) -> None:
+    table = load_table61(tables)
+    chosen = endpoint_target.choose("Interactive", None, GB300X4, table, "gpt-oss-120b", "k_99")
+    assert chosen.value == pytest.approx(520 * 4 / 72, abs=1e-6)
+    assert GPT_OSS_INTERACTIVE in chosen.source and "(scaled from x72 to x4)" in chosen.source
+    own_count = endpoint_target.choose(
+        "Interactive", None, machine("NVIDIA GB300", 288 * 1024, 72), table, "gpt-oss-120b", "k_99"
+    )
+    assert own_count.value == 520 and "scaled" not in own_count.source
+
+
+def test_another_gpus_value_is_never_used_and_the_refusal_names_the_parameter(tables: Path) -> None:
+    table = load_table61(tables)
+    with pytest.raises(ProfileError) as caught:
+        endpoint_target.choose("Interactive", None, B200X8, table, "gpt-oss-120b", "k_99")
+    assert caught.value.location == "InteractiveTargetQps"
+    assert "8x NVIDIA B200" in caught.value.problem and "set InteractiveTargetQps" in caught.value.problem
+    with pytest.raises(ProfileError, match="for this machine's GPUs; set ServerTargetQps"):
+        endpoint_target.choose("Server", None, None, table, "llama2-70b", "k_99")
+
+
+def test_target_qps_parameters_are_validated_and_only_for_the_endpoints_client() -> None:
+    from pydantic import ValidationError
+
+    from workload.actions.mlperf_executor import MLPerfExecutor
+
+    with pytest.raises(ValidationError, match="ServerTargetQps"):
+        params("llama2-70b", "Server", ServerTargetQps=0)
+    with pytest.raises(ValidationError, match="InteractiveTargetQps"):
+        params("llama2-70b", "Interactive", InteractiveTargetQps="fast")
+    harness = params("llama2-70b", "Server", ServerTargetQps=3, Client="harness")
+    with pytest.raises(ValueError, match=r"ServerTargetQps: read only by MLCommons' endpoints client"):
+        MLPerfExecutor.check_parameters(harness)
+    MLPerfExecutor.check_parameters(params("llama2-70b", "Server", ServerTargetQps=3))
+
+
+# --- the plan -------------------------------------------------------------------------------------------------
+
+
+def test_plan_shows_the_client_command_and_rate_for_server_and_interactive(tables: Path) -> None:
+    plan = plan_ops(params("gpt-oss-120b", "Server,Interactive", ServerTargetQps=30), facts(GB300X4), run_id="R")
+    server, interactive = client_ops(plan)
+    assert server.argv == (
+        *interactive.argv[:4],
+        "/work/build/logs/workload-R-gpt-oss-120b-perf-server/endpoint.yaml",
+        "--timeout",
+        "7200",
+    )
+    assert server.argv[:4] == ("inference-endpoint", "benchmark", "from-config", "-c")
+    summaries = [c.summary for c in to_changes(plan.ops)]
+    assert any(
+        "(Server PerformanceOnly)" in s and "Poisson at 30 queries/s (the parameter ServerTargetQps)" in s
+        for s in summaries
+    )
+    rate = f"{520 * 4 / 72:g}"
+    assert any(
+        "(Interactive PerformanceOnly)" in s and f"Poisson at {rate} queries/s (NVIDIA's server_target_qps" in s
+        for s in summaries
+    )
+    assert json.loads(server.config_text)["settings"]["load_pattern"] == {"type": "poisson", "target_qps": 30.0}
+    assert json.loads(interactive.config_text)["settings"]["load_pattern"]["target_qps"] == pytest.approx(28.888889)
+    # the command in the plan is the command the container runs: docker exec ... <argv>
+    (command,) = server.commands()
+    assert command.argv[-len(server.argv) :] == server.argv
+
+
+def test_plan_without_a_rate_is_one_clear_refusal(tables: Path) -> None:
+    with pytest.raises(ProfileError) as caught:
+        plan_ops(params("llama2-70b", "Offline,Server"), facts(B200X8))
+    assert caught.value.location == "ServerTargetQps"
+    assert caught.value.problem.startswith("MLCommons' endpoints client runs llama2-70b Server as a Poisson load")
+
+
+def test_workload_plan_cli_refusal_is_one_message_without_traceback(tmp_path: Path) -> None:
+    profile = tmp_path / "p.json"
+    profile.write_text(
+        json.dumps(
+            {
+                "Description": "endpoints Server without a rate",
+                "Actions": [
+                    {
+                        "Type": "MLPerfExecutor",
+                        "Parameters": {
+                            "Scenario": "x",
+                            "Model": "llama2-70b",
+                            "Scenarios": "Server",
+                            "Client": "endpoints",
+                            "HarnessRound": "v6.1",
+                            "RepoPath": str(tmp_path / "nowhere"),
+                            "ScratchPath": str(tmp_path),
+                            "SystemDescription": json.dumps(B200X8.to_json()),
+                            "DockerBaseUrl": "tcp://127.0.0.1:9",
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "workload", "plan", "--profile", str(profile)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    text = out.stdout + out.stderr
+    assert "Traceback" not in text, text
+    # plan reports the step that would fail and why, in one message naming the parameter (run stops there)
+    assert "would fail if run now:" in text, text
+    assert "ServerTargetQps: MLCommons' endpoints client runs llama2-70b Server as a Poisson load" in text, text
+    assert text.count("set ServerTargetQps to the queries per second to send") == 1, text
+    assert "server_target_qps of llama2-70b Server (k_99) for 8x NVIDIA B200;" in text, text  # the GPUs were read
+
+
+# --- the stand-in client and its report -----------------------------------------------------------------------
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def run_standin(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, str(STANDIN), "benchmark", "from-config", "-c", str(config), *extra]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def test_standin_server_report_parses_as_an_endpoints_server_result(tmp_path: Path, server: str) -> None:
+    report = tmp_path / "v6.1/closed/X/results/SYS_TRT/llama2-70b-99/Server"
+    config = tmp_path / "endpoint.yaml"
+    config.write_text(
+        configgen_v6.endpoint_config(
+            name="n",
+            model="llama2-70b-99",
+            scenario="Server",
+            url=server,
+            report_dir=str(report),
+            min_duration_ms=600000,
+            samples=24576,
+            target_qps=12.5,
+            max_new_tokens=1024,
+        )
+    )
+    done = run_standin(config, "--timeout", "7200")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((report / "performance/result_summary.json").read_text())
+    assert summary["n_samples_issued"] == 7500  # target_qps x min_duration
+    assert summary["run_config"]["load_pattern"]["use_legacy_loadgen_qps_metrics"] is True
+    window = summary["legacy_loadgen_window_duration_ns"]
+    assert summary["qps"] == pytest.approx(7499 / (window / 1e9)) and summary["qps"] < 12.5
+    assert not (report / "accuracy").exists()  # from-config runs perf only unless --mode / a submission config
+    assert "use_legacy_loadgen_qps_metrics: true" in (report / "config.yaml").read_text()
+    from workload.metrics import collect
+
+    parsed = collect(tmp_path / "v6.1")
+    assert not parsed.issues, parsed.issues
+    (result,) = parsed.results
+    assert (result.benchmark_full, result.scenario, result.test_mode) == ("llama2-70b-99", "Server", "PerformanceOnly")
+    assert result.headline is not None and result.headline.name == "tokens_per_second"
+    assert result.headline.value == pytest.approx(summary["tps"])
+    values = {m.name: m.value for m in result.metrics}
+    assert values["samples_per_second"] == pytest.approx(summary["qps"])
+    assert values["effective_target_qps"] == 12.5
+    assert values["legacy_loadgen_window_duration_ns"] == window
+    assert values["ttft_p99_early_stopping_ns"] < 2e9 and values["tpot_p99_early_stopping_ns"] < 200e6
+    assert result.validity == "VALID", result.invalid_reasons
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"target_qps": None}, "Poisson requires --target-qps (e.g., --target-qps 100)"),
+        ({"target_qps": 0}, "settings.load_pattern.target_qps: Input should be greater than 0"),
+        (
+            {"type": "max_throughput"},
+            "Online mode requires --load-pattern (poisson, concurrency, or agentic_inference)",
+        ),
+        ({"rate": 3}, "settings.load_pattern.rate: Extra inputs are not permitted"),
+    ],
+)
+def test_standin_refuses_what_the_clients_schema_refuses(
+    tmp_path: Path, server: str, change: dict[str, Any], message: str
+) -> None:
+    config = json.loads(
+        configgen_v6.endpoint_config(
+            name="n",
+            model="m",
+            scenario="Server",
+            url=server,
+            report_dir=str(tmp_path / "r"),
+            min_duration_ms=1000,
+            samples=1,
+            target_qps=5,
+            max_new_tokens=8,
+        )
+    )
+    pattern = config["settings"]["load_pattern"]
+    for key, value in change.items():
+        if value is None:
+            pattern.pop(key)
+        else:
+            pattern[key] = value
+    path = tmp_path / "endpoint.yaml"
+    path.write_text(json.dumps(config))
+    done = run_standin(path)
+    assert done.returncode == 1 and f"Config error: {message}" in done.stderr, done.stderr
+    assert not (tmp_path / "r").exists()
+
+
+# --- a real Interactive report ---------------------------------------------------------------------------------
+
+
+def test_real_interactive_report_yields_its_rate_latencies_and_verdict() -> None:
+    from workload.metrics import collect
+
+    parsed = collect(REAL_INTERACTIVE)
+    assert not parsed.issues, parsed.issues
+    (result,) = parsed.results
+    assert (result.benchmark_full, result.scenario) == ("deepseek-r1", "Interactive")
+    assert result.headline is not None and result.headline.name == "tokens_per_second"
+    assert result.headline.value == 652750.1447708113
+    values = {m.name: m.value for m in result.metrics}
+    assert values["samples_per_second"] == 168.44961107838623
+    assert values["effective_target_qps"] == 170.0
+    assert values["legacy_loadgen_window_duration_ns"] == 1959036876888
+    assert values["ttft_p99_early_stopping_ns"] == 484730193.0
+    assert values["tpot_p99_early_stopping_ns"] == 12560416.413533835
+    # deepseek-r1 Interactive limits (v6.1 rules: TTFT 1.5 s, TPOT 15 ms) are met; min duration 1 500 000 ms
+    assert result.validity == "VALID", result.invalid_reasons
+
+
+def test_real_interactive_fixture_is_the_published_file() -> None:
+    summary = json.loads((REAL_INTERACTIVE / "performance/result_summary.json").read_text())
+    assert summary["n_samples_issued"] == summary["n_samples_completed"] == 330000
+    assert summary["run_config"]["load_pattern"] == {
+        "type": "poisson",
+        "target_qps": 170.0,
+        "target_concurrency": None,
+        "use_legacy_loadgen_qps_metrics": True,
+    }
+    assert len(summary["ttft"]["histogram"]["counts"]) == 30
