@@ -10,7 +10,10 @@ process running (nothing signals it); with it the process is gone within seconds
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -23,7 +26,7 @@ import pytest
 from tests.test_mlperf_docker_errors import sleeper, spec  # noqa: F401  (sleeper is a fixture)
 from tests.testbed.sshd import SshServer, fresh_sshd, ssh_host  # noqa: F401  (fixture)
 from workload.mlperf.container import HarnessContainer
-from workload.mlperf.docker_ssh import connect_over_host
+from workload.mlperf.docker_ssh import _DETACHED_GUARD_SCRIPT, _GUARD_SCRIPT, connect_over_host
 
 pytestmark = pytest.mark.slow
 
@@ -37,14 +40,6 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float) -> bool:
     return predicate()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "known race, open: in about 1 run of 3 the exec'd process outlives the cut connection (seen at stop 14 "
-        "after the Slurm merge; the Slurm node variant in test_slurm_mlperf.py passes). Reported, not hidden: "
-        "pytest lists it as XFAIL/XPASS"
-    ),
-)
 def test_a_lost_connection_ends_the_exec_in_the_container(
     fresh_sshd: SshServer,  # noqa: F811
     docker_engine: Any,
@@ -82,3 +77,29 @@ def test_a_lost_connection_ends_the_exec_in_the_container(
             direct.containers.get(name).remove(force=True)
         host.close()
         runner.join(10)
+
+
+@pytest.mark.parametrize("script", [_GUARD_SCRIPT, _DETACHED_GUARD_SCRIPT], ids=["guard", "detached-guard"])
+def test_the_guard_runs_its_kill_when_its_output_pipe_is_gone(script: str, tmp_path: Path) -> None:
+    """The watchdog TERMs the guard's whole group after the channel died: its stdout/stderr pipe
+    has no reader then. The guard must still run its kill (it did not when dash's "Terminated"
+    report hit the dead pipe and SIGPIPE ended the shell first). Real dash/sh, real signals."""
+    done = tmp_path / "done"
+    killed = tmp_path / "killed"
+    guard = subprocess.Popen(
+        ["sh", "-c", script, "guard", str(done), "touch", str(killed)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        assert guard.stdout is not None
+        assert guard.stdout.readline().strip() == b"guard-ready"
+        time.sleep(1.5)  # inside its `sleep 1 & wait` loop
+        guard.stdout.close()  # the channel is gone: nobody reads the pipe any more
+        os.killpg(guard.pid, signal.SIGTERM)  # the watchdog's TERM to the group
+        guard.wait(10)
+        assert wait_for(killed.exists, 10), f"the kill never ran (guard exit status {guard.returncode})"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(guard.pid, signal.SIGKILL)

@@ -247,8 +247,11 @@ def connect_over_host(
 
 #: The guard's script: wait for the done file; on SIGTERM (the SSH wrapper's watchdog when the
 #: connection is lost, or Ctrl-C's interrupt) run the kill command given as arguments first.
+#: Once "guard-ready" is out, its output goes to /dev/null: the watchdog TERMs the whole group, so
+#: the ``sleep`` dies too and dash reports "Terminated" on stderr, the dead channel's pipe; that
+#: write raised SIGPIPE and killed the shell before its TERM trap ran the kill (about 1 run in 3).
 _GUARD_SCRIPT = (
-    "d=$1; shift; trap '\"$@\" >/dev/null 2>&1; exit 0' TERM; echo guard-ready; "
+    "d=$1; shift; trap '\"$@\" >/dev/null 2>&1; exit 0' TERM; echo guard-ready; exec >/dev/null 2>&1; "
     'while [ ! -e "$d" ]; do sleep 1 & wait $!; done; rm -f "$d"'
 )
 #: The guard of a scheduler's node: its kill is an srun job step, slow to start on a busy cluster, so
@@ -257,7 +260,7 @@ _GUARD_SCRIPT = (
 #: before it has ended the exec'd processes (it did, in tests/test_slurm_mlperf.py).
 _DETACHED_GUARD_SCRIPT = (
     'd=$1; shift; trap \'if command -v setsid >/dev/null; then setsid -w "$@"; else "$@"; fi >/dev/null 2>&1; '
-    "exit 0' TERM; echo guard-ready; "
+    "exit 0' TERM; echo guard-ready; exec >/dev/null 2>&1; "
     'while [ ! -e "$d" ]; do sleep 1 & wait $!; done; rm -f "$d"'
 )
 #: After an exec failed: how long to wait for the connection to show it is gone before the guard is
