@@ -9,8 +9,11 @@ sampler falls back to that name when nvidia-smi says the field is not valid.
 
 Sources: field names from ``nvidia-smi --help-query-gpu``; the CSV header names (``clocks.sm`` is
 printed as ``clocks.current.sm [MHz]``) and the ``YYYY/MM/DD HH:MM:SS.mmm`` timestamp from CSV
-files that real nvidia-smi runs wrote (published telemetry of public benchmark repositories); no
-GPU machine was lent to this work to record a fixture of our own.
+files that real nvidia-smi runs wrote (published telemetry of public benchmark repositories), and
+this query's real output on an NVIDIA H200 with driver 580.159.04 (tests/fixtures/monitors/, held
+against parser and stand-in by tests/test_monitors_real.py): the row format, the idle (0x1) and
+software power cap (0x4) reasons, the invalid-field error (exit 2), and that driver 580 still
+answers the pre-R535 field name.
 """
 
 from __future__ import annotations
