@@ -170,3 +170,41 @@ def test_a_port_something_already_listens_on_is_refused(tmp_path: Path) -> None:
             pytest.fail("the body must not run")
     assert "already listens on 127.0.0.1:" in str(info.value)
     assert not (tmp_path / "server.pgid").exists()  # nothing was started
+
+
+# The stand-in of trtllm-serve (--host/--port as TensorRT-LLM's; /health 200 once "loaded"), as NVIDIA's
+# run_llm_server starts it: a make-like parent with the server as its child, on the port its config names.
+STANDIN_SERVE = Path(__file__).resolve().parent / "fixtures" / "harness" / "rounds" / "standin_trtllm_serve.py"
+
+
+def _standin_server(tmp_path: Path, port: int) -> tuple[str, ...]:
+    model = tmp_path / "model"
+    model.mkdir(exist_ok=True)
+    return ("bash", "-c", f"python3 {STANDIN_SERVE} {model} --host 0.0.0.0 --port {port} & wait")
+
+
+def test_a_server_answering_on_another_port_fails_at_once_naming_both_and_the_parameter(tmp_path: Path) -> None:
+    ours, theirs = _free_port(), _free_port()
+    spec = _spec(tmp_path, _standin_server(tmp_path, theirs), ours, ready_timeout_s=120.0)
+    began = time.monotonic()
+    with pytest.raises(BenchmarkFailed) as info, llm_server.serving(_exec(tmp_path), spec):
+        pytest.fail("the body must not run")
+    took = time.monotonic() - began
+    assert took < 30, took  # not the 120 s timeout: as soon as the server answers on its own port
+    text = str(info.value)
+    assert f"answers on 127.0.0.1:{theirs}, not on 127.0.0.1:{ours} where this run waits for it" in text, text
+    assert f"(the parameter LLMServerPort is {ours}); set LLMServerPort={theirs}" in text, text
+    assert f"Uvicorn running on http://0.0.0.0:{theirs}" in text  # the server's log tail
+    assert not (tmp_path / "server.pgid").exists()  # stopped
+
+
+def test_a_server_still_loading_on_our_port_beside_one_up_on_another_is_waited_for(tmp_path: Path) -> None:
+    """Several servers (P, P+1...): P+1 may answer before P has loaded; P is named on a command line of the group,
+    so the probe keeps waiting instead of calling it the wrong port."""
+    ours, theirs = _free_port(), _free_port()
+    loading = f"python3 -c 'import time; time.sleep(300)' --port {ours}"
+    argv = ("bash", "-c", f"python3 -m http.server {theirs} --bind 127.0.0.1 --directory {tmp_path} & {loading}")
+    spec = _spec(tmp_path, argv, ours, ready_timeout_s=4.0)
+    with pytest.raises(BenchmarkFailed) as info, llm_server.serving(_exec(tmp_path), spec):
+        pytest.fail("the body must not run")
+    assert "did not answer" in str(info.value) and "answers on" not in str(info.value)

@@ -156,7 +156,7 @@ def test_v61_endpoints_client_plan_writes_its_config_and_runs_it_between_server_
 def test_v61_endpoints_client_refuses_server_scenarios_it_has_no_target_for() -> None:
     # no ServerTargetQps and no GPUs known (so no NVIDIA server_target_qps): one message naming the parameter
     with pytest.raises(ProfileError, match="endpoints client runs llama2-70b Server as a Poisson load") as caught:
-        plan_ops(params(Scenarios="Server", Client="endpoints"), facts((6, 1)))
+        plan_ops(params(Scenarios="Server", Client="endpoints", TestModes="PerformanceOnly"), facts((6, 1)))
     assert caught.value.location == "ServerTargetQps"
 
 

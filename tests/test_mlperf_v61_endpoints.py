@@ -249,6 +249,7 @@ def test_workload_plan_cli_refusal_is_one_message_without_traceback(tmp_path: Pa
                             "Scenario": "x",
                             "Model": "llama2-70b",
                             "Scenarios": "Server",
+                            "TestModes": "PerformanceOnly",
                             "Client": "endpoints",
                             "HarnessRound": "v6.1",
                             "RepoPath": str(tmp_path / "nowhere"),
@@ -275,6 +276,158 @@ def test_workload_plan_cli_refusal_is_one_message_without_traceback(tmp_path: Pa
     assert "ServerTargetQps: MLCommons' endpoints client runs llama2-70b Server as a Poisson load" in text, text
     assert text.count("set ServerTargetQps to the queries per second to send") == 1, text
     assert "server_target_qps of llama2-70b Server (k_99) for 8x NVIDIA B200;" in text, text  # the GPUs were read
+
+
+# --- what the client's run cannot give: refused before anything runs ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("modes", "named"),
+    [
+        ("AccuracyOnly", "AccuracyOnly needs the client's accuracy phase"),
+        ("SubmissionRun", "SubmissionRun needs the client's accuracy phase"),
+        ("PerformanceOnly,AccuracyOnly,SubmissionRun", "AccuracyOnly and SubmissionRun need the client's"),
+        ("FindPeakPerformance", "FindPeakPerformance is LoadGen's search for the highest passing rate"),
+    ],
+)
+def test_modes_other_than_performance_are_refused_at_plan_naming_testmodes(modes: str, named: str) -> None:
+    with pytest.raises(ProfileError) as caught:
+        plan_ops(params("llama2-70b", "Offline", TestModes=modes), facts(B200X8))
+    assert caught.value.location == "TestModes"
+    problem = caught.value.problem
+    assert problem.startswith("MLCommons' endpoints client (Client=endpoints) runs only PerformanceOnly here, not ")
+    assert named in problem and problem.endswith(
+        "Set TestModes=PerformanceOnly, or Client=harness for the other modes (NVIDIA's harness runs them)"
+    )
+    if "Accuracy" in modes or "Submission" in modes:
+        # why, as the real client has it: an accuracy dataset with its ground truth, which this run does not give it
+        assert "ground truth" in problem and "datasets entry of type accuracy" in problem
+        assert "commands/benchmark/execute.py _load_datasets" in problem
+    # the same parameters with NVIDIA's harness plan every mode
+    plan_ops(params("llama2-70b", "Offline", TestModes=modes, Client="harness"), facts(B200X8))
+
+
+def test_the_default_test_modes_are_refused_saying_they_are_the_default() -> None:
+    given = MLPerfParameters.model_validate(
+        {"Model": "llama2-70b", "Scenarios": "Offline", "Client": "endpoints", "HarnessRound": "v6.1"}
+    )
+    with pytest.raises(ProfileError) as caught:
+        plan_ops(given, facts(B200X8))
+    assert caught.value.location == "TestModes"
+    assert "not AccuracyOnly (TestModes not given: its default is PerformanceOnly,AccuracyOnly)" in (
+        caught.value.problem
+    )
+
+
+def test_the_clients_accuracy_phase_needs_a_dataset_the_config_we_write_does_not_have(
+    tmp_path: Path, server: str
+) -> None:
+    """The claim behind the refusal, on the stand-in of the real client (execute.py ``_load_datasets``)."""
+    report = tmp_path / "r"
+    config = tmp_path / "endpoint.yaml"
+    config.write_text(
+        configgen_v6.endpoint_config(
+            name="n",
+            model="llama2-70b-99",
+            scenario="Offline",
+            url=server,
+            report_dir=str(report),
+            min_duration_ms=1000,
+            samples=8,
+            target_qps=None,
+            max_new_tokens=8,
+        )
+    )
+    assert [d["type"] for d in json.loads(config.read_text())["datasets"]] == ["performance"]
+    done = run_standin(config, "--accuracy-only")
+    assert done.returncode == 1 and "--accuracy-only requires at least one accuracy dataset" in done.stderr
+    done = run_standin(config, "--mode", "both")  # a submission's both phases: the performance one only
+    assert done.returncode == 0, done.stderr
+    assert (report / "performance/result_summary.json").exists() and not (report / "accuracy").exists()
+
+
+def _cli_profile(tmp_path: Path, **parameters: Any) -> Path:
+    profile = tmp_path / "p.json"
+    base = {
+        "Scenario": "x",
+        "Model": "llama2-70b",
+        "Scenarios": "Offline",
+        "Client": "endpoints",
+        "HarnessRound": "v6.1",
+        "RepoPath": str(tmp_path / "nowhere"),
+        "ScratchPath": str(tmp_path),
+        "DockerBaseUrl": "tcp://127.0.0.1:9",
+    }
+    action = {"Type": "MLPerfExecutor", "Parameters": {**base, **parameters}}
+    profile.write_text(json.dumps({"Description": "endpoints refusals", "Actions": [action]}))
+    return profile
+
+
+@pytest.mark.parametrize(
+    ("parameters", "where", "message"),
+    [
+        (
+            {"TestModes": "PerformanceOnly,AccuracyOnly"},
+            "Actions[0].Parameters.TestModes",
+            "runs only PerformanceOnly here, not AccuracyOnly: AccuracyOnly needs the client's accuracy phase",
+        ),
+        (
+            {"TestModes": "PerformanceOnly", "LoadGenOverrides": "llama2-70b.Offline.min_duration=60000"},
+            "Actions[0].Parameters.LoadGenOverrides",
+            "so llama2-70b.Offline.min_duration would be silently ignored",
+        ),
+    ],
+)
+def test_workload_plan_and_run_both_refuse_before_anything_runs(
+    tmp_path: Path, parameters: dict[str, str], where: str, message: str
+) -> None:
+    profile = _cli_profile(tmp_path, **parameters)
+    runs = tmp_path / "runs"
+    for command in (["plan"], ["run", "--output-dir", str(runs)]):
+        out = subprocess.run(
+            [sys.executable, "-m", "workload", *command, "--profile", str(profile)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+        text = out.stdout + out.stderr
+        assert out.returncode == 2 and "Traceback" not in text, text
+        assert text.count(f"p.json: {where}: MLCommons' endpoints client (Client=endpoints)") == 1, text
+        assert message in text, text
+    assert not runs.exists()  # run stopped at the profile: no run folder, no step started
+
+
+def test_loadgen_overrides_the_run_would_read_are_refused_naming_where_they_were_given() -> None:
+    with pytest.raises(ProfileError) as caught:
+        plan_ops(params("llama2-70b", "Server", ServerTargetQps=5, LoadGenOverrides="*.Server.target_qps=9"), facts())
+    assert caught.value.location == "LoadGenOverrides"
+    problem = caught.value.problem
+    assert "does not read LoadGen overrides" in problem and "*.Server.target_qps would be silently ignored" in problem
+    assert "the client's Server / Interactive rate is the parameter ServerTargetQps / InteractiveTargetQps" in problem
+    # an override given as a parameter named like its key is refused naming that parameter
+    keyed = params("llama2-70b", "Offline", **{"llama2-70b.Offline.min_duration": 60000})
+    with pytest.raises(ProfileError) as caught:
+        plan_ops(keyed, facts())
+    assert caught.value.location == "llama2-70b.Offline.min_duration"
+    assert "ServerTargetQps" not in caught.value.problem
+    # at profile load too (check_parameters), as "Param: problem"
+    from workload.actions.mlperf_executor import MLPerfExecutor
+
+    with pytest.raises(ValueError, match=r"^llama2-70b\.Offline\.min_duration: MLCommons' endpoints client"):
+        MLPerfExecutor.check_parameters(keyed)
+
+
+def test_overrides_the_run_does_not_read_stay_a_note_and_the_harness_still_takes_them() -> None:
+    other = plan_ops(params("llama2-70b", "Offline", LoadGenOverrides="bert.Offline.target_qps=9"), facts())
+    assert client_ops(other) and any("overrides not read by llama2-70b Offline: bert.Offline" in n for n in other.notes)
+    # NVIDIA's harness honours them (RUN_ARGS of make run_harness): the refusal is the client's alone
+    harness = plan_ops(
+        params("llama2-70b", "Offline", Client="harness", LoadGenOverrides="llama2-70b.Offline.min_duration=60000"),
+        facts(),
+    )
+    shown = " ".join(" ".join(c.argv) for op in harness.ops for c in op.commands())
+    assert "--min_duration=60000" in shown
 
 
 # --- the stand-in client and its report -----------------------------------------------------------------------

@@ -255,18 +255,24 @@ def test_v61_through_mlcommons_endpoints_client_writes_and_parses_the_endpoints_
     assert config_metadata(result)["config_tuned"] is False  # the endpoints format's metrics carry it as well
 
 
-@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
-def test_v61_endpoints_client_runs_server_as_poisson_at_the_target_qps(bed: dict[str, Any]) -> None:
-    """Server through MLCommons' endpoints client: the user's own Server configs for the custom system (NVIDIA
-    publishes no B200 llama2-70b Server file in v6.1, so none is generated), the rate from ServerTargetQps."""
+def own_server_configs(bed: dict[str, Any], port: int) -> None:
+    """The user's own llama2-70b Server configs for the custom system (NVIDIA publishes no B200 llama2-70b Server
+    file in v6.1, so none is generated): NVIDIA's B300 Offline files, serving on ``port``."""
     own = bed["nvidia"] / "configs/llama2_70b/WL_B200-SXM-180GBx4/TRTLLM/Server"
     own.mkdir(parents=True)
     reference = bed["nvidia"] / "configs/llama2_70b/B300-SXM-270GBx8/TRTLLM/Offline"
     (own / "harness.py").write_text((reference / "harness.py").read_text())
-    # NVIDIA's B300 serving options, on the run's port (server.py's trtllm_server_urls; the default is 30000)
+    # NVIDIA's B300 serving options on ``port`` (server.py's trtllm_server_urls; the default is 30000)
     server = (reference / "server.py").read_text()
-    port_line = f"    llm_fields.trtllm_server_urls: ['0.0.0.0:{bed['port']}'],\n    model_fields.precision"
+    port_line = f"    llm_fields.trtllm_server_urls: ['0.0.0.0:{port}'],\n    model_fields.precision"
     (own / "server.py").write_text(server.replace("    model_fields.precision", port_line, 1))
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_endpoints_client_runs_server_as_poisson_at_the_target_qps(bed: dict[str, Any]) -> None:
+    """Server through MLCommons' endpoints client: the user's own Server configs for the custom system (NVIDIA
+    publishes no B200 llama2-70b Server file in v6.1, so none is generated), the rate from ServerTargetQps."""
+    own_server_configs(bed, bed["port"])
     extra = {"Client": "endpoints", "ServerTargetQps": 12.5}
     outcome = run(bed, [action(bed, "llama2-70b", "Server", **extra)])
     assert outcome.status == "ok", outcome.error
@@ -291,8 +297,17 @@ def test_v61_endpoints_client_runs_server_as_poisson_at_the_target_qps(bed: dict
     # Quick's 60 s run is below MLPerf's 600 s minimum: judged as the submission checker would
     assert parsed_result.validity == "INVALID" and any("600000 ms" in r for r in parsed_result.invalid_reasons)
     assert not leftovers(bed)
-    # plan of the same parameters shows every command the run executed (the client's included)
     step_log = "".join(p.read_text() for p in (bed["tmp"] / "runs").rglob("*MLPerfExecutor*.log"))
+    # No file was generated for Server (no published rate), yet it ran with the user's files: the log says that,
+    # not "not run" (the old note), and the metrics say whose config it was.
+    assert "not run" not in step_log, step_log
+    assert (
+        "llama2-70b Server: no server_target_qps for llama2-70b Server in any v6.1 table entry; runs with the config "
+        "files already there (the user's own, without workload's mark): configs/llama2_70b/WL_B200-SXM-180GBx4/TRTLLM/"
+        "Server/server.py, configs/llama2_70b/WL_B200-SXM-180GBx4/TRTLLM/Server/harness.py"
+    ) in step_log, step_log
+    assert config_metadata(result) == {"config_source": "user", "config_system": "WL_B200-SXM-180GBx4"}
+    # plan of the same parameters shows every command the run executed (the client's included)
     executed = [line.removeprefix("$ docker exec ") for line in step_log.splitlines() if line.startswith("$ docker")]
     assert any("inference-endpoint benchmark from-config -c /work/build/logs/" in line for line in executed)
     run_id = next(p.name for p in (bed["nvidia"] / "build/logs").iterdir() if p.name.startswith("workload-"))
@@ -305,6 +320,26 @@ def test_v61_endpoints_client_runs_server_as_poisson_at_the_target_qps(bed: dict
         argv = line.split(" ", 1)[1].removesuffix(" (detached)")
         if "llm-server-probe" not in argv:
             assert any(argv in s for s in shown), argv
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_a_server_config_on_another_port_fails_at_once_naming_llmserverport(bed: dict[str, Any]) -> None:
+    """The server's config listens on another port than LLMServerPort: the wait ends when the server answers there
+    (the container's /proc: the port its process group listens on), not after the 1800 s readiness timeout."""
+    import time
+
+    other = free_port()
+    own_server_configs(bed, other)
+    began = time.monotonic()
+    outcome = run(bed, [action(bed, "llama2-70b", "Server")])
+    assert outcome.status == "failed"
+    assert time.monotonic() - began < 300
+    error = str(outcome.error)
+    assert f"answers on 127.0.0.1:{other}, not on 127.0.0.1:{bed['port']} where this run waits for it" in error, error
+    assert f"(the parameter LLMServerPort is {bed['port']}); set LLMServerPort={other}" in error, error
+    assert not [line for line in calls(bed) if line.startswith("run_harness")]  # nothing sent to the server
+    assert not leftovers(bed)  # the server was stopped
 
 
 @pytest.mark.parametrize("bed", ["v6.1"], indirect=True)

@@ -26,8 +26,9 @@ import time
 from typing import Any, ClassVar
 
 from workload.commands import cmd
-from workload.errors import WorkloadError
+from workload.errors import ProfileError, WorkloadError
 from workload.hosts.base import Host
+from workload.mlperf import endpoint_checks
 from workload.mlperf.container import ContainerSpec, HarnessContainer, container_name
 from workload.mlperf.docker_errors import docker_boundary, docker_failures
 from workload.mlperf.harness import HarnessVersion
@@ -78,7 +79,7 @@ class MLPerfExecutor(Step):
     @classmethod
     def check_parameters(cls, params: StepParameters) -> None:
         assert isinstance(params, MLPerfParameters)
-        settings_of(params)
+        settings = settings_of(params)
         if params.SystemDescription:
             try:
                 parse_system_description(params.SystemDescription)
@@ -90,6 +91,11 @@ class MLPerfExecutor(Step):
                     f"{name}: read only by MLCommons' endpoints client (Client=endpoints); NVIDIA's harness takes "
                     "its Server rate from LoadGenOverrides <model>.Server.target_qps"
                 )
+        try:
+            # What the endpoints client's run cannot give, refused before plan or run does anything.
+            endpoint_checks.check(params, settings)
+        except ProfileError as exc:
+            raise ValueError(f"{exc.location}: {exc.problem}") from None
 
     @property
     def p(self) -> MLPerfParameters:

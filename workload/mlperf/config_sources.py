@@ -59,6 +59,11 @@ def generated(system: str, origins: Sequence[str], untuned: str | None = None) -
     )
 
 
+def user(system: str) -> ConfigSource:
+    """Config files the user put under ``system`` themselves (workload wrote none of them)."""
+    return ConfigSource("user", system=system)
+
+
 def benchmark_of(model: str, accuracy: str) -> str:
     """The result benchmark (``llama2-70b-99.9``) of an accuracy target (``k_99``/``k_99_9``)."""
     return benchmark_full(model, "high_accuracy" if accuracy == "k_99_9" else "default")

@@ -14,7 +14,15 @@ transport): :class:`ServerSpec` renders them, so ``plan`` prints exactly what :f
   make, its Python and every worker it spawns) in the background with its output in ``log_path`` and its group id
   in ``pid_path``; the exec itself returns at once.
 - **probe** asks ``http://<url><health_path>`` (trtllm-serve's ``/health``): exit 0 when it answers 200, 3 when
-  the server's process group is gone (it died: waiting longer is pointless), anything else when not ready yet.
+  the server's process group is gone (it died: waiting longer is pointless), 5 when the group answers on another
+  port instead (below), anything else when not ready yet.
+- **another port**: a server whose config names another port than ours (NVIDIA's or the user's ``server.py``
+  with ``trtllm_server_urls`` other than ``LLMServerPort``) never answers on ours, and the wait would last the whole
+  ``ready_timeout_s``. When ours does not answer, the probe reads the TCP ports the server's process group listens
+  on (``/proc/net/tcp{,6}`` rows in state LISTEN whose socket inode is an open fd of a process of the group) and
+  asks each for ``health_path``; one that answers 200, while our port is not listened on and named by no process
+  of the group's command line (a ``--port P``, ``host:P`` or ``--port=P`` argument: a server that will listen on
+  ours, still loading beside one that is up, is waited for), ends the wait at once naming both ports.
 - **stop** sends SIGTERM to the group, waits up to ``stop_grace_s``, then SIGKILL, and removes the pid file; it
   is a no-op when no server was started (no pid file), so it is safe to run twice.
 
@@ -43,18 +51,63 @@ HEALTH_PATH = "/health"
 DEAD = 3
 #: Exit code of the port check when something already listens there (another server would answer our probes).
 BUSY = 4
+#: Exit code of the probe when the server answers on another port than ours (printed: ``answers on P...``).
+ELSEWHERE = 5
+#: The parameter that sets the port the rounds' servers are waited for on.
+PORT_PARAMETER = "LLMServerPort"
 
 _START = (
     'log=$1; pid=$2; shift 2; mkdir -p -- "$(dirname -- "$log")" "$(dirname -- "$pid")" || exit 1; '
     'setsid "$@" >"$log" 2>&1 </dev/null & echo $! >"$pid"'
 )
-# Python instead of curl: NVIDIA's image always has python3, not always curl.
+# Python instead of curl: NVIDIA's image always has python3, not always curl. The program is one argument (shown
+# as it is by `plan`); argv: the health URL, the group id. See the module docstring for "another port".
 _PROBE = (
     'p=$(cat "$1" 2>/dev/null) || exit 3; kill -0 -- "-$p" 2>/dev/null || exit 3; '
-    'exec python3 -c "import sys, urllib.request as u; '
-    'r = u.urlopen(sys.argv[1], timeout=2); sys.exit(0 if r.status == 200 else 1)" '
-    '"$2" 2>/dev/null'
+    'exec python3 -c "$3" "$2" "$p" 2>/dev/null'
 )
+_PROBE_PY = """import os, sys, urllib.request as u
+url, group = sys.argv[1], sys.argv[2]
+def ok(address):
+    try:
+        return u.urlopen(address, timeout=2).status == 200
+    except Exception:
+        return False
+if ok(url):
+    sys.exit(0)
+scheme, rest = url.split("://", 1)
+where, _, path = rest.partition("/")
+host, _, port = where.rpartition(":")
+inodes, named = set(), False
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[2] != group:
+            continue
+        args = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace").split(chr(0))
+        named = named or any(a == port or a.endswith(":" + port) or a == "--port=" + port for a in args)
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    except (OSError, IndexError):
+        continue
+listening = set()
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        rows = open(table).read().splitlines()[1:]
+    except OSError:
+        continue
+    for f in (row.split() for row in rows):
+        if len(f) > 9 and f[3] == "0A" and f[9] in inodes:
+            listening.add(int(f[1].rsplit(":", 1)[1], 16))
+if named or int(port) in listening:
+    sys.exit(1)
+others = [p for p in sorted(listening) if ok(f"{scheme}://{host}:{p}/{path}")]
+if others:
+    print("answers on", *others)
+    sys.exit(5)
+sys.exit(1)
+"""
 _FREE = (
     "exec python3 -c \"import socket, sys; h, p = sys.argv[1].rsplit(':', 1); s = socket.socket(); "
     's.settimeout(2); sys.exit(4 if s.connect_ex((h, int(p))) == 0 else 0)" "$1"'
@@ -94,7 +147,8 @@ class ServerSpec:
         return ("bash", "-c", _FREE, "llm-server-port", self.url)
 
     def probe_argv(self) -> tuple[str, ...]:
-        return ("bash", "-c", _PROBE, "llm-server-probe", self.pid_path, f"http://{self.url}{self.health_path}")
+        url = f"http://{self.url}{self.health_path}"
+        return ("bash", "-c", _PROBE, "llm-server-probe", self.pid_path, url, _PROBE_PY)
 
     def stop_argv(self) -> tuple[str, ...]:
         ticks = str(int(self.stop_grace_s * 10))
@@ -133,9 +187,11 @@ def wait_ready(
     began = clock()
     deadline = began + spec.ready_timeout_s
     while True:
-        code, _ = exec_(spec.probe_argv())
+        code, out = exec_(spec.probe_argv())
         if code == 0:
             return clock() - began
+        if code == ELSEWHERE:
+            raise BenchmarkFailed(_elsewhere(spec, out) + _log_tail(exec_, spec))
         if code == DEAD:
             raise BenchmarkFailed(
                 f"the LLM server ({' '.join(spec.argv)}) exited before answering on {spec.url}" + _log_tail(exec_, spec)
@@ -186,6 +242,18 @@ def serving(
                 log("LLM server stopped")
             except Exception as exc:  # the body's own error matters more: report and go on
                 log(f"could not stop the LLM server: {exc}")
+
+
+def _elsewhere(spec: ServerSpec, output: str) -> str:
+    """The message of a server that answers on other ports (the probe's ``answers on P...``) than ``spec.url``."""
+    ports = [w for w in output.split() if w.isdigit()]
+    host, _, port = spec.url.rpartition(":")
+    where = " and ".join(f"{host}:{p}" for p in ports) or "another port"
+    return (
+        f"the LLM server ({' '.join(spec.argv)}) answers on {where}, not on {spec.url} where this run waits for it "
+        f"(the parameter {PORT_PARAMETER} is {port}); set {PORT_PARAMETER}={ports[0] if ports else '<its port>'}, "
+        f"or make the server's config (its trtllm_server_urls) use port {port}"
+    )
 
 
 def _log_tail(exec_: Exec, spec: ServerSpec) -> str:

@@ -115,13 +115,29 @@ def prepare(
         log(f"wrote {generated.path}")
     for note in files.notes:
         log(note)
+    skipped = dict(files.skipped)
     blocked = {}
+    sources = _generated(files, model, settings.benchmarks, {})
     for scenario in settings.scenarios:
-        if not all(exists(p) for p in harness.config_files(files.system_id, model, scenario)):
-            why = next((n for n in files.notes if f"{model} {scenario}" in n), f"no {harness.name} values")
+        paths = harness.config_files(files.system_id, model, scenario)
+        if not all(exists(p) for p in paths):
+            why = skipped.get(scenario, f"no {harness.name} values")
+            log(f"{model} {scenario}: {why}: not run")
             for benchmark in settings.benchmarks:
                 blocked[(scenario, benchmark)] = why
-    return Decision(files.system_id, blocked, _generated(files, model, settings.benchmarks, blocked))
+        elif scenario in skipped:
+            # Nothing generated, yet the files are there (the user's own, or an earlier run's): the scenario runs
+            # with them, and the log says so instead of "not run".
+            ours = all(ctx.host.read_text(posixpath.join(facts.nvidia_dir, p)).startswith(MARK) for p in paths)
+            whose = "written by an earlier workload run" if ours else "the user's own, without workload's mark"
+            log(
+                f"{model} {scenario}: {skipped[scenario]}; runs with the config files already there ({whose}): "
+                + ", ".join(paths)
+            )
+            if not ours:
+                for benchmark in settings.benchmarks:
+                    sources[(scenario, benchmark)] = config_sources.user(files.system_id)
+    return Decision(files.system_id, blocked, {k: v for k, v in sources.items() if k not in blocked})
 
 
 def _generated(

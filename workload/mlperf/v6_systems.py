@@ -72,6 +72,10 @@ class SystemFiles:
     tuned: bool
     #: Per scenario written: (scenario, the accuracy targets its file holds (empty: all), where its values come from).
     provenance: tuple[tuple[str, tuple[str, ...], gen.Provenance], ...] = ()
+    #: Per scenario no file is generated for: (scenario, why). Whether it then runs is the caller's to say: config
+    #: files the user put under the system id (or an earlier run left) still run it
+    #: (:func:`workload.mlperf.system_support_v6.prepare`).
+    skipped: tuple[tuple[str, str], ...] = ()
 
 
 def _untuned_reason(system: HostSystem, round_name: str, donor: str) -> str:
@@ -131,8 +135,8 @@ def v60_files(
 ) -> SystemFiles:
     """One config file per scenario under the system id the harness is given as ``SYSTEM_NAME`` (v6.0).
 
-    ``sid``: that id (default: ours, :func:`system_id`). A (scenario, accuracy) no table entry covers is left out
-    and named in the notes (the harness would fall back to its minimal config: the caller blocks that result).
+    ``sid``: that id (default: ours, :func:`system_id`). A (scenario, accuracy) no table entry covers is left out:
+    named in the notes when the scenario's file holds another target, in ``skipped`` when no file is written.
     """
     stem = benchmark.replace(".", "_")
     own = next((t for t in table.skus.values() if system.gpu_name.lower() in (n.lower() for n in t.gpu_names)), None)
@@ -144,6 +148,7 @@ def v60_files(
     files: list[GeneratedFile] = []
     notes: list[str] = []
     written: list[tuple[str, tuple[str, ...], gen.Provenance]] = []
+    skipped: list[tuple[str, str]] = []
     tuned_all = True
     donors = sorted(table.skus.values(), key=lambda t: (abs(_memory_gib(t.sku) - system.gpu_memory_mib / 1024), t.sku))
     for scenario in scenarios:
@@ -152,6 +157,7 @@ def v60_files(
         env: dict[str, str] = {}
         overrides: dict[str, dict[str, Any]] = {}
         why = ""
+        lacking: list[str] = []
         for accuracy in accuracies:
             found = _v60_entry(table, own, stem, scenario, accuracy, system.gpu_count) if own else None
             donor = own
@@ -162,7 +168,7 @@ def v60_files(
                         donor = candidate
                         break
             if found is None or donor is None:
-                notes.append(f"no published v6.0 config of {benchmark} {scenario} ({accuracy}) for any GPU: not run")
+                lacking.append(accuracy)
                 continue
             if donor is not own:
                 if not allow_untuned:
@@ -187,8 +193,12 @@ def v60_files(
                     "the context/generation server of its disaggregated multi-node run (server_target_qps is that "
                     "run's); lower it with the harness's --server_target_qps if this machine cannot reach it"
                 )
-        if not settings:
-            continue
+        if lacking:
+            missing = f"no published v6.0 config of {benchmark} {scenario} ({', '.join(lacking)}) for any GPU"
+            if not settings:
+                skipped.append((scenario, missing))
+                continue
+            notes.append(f"{missing}: the generated file has no values for {', '.join(lacking)}")
         tuned = not why
         provenance = gen.Provenance(tuple(sources), tuned, why)
         text = gen.v60_config(ident, system.describe(), settings, provenance, env=env, accuracy_overrides=overrides)
@@ -198,7 +208,7 @@ def v60_files(
             f"{gen.v60_config_path(ident, scenario, benchmark)}: "
             + ("tuned (NVIDIA's values for this GPU)" if tuned else f"UNTUNED ({why})")
         )
-    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all, tuple(written))
+    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all, tuple(written), tuple(skipped))
 
 
 def _v60_prefix(sku: SkuTable) -> str:
@@ -235,11 +245,12 @@ def v61_files(
     files: list[GeneratedFile] = []
     notes: list[str] = []
     written: list[tuple[str, tuple[str, ...], gen.Provenance]] = []
+    skipped: list[tuple[str, str]] = []
     tuned_all = True
     for scenario in scenarios:
         resolved = table.resolve(system.gpu_name, system.gpu_memory_mib, system.gpu_count, benchmark, scenario)
         if not resolved.parts and benchmark not in V61_HARNESS_DEFAULTS:
-            notes.append(f"no published v6.1 config of {benchmark} {scenario} for any GPU: not run")
+            skipped.append((scenario, f"no published v6.1 config of {benchmark} {scenario} for any GPU"))
             continue
         untuned = [p for p in resolved.parts.values() if not p.tuned]
         missing = [k for k in ("harness", "trtllm_serve", "topology") if k not in resolved.parts]
@@ -267,7 +278,7 @@ def v61_files(
             if scenario != "Offline" and "offline_expected_qps" in fields:
                 fields[throughput] = fields.pop("offline_expected_qps")
             else:
-                notes.append(f"no {throughput} for {benchmark} {scenario} in any v6.1 table entry: not run")
+                skipped.append((scenario, f"no {throughput} for {benchmark} {scenario} in any v6.1 table entry"))
                 continue
         serve = resolved.parts.get("trtllm_serve")
         env = resolved.parts.get("serve_env")
@@ -289,4 +300,4 @@ def v61_files(
         ]
         notes.append(f"{folder}: " + ("tuned (NVIDIA's values for this GPU)" if not why else f"UNTUNED ({why})"))
         written.append((scenario, (), provenance))
-    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all, tuple(written))
+    return SystemFiles(ident, tuple(files), tuple(notes), tuned_all, tuple(written), tuple(skipped))

@@ -16,7 +16,8 @@ UPSTREAM.md`` names repository and commit):
 * qwen3-vl and wan2.2 run only through nv-sflow on Slurm in v6.1: refused here.
 * ``Client=endpoints`` sends the queries with MLCommons' endpoints client instead of ``make run_harness``
   (:class:`~workload.mlperf.endpoint_ops.RunEndpointsClient`; Server/Interactive at the target QPS of
-  :mod:`workload.mlperf.endpoint_target`).
+  :mod:`workload.mlperf.endpoint_target`); PerformanceOnly only and no LoadGen overrides (refused, with why:
+  :mod:`workload.mlperf.endpoint_checks`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from workload.errors import ProfileError
-from workload.mlperf import configgen_v6, endpoint_target
+from workload.mlperf import configgen_v6, endpoint_checks, endpoint_target
 from workload.mlperf.catalog import NVIDIA_SPELLING
 from workload.mlperf.endpoint_ops import RunEndpointsClient
 from workload.mlperf.endpoint_target import TargetQps
@@ -99,6 +100,8 @@ class V6_1Round(V6_0Round):
 
     def system_check(self, inputs: PlanInputs) -> Op:
         self._check_model(inputs.settings.model)
+        # Before any op: what the endpoints client cannot run (accuracy modes, LoadGen overrides) is refused.
+        endpoint_checks.check(inputs.params, inputs.settings)
         return IdentifySystem(
             container=inputs.container,
             argv=SYSTEM_CHECK,
