@@ -88,7 +88,9 @@ def test_offline_is_valid_with_find_performance_targets(results: dict[str, Path]
     # What find-performance chose is what user.conf asked and what LoadGen used.
     conf = dict(line.split(" = ") for line in (out / "user.conf").read_text().splitlines() if " = " in line)
     assert float(conf["minilm-int8.Offline.target_qps"]) == pytest.approx(chosen)
-    assert effective["loadgen"]["effective"]["target_qps"] == pytest.approx(chosen)
+    # LoadGen's detail log holds the effective value to 6 significant digits (1438.886 is logged
+    # 1438.89: seen in CI), so "what LoadGen used" is equal at that precision.
+    assert effective["loadgen"]["effective"]["target_qps"] == pytest.approx(chosen, rel=1e-5)
     assert effective["loadgen"]["effective"]["min_duration_ms"] == 1000
     assert values["result_samples_per_second"] > 10
     for name in ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json", "user.conf"):
