@@ -93,3 +93,19 @@ def test_a_default_scenario_the_round_lacks_is_left_out_with_a_note_and_a_reques
     # v5.1 has an Interactive folder: kept.
     kept = plan_ops(params(Model="llama2-70b", Scenarios="Offline,Interactive"), facts(HarnessVersion(5, 1)))
     assert kept.inputs.settings.scenarios == ("Offline", "Interactive")
+
+
+@pytest.mark.parametrize("round_name", ["v4.1", "v5.0", "v5.1", "v6.0"])
+def test_the_endpoints_client_is_refused_where_the_round_has_none_not_ignored(round_name: str) -> None:
+    with pytest.raises(
+        ProfileError, match=rf"Client=endpoints is not run by NVIDIA's {round_name} harness \(only v6\.1\)"
+    ):
+        plan_ops(params(Model="llama2-70b", Client="endpoints", HarnessRound=round_name), facts(None))
+    assert plan_ops(params(Model="llama2-70b", HarnessRound=round_name), facts(None)).round.name == round_name
+
+
+def test_the_endpoints_client_plans_on_v6_1() -> None:
+    planned = plan_ops(
+        params(Model="llama2-70b", Client="endpoints", HarnessRound="v6.1", Scenarios="Offline"), facts(None)
+    )
+    assert planned.round.name == "v6.1"

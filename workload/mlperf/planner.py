@@ -51,6 +51,7 @@ def plan_ops(
     if params.HarnessRound or (facts.version is not None and chosen.note is None):
         # The round is known (named, or recognised from the checkout): a benchmark it lacks must not be set up.
         harness.check_benchmark(settings.model)
+        harness.check_client(params.Client)
         settings, scenario_note = harness.fit_scenarios(settings, requested=bool(params.Scenarios))
     version = facts.version or harness.assumed_version
     notes = list(facts.notes)

@@ -96,6 +96,9 @@ class HarnessRound(ABC):
     #: The benchmarks (catalog names) this round's harness has and this runner runs on one node; () = not
     #: restricted. :meth:`check_benchmark` refuses any other when the round is known (parameter or checkout).
     benchmarks: ClassVar[tuple[str, ...]] = ()
+    #: The ``Client`` values this round runs: NVIDIA's harness always; MLCommons' endpoints client only where
+    #: the round's harness serves the model over HTTP for it (v6.1). :meth:`check_client` refuses the others.
+    clients: ClassVar[tuple[str, ...]] = ("harness",)
 
     @property
     def assumed_version(self) -> HarnessVersion:
@@ -117,6 +120,19 @@ class HarnessRound(ABC):
                 hint="choose one of them, or the round that has this benchmark (parameter HarnessRound, "
                 "ResultsRepoUri/ResultsRepoCommit)",
             )
+
+    def check_client(self, client: str) -> None:
+        """ProfileError naming the rounds that have ``client`` when this one has not (it would be ignored)."""
+        if client in self.clients:
+            return
+        from workload.mlperf.rounds import ROUNDS  # the registry imports this module
+
+        having = [r.name for r in ROUNDS if client in r.clients]
+        raise ProfileError(
+            "Client",
+            f"Client={client} is not run by NVIDIA's {self.name} harness (only {', '.join(having) or 'no round'})",
+            hint="use Client=harness, or choose a round that has it (parameter HarnessRound)",
+        )
 
     def fit_scenarios(self, settings: Settings, *, requested: bool) -> tuple[Settings, str | None]:
         """``settings`` with only the scenarios this round has (gpuconfigs ``ROUND_SCENARIOS``; v4.1/v5.0 have no

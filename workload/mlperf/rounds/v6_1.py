@@ -78,6 +78,7 @@ class V6_1Round(V6_0Round):
     #: Not v6.0's list: :meth:`system_check` refuses any model but :data:`SINGLE_NODE` itself, naming nv-sflow/Slurm
     #: for the benchmarks that run only there.
     benchmarks: ClassVar[tuple[str, ...]] = ()
+    clients: ClassVar[tuple[str, ...]] = ("harness", "endpoints")
 
     def image_ops(self, inputs: PlanInputs) -> list[Op]:
         return [UseImage(inputs.params.ContainerImage or DEFAULT_IMAGE)]
