@@ -13,6 +13,16 @@ def test_long_embedded_scripts_are_labelled_not_dumped() -> None:
     assert shown == f"sh -c <script wait-for-dpkg-lock, {len(script)} chars> wait-for-dpkg-lock 600 /var/lib/dpkg/lock"
 
 
+def test_a_program_passed_as_an_argument_is_labelled_and_one_line_arguments_are_kept() -> None:
+    program = "import sys\nprint(sys.argv)\n"
+    command = cmd("bash", "-c", 'exec python3 -c "$2" "$1"', "probe", "http://x/health", program)
+    shown = compact_command(command)
+    assert (
+        shown == f'bash -c \'exec python3 -c "$2" "$1"\' probe http://x/health <2-line argument, {len(program)} chars>'
+    )
+    assert compact_command(cmd("echo", "one line\n")) == "echo 'one line\n'"
+
+
 def test_short_commands_and_secrets_are_shown_exactly_and_masked() -> None:
     command = cmd("curl", "-H", Secret("token-123"), "https://x/a b", env={"A": "1"}, cwd="/tmp")
     shown = compact_command(command)

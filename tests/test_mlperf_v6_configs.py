@@ -856,7 +856,7 @@ def test_v60_a_field_the_harness_lacks_fails_the_import_like_nvidias(tmp_path: P
 def test_v60_hopper_is_refused_naming_v50_or_runs_untuned_when_allowed(tmp_path: Path) -> None:
     system = host(H200, 143771, 8)
     table = load_table(harness_round="v6.0")
-    with pytest.raises(NotTuned, match=r"last round NVIDIA tunes it in is v5\.0.*RequireCustomSystemSupport=true"):
+    with pytest.raises(NotTuned, match=r"v5\.0 is the last round that tunes it.*RequireCustomSystemSupport=true"):
         v60_files(system, table, "llama2-70b", ["Offline"], ["k_99"], allow_untuned=False)
     files = v60_files(system, table, "llama2-70b", ["Offline"], ["k_99"], allow_untuned=True)
     assert not files.tuned and files.system_id == "WL_H200-SXM-141GBx8"

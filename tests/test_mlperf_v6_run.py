@@ -358,7 +358,9 @@ def test_v61_hopper_without_custom_support_is_refused_naming_v50_before_any_down
     outcome = run(bed, [action(bed, "llama2-70b", "Offline", system=H200X8, RequireCustomSystemSupport=False)])
     assert outcome.status == "failed"
     error = str(outcome.error)
-    assert "does not know this system" in error and "the last round NVIDIA tunes NVIDIA H200 in is v5.0" in error
+    # refused when the step is planned (plan shows the same), before the image, the container or any download
+    assert "NVIDIA's v6.1 harness has no tuned configs for NVIDIA H200" in error
+    assert "v5.0 is the last round that tunes it" in error
     assert "RequireCustomSystemSupport=true" in error
     assert not (bed["scratch"] / "standin_calls.log").exists()  # nothing downloaded or run
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from tests.fixtures.facts.builders import host_system, recorded_inventory
 from workload.actions.mlperf_executor import (
     MLPerfExecutor,
     MLPerfFacts,
@@ -122,6 +123,15 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "v4.0-quick": (
         {"Model": "retinanet", "Quick": True, "Scenarios": "SingleStream"},
         _cloned(version=HarnessVersion(4, 0)),
+    ),
+    # The host's GPUs read (the recorded 1x H200, a recorded 1x H100): the system check says whose values run.
+    "v6.1-h200-custom": (
+        {"Model": "llama2-70b", "HarnessRound": "v6.1", "RequireCustomSystemSupport": True, "Quick": True},
+        _cloned(system=host_system(recorded_inventory("h200-x1-real"))),
+    ),
+    "v5.0-h100-resnet50": (
+        {"Model": "resnet50", "HarnessRound": "v5.0", "Scenarios": "Offline", "TestModes": "PerformanceOnly"},
+        _cloned(system=host_system(recorded_inventory("h100-80gb-hbm3-x1"))),
     ),
     "docker-problem": (
         {"Model": "bert", "DockerBaseUrl": "unix:///nowhere.sock"},

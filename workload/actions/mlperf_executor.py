@@ -179,13 +179,15 @@ class MLPerfExecutor(Step):
             present=present,
             host_name=host.name,
         )
-        if self._needs_system():
-            # The endpoints client's Server/Interactive rate defaults to NVIDIA's value for this GPU: plan shows it.
-            from workload.mlperf.system_support import system_of
+        # The GPUs (read-only: nvidia-smi, lscpu, /proc/meminfo; or SystemDescription): the planner says whether the
+        # round's configs tune them (workload.mlperf.tuning) and the endpoints client's rate defaults to NVIDIA's
+        # value for them. Unreadable (no driver, no GPU): the plan says nothing of them, the run decides.
+        from workload.mlperf.system_support import system_of
 
-            try:
-                facts.system = system_of(self.p, ctx)
-            except WorkloadError as exc:
+        try:
+            facts.system = system_of(self.p, ctx)
+        except WorkloadError as exc:
+            if self._needs_system():
                 notes.append(f"this machine's GPUs could not be read ({exc.message}): no target QPS from gpuconfigs")
         if need_docker:
             try:

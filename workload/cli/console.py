@@ -253,7 +253,8 @@ def compact_command(command: Command, secrets: Secrets | None = None) -> str:
     """A command's masked display with embedded shell scripts shortened to a label.
 
     An argument after ``-c`` that is long or spans lines is shown as ``<script NAME, N chars>``
-    (NAME is the ``$0`` given after it). ``plan`` shows this by default; ``plan -v`` and the step
+    (NAME is the ``$0`` given after it); any other argument that spans lines as ``<N-line argument,
+    M chars>``. ``plan`` shows this by default; ``plan -v`` and the step
     logs show every command in full.
     """
     from workload.commands import masked_arg
@@ -265,6 +266,9 @@ def compact_command(command: Command, secrets: Secrets | None = None) -> str:
         if after_c and (len(text) > 100 or "\n" in text.strip()):
             name = argv[index + 1] if index + 1 < len(argv) else "sh"
             parts.append(f"<script {name}, {len(text)} chars>")
+        elif "\n" in text.strip():
+            # A program handed to a script as an argument (the server probe's Python): one line, not fifty.
+            parts.append(f"<{len(text.strip().splitlines())}-line argument, {len(text)} chars>")
         else:
             parts.append(shlex.quote(text))
     shown = " ".join(parts)

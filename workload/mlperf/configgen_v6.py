@@ -93,6 +93,10 @@ class Provenance:
     tuned: bool
     #: Why the values are untuned (empty when tuned).
     why: str = ""
+    #: The gpuconfigs SKUs whose values these are (this GPU's first when it has any), for ``plan``.
+    skus: tuple[str, ...] = ()
+    #: Whether a throughput value was scaled from another published GPU count.
+    scaled: bool = False
 
     def header(self, system_id: str, description: str) -> list[str]:
         state = "tuned: NVIDIA's published values for this GPU" if self.tuned else f"UNTUNED: {self.why}"

@@ -84,6 +84,7 @@ __all__ = [
     "load_table",
     "parallel_gpus",
     "read_table_file",
+    "spelled_as_in",
 ]
 
 #: A gpuconfigs file model (:func:`read_table_file`).
@@ -222,13 +223,13 @@ class GpuConfigTable:
         The GPU itself must be in the table (:meth:`sku_for_gpu`).
         """
         table = self.sku_for_gpu(gpu_name)
-        model = _spelled_as_in(table.configs, model)
+        model = spelled_as_in(table.configs, model)
         accuracy = "k_99_9" if high_accuracy else "k_99"
         target = "99.9%" if high_accuracy else "99%"
         targets = table.configs.get(model, {}).get(scenario)
         if targets is None or accuracy not in targets:
             # spelled as the unpublished section spells it (a model with no entry at all is not in configs)
-            why = table.unpublished.get(_spelled_as_in(table.unpublished, model), {}).get(scenario)
+            why = table.unpublished.get(spelled_as_in(table.unpublished, model), {}).get(scenario)
             # Up to v5.0 a config is a registered class; from v5.1 an EXPORTS entry of a per-system file.
             kind = "class" if self.round in ("v4.1", "v5.0") else "config"
             return (
@@ -246,7 +247,7 @@ class GpuConfigTable:
         if problem is not None:
             raise ProfileError(self.label(table.sku), problem)
         accuracy = "k_99_9" if high_accuracy else "k_99"
-        counts = table.configs[_spelled_as_in(table.configs, model)][scenario][accuracy]
+        counts = table.configs[spelled_as_in(table.configs, model)][scenario][accuracy]
         base = _nearest_count(sorted(counts), gpu_count)
         entry = counts[base]
         fields = entry_fields(counts, base)
@@ -269,7 +270,7 @@ class GpuConfigTable:
         )
 
 
-def _spelled_as_in(configs: dict[str, Any], model: str) -> str:
+def spelled_as_in(configs: dict[str, Any], model: str) -> str:
     """``model`` as the round's files spell it: later rounds write ``llama3_1-8b`` for ``llama3.1-8b``."""
     if model in configs:
         return model

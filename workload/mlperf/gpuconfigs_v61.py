@@ -174,6 +174,8 @@ class ResolvedPart:
     source: str
     tuned: bool
     note: str = ""
+    #: The SKU whose entry the part is.
+    sku: str = ""
 
 
 @dataclass(frozen=True)
@@ -204,15 +206,16 @@ class V61Table:
                 return table
         return None
 
+    def nearest(self, gpu_memory_mib: int) -> list[Table61]:
+        """Every SKU, the one nearest in memory to ``gpu_memory_mib`` first (ties: by name)."""
+        return sorted(self.tables.values(), key=lambda t: (abs(t.gpu_memory_gib * 1024 - gpu_memory_mib), t.sku))
+
     def resolve(
         self, gpu_name: str, gpu_memory_mib: int, count: int, model: str, scenario: str, accuracy: str = "k_99"
     ) -> Resolved61:
         """Every part published for (model, scenario, accuracy): this GPU's first, then the nearest GPU's."""
         own = self.sku_for_gpu(gpu_name)
-        order = sorted(
-            self.tables.values(),
-            key=lambda t: (t is not own, abs(t.gpu_memory_gib * 1024 - gpu_memory_mib), t.sku),
-        )
+        order = ([own] if own else []) + [t for t in self.nearest(gpu_memory_mib) if t is not own]
         parts: dict[str, ResolvedPart] = {}
         for table in order:
             counts = table.configs.get(model, {}).get(scenario, {}).get(accuracy)
@@ -231,7 +234,7 @@ class V61Table:
                                 values[name] = round(values[name] * count / published, 6)
                         note = f"(scaled from x{published} to x{count})"
                     tuned = table is own
-                    parts[part.kind] = ResolvedPart(part.kind, values, part.source(), tuned, note)
+                    parts[part.kind] = ResolvedPart(part.kind, values, part.source(), tuned, note, table.sku)
         sku = own.sku if own else "(no v6.1 table)"
         return Resolved61(sku=sku, model=model, scenario=scenario, gpu_count=count, parts=parts)
 

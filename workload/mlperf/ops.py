@@ -154,15 +154,21 @@ class IdentifySystem(Op):
 
     #: How the round registers a custom system (shown by ``plan``).
     registry: str = "code/common/systems/custom_list.py, marked block"
+    #: Where the config values come from for this machine's GPU, when the planner knew it
+    #: (:func:`workload.mlperf.tuning.plan_values`); "" shows the generic text.
+    values: str = ""
 
     def summary(self) -> str:
         if self.custom_support:
             return (
                 "ask the harness which system this is; if it does not know it, register a custom system "
                 f"({self.registry}), and add the configs it lacks for it "
-                f"({', '.join(self.config_targets)}), values from gpuconfigs/"
+                f"({', '.join(self.config_targets)}), "
+                + (f"values: {self.values}" if self.values else "values from gpuconfigs/")
             )
-        return "ask the harness which system this is and which configs it has for it"
+        return "ask the harness which system this is and which configs it has for it" + (
+            f"; values: {self.values}" if self.values else ""
+        )
 
     def commands(self) -> tuple[Command, ...]:
         return (self.container.command(self.argv),)

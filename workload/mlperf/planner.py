@@ -10,7 +10,7 @@ orders them: scratch, image, container, system check (before any download), the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from workload.mlperf.container import container_name
 from workload.mlperf.harness import run_groups
@@ -18,6 +18,7 @@ from workload.mlperf.ops import ContainerRef, EnsureContainer, EnsureScratch, Id
 from workload.mlperf.rounds import Checkout, HarnessRound, PlanInputs, choose_round
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, for_host, settings_of
 from workload.mlperf.space_check import place_space_check
+from workload.mlperf.tuning import PlannedValues, plan_values
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,26 @@ def plan_ops(
     chosen = choose_round(Checkout(facts.version, facts.present), params.HarnessRound)
     harness = chosen.round
     scenario_note: str | None = None
+    values: PlannedValues | None = None
     if params.HarnessRound or (facts.version is not None and chosen.note is None):
         # The round is known (named, or recognised from the checkout): a benchmark it lacks must not be set up.
         harness.check_benchmark(settings.model)
         harness.check_client(params.Client)
         settings, scenario_note = harness.fit_scenarios(settings, requested=bool(params.Scenarios))
+        # Whether the round's configs tune this machine's GPU (the rule the system check applies at run time):
+        # refused here, before any image or download, when only untuned values exist and they were not asked for.
+        values = plan_values(
+            harness.name,
+            facts.system,
+            settings.model,
+            settings.scenarios,
+            settings.accuracies,
+            custom=params.RequireCustomSystemSupport,
+            # v6.x generate a custom system's files with the round's own function: plan summarises what it writes.
+            generate=getattr(harness, "system_files", None),
+        )
+        if values is not None and values.refusal is not None:
+            raise values.refusal
     version = facts.version or harness.assumed_version
     notes = list(facts.notes)
     if facts.version is None:
@@ -61,6 +77,8 @@ def plan_ops(
         notes.append(chosen.note)
     if scenario_note:
         notes.append(scenario_note)
+    if values is not None and values.note:
+        notes.append(values.note)
     user = facts.user.name if facts.user else "<user>"
     container = ContainerRef(
         for_host(params.DockerName, facts.host_name) or container_name(user, facts.machine),
@@ -83,7 +101,10 @@ def plan_ops(
     ops += harness.image_ops(inputs)
     ops.append(EnsureContainer(container, facts.container_status))
     # The system check runs before any download: an unknown system must not cost hours of setup.
-    ops.append(harness.system_check(inputs))
+    check = harness.system_check(inputs)
+    if isinstance(check, IdentifySystem) and values is not None:
+        check = replace(check, values=values.values)
+    ops.append(check)
     setup, setup_notes = harness.setup_ops(inputs)
     # Before the first download: refuse a setup the scratch disk cannot hold (stages already done need nothing).
     setup, space_notes = place_space_check(

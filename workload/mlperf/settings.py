@@ -141,6 +141,11 @@ class Settings:
         return ",".join(self.config_versions)
 
     @property
+    def accuracies(self) -> tuple[str, ...]:
+        """The accuracy targets of the config versions (``k_99``, ``k_99_9`` for ``high_accuracy``), in order."""
+        return tuple(dict.fromkeys("k_99_9" if "high_accuracy" in v else "k_99" for v in self.config_versions))
+
+    @property
     def benchmarks(self) -> tuple[str, ...]:
         """The result benchmarks this run must produce: ``bert-99``, ``bert-99.9``..."""
         return tuple(dict.fromkeys(benchmark_full(self.model, cv) for cv in self.config_versions))

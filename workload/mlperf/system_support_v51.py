@@ -24,15 +24,14 @@ from workload.mlperf.exports_config import config_path
 from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.ops import IdentifySystem
 from workload.mlperf.rounds.v5_1 import (
-    LAST_HOPPER_ROUND,
     custom_files,
     custom_system_id,
     is_unregistered,
     missing_configs,
     system_answer,
-    values_for,
 )
 from workload.mlperf.system_support import SystemSupport, tail
+from workload.mlperf.tuning import decide
 
 
 def prepare_by_id(support: SystemSupport, op: IdentifySystem) -> tuple[dict[tuple[str, str], str], str | None]:
@@ -67,21 +66,20 @@ def prepare_by_id(support: SystemSupport, op: IdentifySystem) -> tuple[dict[tupl
             support.sources = config_sources.nvidia(scenarios, settings.benchmarks, answer, blocked=blocked)
             return blocked, None
     system = support._system(ctx)
+    # The table the values come from: the round's own for a GPU it tunes, else the last round that tunes it.
+    tuning = decide(support.round.name, system.gpu_name, system.gpu_memory_mib)
     if not op.custom_support:
-        setting = workload_setting(model, settings.config_versions[0])
-        try:  # a GPU the round does not tune: say which round does
-            values_for(system.gpu_name, system.gpu_count, model, scenarios[0], setting, allow_untuned=False)
-        except ProfileError as exc:
-            raise support.fail(exc.message, ctx, hint=exc.hint) from None
+        if tuning is not None and tuning.refuses:  # a GPU the round does not tune: the refusal plan shows too
+            refusal = tuning.refusal()
+            raise support.fail(refusal.message, ctx, hint=refusal.hint)
         raise support.fail(
             f"the harness does not recognise this system ({system.describe()}): it reports {answer} and would run "
             "configs/minimal",
             ctx,
             hint="set the parameter RequireCustomSystemSupport=true to run it as a custom system (SYSTEM_NAME)",
         )
-    current = load_table(harness_round=support.round.name)
-    table = current if current.has_gpu(system.gpu_name) else load_table(harness_round=LAST_HOPPER_ROUND)
     try:
+        table = load_table(harness_round=tuning.values_round if tuning and tuning.values_round else support.round.name)
         sku = table.sku_for_gpu(system.gpu_name)
         settings_list = list(dict.fromkeys(workload_setting(model, cv) for cv in settings.config_versions))
         files = custom_files(system, sku, model, scenarios, settings_list, allow_untuned=True)

@@ -29,7 +29,8 @@ from workload.mlperf.container import HarnessContainer
 from workload.mlperf.ops import IdentifySystem
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
 from workload.mlperf.system_support import system_of, tail
-from workload.mlperf.v6_systems import NotTuned, SystemFiles, last_tuned_round
+from workload.mlperf.tuning import decide
+from workload.mlperf.v6_systems import NotTuned, SystemFiles
 from workload.steps import Step, StepContext
 
 
@@ -39,10 +40,6 @@ class Decision:
     blocked: dict[tuple[str, str], str]
     #: Where each (scenario, benchmark) that runs gets its config values (for the metrics).
     sources: config_sources.Sources = field(default_factory=dict)
-
-
-def _accuracies(settings: Settings) -> list[str]:
-    return list(dict.fromkeys("k_99_9" if "high_accuracy" in v else "k_99" for v in settings.config_versions))
 
 
 def prepare(
@@ -91,18 +88,19 @@ def prepare(
     except WorkloadError as exc:
         raise step.fail(f"the machine's GPUs/CPU could not be read for a custom system: {exc.message}", ctx) from None
     if not params.RequireCustomSystemSupport:
-        last = last_tuned_round(system.gpu_name)
-        extra = f"; the last round NVIDIA tunes {system.gpu_name} in is {last}" if last else ""
+        tuning = decide(harness.name, system.gpu_name, system.gpu_memory_mib)
+        if tuning is not None and tuning.refuses:  # a GPU the round does not tune: the refusal plan shows too
+            refusal = tuning.refusal()
+            raise step.fail(refusal.message, ctx, hint=refusal.hint)
         raise StepError(
             step.label,
-            f"NVIDIA's {harness.name} harness does not know this system ({system.describe()}){extra}; set "
-            "RequireCustomSystemSupport=true to run it as a custom system (SYSTEM_NAME) with configs from gpuconfigs/"
-            + (", marked untuned" if last else ""),
+            f"NVIDIA's {harness.name} harness does not know this system ({system.describe()}); set "
+            "RequireCustomSystemSupport=true to run it as a custom system (SYSTEM_NAME) with configs from gpuconfigs/",
             host=ctx.host.name,
         )
     try:
         files = harness.system_files(
-            system, model, settings.scenarios, _accuracies(settings), allow_untuned=True, port=params.LLMServerPort
+            system, model, settings.scenarios, settings.accuracies, allow_untuned=True, port=params.LLMServerPort
         )
     except (NotTuned, ValueError) as exc:
         raise StepError(step.label, str(exc), host=ctx.host.name) from None

@@ -10,7 +10,6 @@ file without :data:`~workload.mlperf.configgen_v6.MARK` (NVIDIA's).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,10 +20,11 @@ from workload.mlperf.gpuconfigs import GpuConfigTable, PublishedConfig, SkuTable
 from workload.mlperf.gpuconfigs_v61 import BENCHMARKS as V61_BENCHMARKS
 from workload.mlperf.gpuconfigs_v61 import V61Table
 from workload.mlperf.system import HostSystem
+from workload.mlperf.tuning import LAST_TUNED, decide, gpu_family, last_tuned_round, nearest_v60
 
-#: GPUs NVIDIA stopped tuning, and the last round whose configs tune them (issue 18; v5.0's configs are the last
-#: with Hopper classes: mlcommons/inference_results_v5.0 closed/NVIDIA/configs/llama2-70b/Offline/__init__.py).
-LAST_TUNED = {"H100": "v5.0", "H200": "v5.0", "GH200": "v5.0"}
+# The rule's names (issue 18) live in workload.mlperf.tuning, shared with the planner; importable here as before.
+__all__ = ["LAST_TUNED", "NotTuned", "SystemFiles", "gpu_family", "last_tuned_round", "v60_files", "v61_files"]
+
 #: NVIDIA's system-id prefix per GPU (``<prefix>x<count>``) for the GPUs the v6 tables lack.
 SYSTEM_PREFIX = {"H100": "H100-SXM-80GB", "H200": "H200-SXM-141GB", "GH200": "GH200-96GB_aarch64"}
 #: The fields v6.1's harness.py gets from the round when no NVIDIA harness.py for the GPU gives them (the values of
@@ -43,23 +43,6 @@ V61_HARNESS_DEFAULTS: dict[str, dict[str, Any]] = {
 
 class NotTuned(ValueError):
     """NVIDIA publishes no config for this GPU in the round and untuned configs were not allowed."""
-
-
-def gpu_family(gpu_name: str) -> str | None:
-    """``NVIDIA H200`` -> ``H200``; ``NVIDIA H100 80GB HBM3`` -> ``H100``; ``NVIDIA GH200 ...`` -> ``GH200``."""
-    found = re.search(r"\b(GH200|H100|H200|H800|H20)\b", gpu_name, re.I)
-    return found.group(1).upper() if found else None
-
-
-def last_tuned_round(gpu_name: str) -> str | None:
-    """The last round NVIDIA tuned this GPU in, when it is a GPU it no longer tunes (Hopper); else None."""
-    family = gpu_family(gpu_name)
-    return LAST_TUNED.get(family) if family else None
-
-
-def _memory_gib(sku: str) -> int:
-    found = re.search(r"(\d+)GB$", sku)
-    return int(found.group(1)) if found else 0
 
 
 @dataclass(frozen=True)
@@ -86,13 +69,17 @@ def _untuned_reason(system: HostSystem, round_name: str, donor: str) -> str:
     return f"{why}; values of {donor}, scaled to {system.gpu_count} GPUs"
 
 
-def refuse_untuned(system: HostSystem, round_name: str) -> NotTuned:
-    last = last_tuned_round(system.gpu_name)
-    hint = f"run round {last} (HarnessRound={last}, or its results repository)" if last else "use another round"
+def refuse_untuned(system: HostSystem, round_name: str, table: Any = None, what: str = "") -> NotTuned:
+    """Untuned values were needed but not allowed: the round's refusal for a GPU it does not tune
+    (:meth:`workload.mlperf.tuning.Tuning.refusal`, the one ``plan`` and the system check give), else (a GPU it tunes,
+    lacking ``what``) why that config would be another GPU's."""
+    tuning = decide(round_name, system.gpu_name, system.gpu_memory_mib, tables={round_name: table} if table else None)
+    if tuning is not None and tuning.refuses:
+        refusal = tuning.refusal()
+        return NotTuned(f"{refusal.problem}: {refusal.hint}")
     return NotTuned(
-        f"NVIDIA's {round_name} harness has no tuned config for {system.gpu_name}"
-        + (f"; the last round NVIDIA tunes it in is {last}" if last else "")
-        + f": {hint}, or set RequireCustomSystemSupport=true to run with generated configs marked untuned"
+        f"NVIDIA's {round_name} configs have no {system.gpu_name} {what} config".replace("  ", " ")
+        + ": set RequireCustomSystemSupport=true to run it with another GPU's values, marked untuned"
     )
 
 
@@ -150,7 +137,7 @@ def v60_files(
     written: list[tuple[str, tuple[str, ...], gen.Provenance]] = []
     skipped: list[tuple[str, str]] = []
     tuned_all = True
-    donors = sorted(table.skus.values(), key=lambda t: (abs(_memory_gib(t.sku) - system.gpu_memory_mib / 1024), t.sku))
+    donors = [table.skus[sku] for sku in nearest_v60(table, system.gpu_memory_mib)]
     for scenario in scenarios:
         settings: dict[str, dict[str, Any]] = {}
         sources: list[str] = []
@@ -158,6 +145,8 @@ def v60_files(
         overrides: dict[str, dict[str, Any]] = {}
         why = ""
         lacking: list[str] = []
+        used: list[str] = []
+        scaled_any = False
         for accuracy in accuracies:
             found = _v60_entry(table, own, stem, scenario, accuracy, system.gpu_count) if own else None
             donor = own
@@ -172,10 +161,12 @@ def v60_files(
                 continue
             if donor is not own:
                 if not allow_untuned:
-                    raise refuse_untuned(system, "v6.0")
+                    raise refuse_untuned(system, "v6.0", table, f"{benchmark} {scenario} ({accuracy})")
                 tuned_all = False
                 why = _untuned_reason(system, "v6.0", f"{donor.sku} ({found[1].file})")
             base, published, fields, source, file_env = found
+            used.append(donor.sku)
+            scaled_any = scaled_any or base != system.gpu_count
             if base != system.gpu_count:
                 for name in ("offline_expected_qps", "server_target_qps"):
                     if name in fields:
@@ -200,7 +191,7 @@ def v60_files(
                 continue
             notes.append(f"{missing}: the generated file has no values for {', '.join(lacking)}")
         tuned = not why
-        provenance = gen.Provenance(tuple(sources), tuned, why)
+        provenance = gen.Provenance(tuple(sources), tuned, why, tuple(dict.fromkeys(used)), scaled_any)
         text = gen.v60_config(ident, system.describe(), settings, provenance, env=env, accuracy_overrides=overrides)
         files.append(GeneratedFile(gen.v60_config_path(ident, scenario, benchmark), text))
         written.append((scenario, tuple(settings), provenance))
@@ -257,7 +248,7 @@ def v61_files(
         why = ""
         if own is None or untuned or missing:
             if not allow_untuned and (own is None or not resolved.parts):
-                raise refuse_untuned(system, "v6.1")
+                raise refuse_untuned(system, "v6.1", table, f"{benchmark} {scenario}")
             parts = ", ".join(f"{p.kind} from {p.source}" for p in untuned)
             gaps = f"; {', '.join(missing)}: the harness's defaults" if missing else ""
             why = f"NVIDIA publishes no complete v6.1 {benchmark} {scenario} config for {system.gpu_name}"
@@ -270,7 +261,13 @@ def v61_files(
         servers = max(1, system.gpu_count // per_server)
         urls = [f"0.0.0.0:{base_port + i}" for i in range(servers)]
         folder = gen.v61_folder(benchmark, ident, scenario)
-        provenance = gen.Provenance(resolved.sources(), not why, why)
+        provenance = gen.Provenance(
+            resolved.sources(),
+            not why,
+            why,
+            tuple(dict.fromkeys(p.sku for p in resolved.parts.values())),
+            any(p.note for p in resolved.parts.values()),
+        )
         harness_part = resolved.parts.get("harness")
         fields = {**V61_HARNESS_DEFAULTS.get(benchmark, {}), **(harness_part.values if harness_part else {})}
         throughput = "offline_expected_qps" if scenario == "Offline" else "server_target_qps"

@@ -39,9 +39,11 @@ from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.system import HostSystem
+from workload.mlperf.tuning import LAST_TUNED, decide
 
-#: The last round whose NVIDIA configs tune Hopper (H100/H200): its table is where untuned values come from.
-LAST_HOPPER_ROUND = "v5.0"
+#: The last round whose NVIDIA configs tune Hopper (H100/H200): its table is where untuned values come from (the rule
+#: is :func:`workload.mlperf.tuning.decide`'s).
+LAST_HOPPER_ROUND = LAST_TUNED["H100"]
 #: Benchmarks the v5.1 harness runs as LLMs (``code/common/constants.py`` ``Benchmark.is_llm``; whisper aside).
 LLM_BENCHMARKS = ("gptj", "llama2-70b", "llama3_1-8b", "llama3_1-405b", "mixtral-8x7b", "deepseek-r1")
 #: Lines NVIDIA's v5.1 ``code/main.py`` logs when a run falls back to ``configs/minimal`` (or runs unregistered).
@@ -107,35 +109,31 @@ def values_for(
     """
     tables = tables or {}
     current = tables.get("v5.1") or load_table(harness_round="v5.1")
+    tuning = decide("v5.1", gpu_name, tables={**tables, "v5.1": current})
     high = setting.accuracy == "k_99_9"
-    if current.has_gpu(gpu_name):
+    if tuning is not None and tuning.tuned:
         problem = current.entry_problem(gpu_name, model, scenario, high_accuracy=high)
         if problem is not None:
             raise ProfileError(current.label(current.sku_for_gpu(gpu_name).sku), problem)
         resolved = current.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
         return resolved, Provenance(resolved.source())
-    older = tables.get(LAST_HOPPER_ROUND) or load_table(harness_round=LAST_HOPPER_ROUND)
-    if not older.has_gpu(gpu_name):
+    if tuning is None or tuning.values_round is None:
         raise ProfileError(
             "HarnessRound v5.1",
             f"neither NVIDIA's v5.1 nor its {LAST_HOPPER_ROUND} configs have values for the GPU {gpu_name!r}",
         )
     if not allow_untuned:
-        raise ProfileError(
-            "HarnessRound v5.1",
-            f"NVIDIA's v5.1 harness has no tuned configs for {gpu_name} (its configs are for Blackwell systems); "
-            f"{LAST_HOPPER_ROUND} is the last round that tunes it",
-            hint=f"run a {LAST_HOPPER_ROUND} checkout (parameter HarnessRound={LAST_HOPPER_ROUND}), or set "
-            f"RequireCustomSystemSupport=true to run v5.1 with {LAST_HOPPER_ROUND}'s values, marked untuned",
-        )
+        raise tuning.refusal()
+    older = tables.get(tuning.values_round) or load_table(harness_round=tuning.values_round)
     problem = older.entry_problem(gpu_name, model, scenario, high_accuracy=high)
     if problem is not None:
         raise ProfileError(older.label(older.sku_for_gpu(gpu_name).sku), problem)
     resolved = older.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
     why = (
-        f"NVIDIA's v5.1 configs do not tune {gpu_name}; these are its {LAST_HOPPER_ROUND} values ({resolved.source()})"
+        f"NVIDIA's v5.1 configs do not tune {gpu_name}; these are its {tuning.values_round} values "
+        f"({resolved.source()})"
     )
-    return resolved, Provenance(f"{LAST_HOPPER_ROUND} {resolved.source()}", untuned=why)
+    return resolved, Provenance(f"{tuning.values_round} {resolved.source()}", untuned=why)
 
 
 def custom_files(

@@ -110,6 +110,8 @@ class V6_1Round(V6_0Round):
             config_targets=tuple(self.custom_config_path(inputs.settings.model, s) for s in inputs.settings.scenarios)
             if inputs.params.RequireCustomSystemSupport
             else (),
+            # v6.1 registers nothing: the system is SYSTEM_NAME and its own folder under configs/<model>/.
+            registry="SYSTEM_NAME=WL_<system> with its own configs/<model>/<system>/ folder",
         )
 
     def setup_ops(self, inputs: PlanInputs) -> tuple[list[Op], list[str]]:

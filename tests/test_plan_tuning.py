@@ -1,0 +1,274 @@
+"""``plan`` says whether the round's configs tune this machine's GPU: pure planner tests from host facts.
+
+The machines are built from fact values (``tests/fixtures/facts/builders.py``): a real recorded ``nvidia-smi
+--query-gpu`` row of a 1x H200 cloud machine (``gpu_csv/h200-x1-real.csv``, recorded on a lent machine), the
+recorded 1x H100, and built B200/H100
+inventories, each with a recorded CPU and memory, as ``read_host_system`` builds them on a host. Every plan claim is
+checked against the function the run itself uses for it (the round's custom-system generator, ``values_for``, the
+table's ``resolve``), so a plan that says "tuned" while the run writes "untuned" fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.facts.builders import host_system, inventory, recorded_inventory
+from tests.steptypes import step_context
+from workload.actions.mlperf_executor import MLPerfExecutor
+from workload.errors import ProfileError
+from workload.hosts.local import LocalHost
+from workload.mlperf.catalog import workload_setting
+from workload.mlperf.harness import HarnessVersion
+from workload.mlperf.ops import IdentifySystem
+from workload.mlperf.planner import MLPerfPlan, plan_ops
+from workload.mlperf.rounds.v5_1 import values_for
+from workload.mlperf.rounds.v6_0 import V6_0Round
+from workload.mlperf.rounds.v6_1 import V6_1Round
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
+from workload.mlperf.system import HostSystem
+from workload.mlperf.v6_systems import NotTuned, v61_files
+from workload.steps import StepPlan
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The recorded 1x H200 (NVIDIA H200, 143771 MiB, driver 580.159.04).
+H200X1 = host_system(recorded_inventory("h200-x1-real"))
+H100X1 = host_system(recorded_inventory("h100-80gb-hbm3-x1"))
+H100X8 = host_system(inventory(loaded="580.159.04", gpus=8, name="NVIDIA H100 80GB HBM3", memory_mib=81559))
+B200X8 = host_system(inventory(loaded="580.159.04", gpus=8, name="NVIDIA B200", memory_mib=183359))
+#: A host whose driver lists no GPU (``from_facts`` of an empty inventory).
+NO_GPU = host_system(inventory(loaded="580.159.04", gpus=0))
+UNTUNED_NOTE = "marked untuned, in the files and in the metrics metadata (config_tuned=false)"
+GENERIC_CHECK = "ask the harness which system this is and which configs it has for it"
+
+
+def facts(system: HostSystem | None, version: tuple[int, int] | None = None) -> MLPerfFacts:
+    return MLPerfFacts(
+        nvidia_dir="/r/closed/NVIDIA",
+        nvidia_dir_exists=True,
+        version=HarnessVersion(*version) if version else None,
+        commit=None,
+        scratch_path="/s",
+        user=UserFacts("alice", 1000, 1000, "alice", "/home/alice"),
+        machine="x86_64",
+        system=system,
+    )
+
+
+def params(model: str, harness_round: str | None, custom: bool, **extra: Any) -> MLPerfParameters:
+    values = {"Model": model, "RequireCustomSystemSupport": custom, **extra}
+    if harness_round:
+        values["HarnessRound"] = harness_round
+    return MLPerfParameters.model_validate(values)
+
+
+def check_of(plan: MLPerfPlan) -> IdentifySystem:
+    (op,) = [op for op in plan.ops if isinstance(op, IdentifySystem)]
+    return op
+
+
+def untuned_notes(plan: MLPerfPlan) -> list[str]:
+    return [n for n in plan.notes if "untuned" in n]
+
+
+def test_the_recorded_h200_row_is_one_h200_as_the_action_sees_it() -> None:
+    assert (H200X1.gpu_name, H200X1.gpu_memory_mib, H200X1.gpu_count) == ("NVIDIA H200", 143771, 1)
+
+
+# -- 1x H200 on v6.1 ---------------------------------------------------------------------------------------------
+
+
+def test_h200_on_v61_with_custom_support_notes_the_untuned_values_the_run_writes() -> None:
+    plan = plan_ops(params("llama2-70b", "v6.1", True), facts(H200X1))
+    (note,) = untuned_notes(plan)
+    assert note.startswith("NVIDIA's v6.1 configs do not tune NVIDIA H200 (v5.0 is the last round that tunes it): ")
+    assert "the configs will be generated from v6.1's values for " in note and note.endswith(UNTUNED_NOTE)
+    summary = check_of(plan).summary()
+    # what the run's generator writes for this machine: every file untuned, from the SKUs the plan names
+    files = V6_1Round().system_files(H200X1, "llama2-70b", ("Offline", "Server"), ("k_99",), allow_untuned=True)
+    assert files.provenance and not files.tuned
+    for scenario, _, provenance in files.provenance:
+        assert not provenance.tuned and provenance.skus
+        assert all(sku in note for sku in provenance.skus)
+        assert f"v6.1's {' + '.join(provenance.skus)} values for {scenario}, scaled to 1 GPU, untuned" in summary
+    for text in files.files:
+        if text.path.endswith(".py"):
+            assert "UNTUNED" in text.text
+    # a scenario the generator writes nothing for is said to have no values (the run blocks it)
+    written = {s for s, _, _ in files.provenance}
+    for scenario in {"Offline", "Server"} - written:
+        assert f"no values for {scenario}" in summary
+
+
+def test_h200_on_v61_without_custom_support_would_fail_with_the_refusal_of_the_run() -> None:
+    with pytest.raises(ProfileError) as caught:
+        plan_ops(params("llama2-70b", "v6.1", False), facts(H200X1))
+    error = caught.value
+    assert error.location == "HarnessRound v6.1"
+    assert error.problem.startswith("NVIDIA's v6.1 harness has no tuned configs for NVIDIA H200 (its configs tune ")
+    assert error.problem.endswith("; v5.0 is the last round that tunes it")
+    assert error.hint is not None
+    assert error.hint.startswith("run a v5.0 checkout (parameter HarnessRound=v5.0), or set ")
+    assert "RequireCustomSystemSupport=true" in error.hint and error.hint.endswith("marked untuned")
+    # the run's generator, asked for tuned values only, refuses with the same words
+    from workload.mlperf.gpuconfigs_v61 import load_table61
+
+    with pytest.raises(NotTuned) as refused:
+        v61_files(H200X1, load_table61(), "llama2-70b", ["Offline"], allow_untuned=False)
+    assert str(refused.value) == f"{error.problem}: {error.hint}"
+
+
+def test_apply_plans_the_same_refusal_before_touching_docker(tmp_path: Path) -> None:
+    """plan = what runs: apply on a real host refuses with plan's message before any container or download."""
+    nvidia = tmp_path / "repo" / "closed" / "NVIDIA"
+    nvidia.mkdir(parents=True)
+    values = {
+        "Model": "llama2-70b",
+        "HarnessRound": "v6.1",
+        "RepoPath": str(nvidia),
+        "ScratchPath": str(tmp_path / "scratch"),
+        "SystemDescription": json.dumps(H200X1.to_json()),
+        "DockerBaseUrl": "tcp://127.0.0.1:9",  # nothing listens: a docker call would fail otherwise
+    }
+    step = MLPerfExecutor(MLPerfParameters.model_validate(values), location="Actions[0]", kind="action")
+    ctx = step_context(LocalHost(), tmp_path)
+    with pytest.raises(ProfileError) as planned:
+        step.plan(ctx)
+    with pytest.raises(ProfileError) as applied:
+        step.apply(ctx, StepPlan())
+    assert str(applied.value) == str(planned.value)
+    assert "no tuned configs for NVIDIA H200" in str(planned.value)
+    assert not (tmp_path / "scratch").exists()
+
+
+# -- B200 x8 on v6.0 (tuned) -------------------------------------------------------------------------------------
+
+
+def test_b200x8_on_v60_says_nvidias_b200_values_scaled_and_no_untuned_note() -> None:
+    plan = plan_ops(params("llama2-70b", "v6.0", True, Scenarios="Interactive"), facts(B200X8))
+    assert not untuned_notes(plan)
+    summary = check_of(plan).summary()
+    assert summary.endswith("values: NVIDIA's v6.0 B200_SXM_180GB values for Interactive, scaled to 8 GPUs")
+    files = V6_0Round().system_files(B200X8, "llama2-70b", ("Interactive",), ("k_99",), allow_untuned=True)
+    ((_, _, provenance),) = files.provenance
+    assert provenance.tuned and provenance.skus == ("B200_SXM_180GB",) and provenance.scaled  # NVIDIA's x1, scaled
+
+
+def test_b200x8_on_v60_without_custom_support_names_the_configs_nvidia_publishes() -> None:
+    plan = plan_ops(params("llama2-70b", "v6.0", False, Scenarios="Interactive"), facts(B200X8))
+    assert check_of(plan).summary() == (
+        f"{GENERIC_CHECK}; values: the harness's own configs for this system; gpuconfigs/v6.0 holds NVIDIA's "
+        "B200_SXM_180GB llama2-70b values for Interactive (x1)"
+    )
+    assert not untuned_notes(plan)
+
+
+def test_b200_scenarios_the_v60_table_lacks_are_said_untuned_as_the_run_marks_them() -> None:
+    plan = plan_ops(params("llama2-70b", "v6.0", True), facts(B200X8))  # Offline, Server: no B200 entry in v6.0
+    (note,) = untuned_notes(plan)
+    assert note.startswith("NVIDIA's v6.0 configs tune NVIDIA B200, but gpuconfigs/v6.0 has no complete")
+    files = V6_0Round().system_files(B200X8, "llama2-70b", ("Offline", "Server"), ("k_99",), allow_untuned=True)
+    assert {s for s, _, p in files.provenance if not p.tuned} == {"Offline", "Server"}
+    donors = {sku for _, _, p in files.provenance for sku in p.skus}
+    assert donors and "B200_SXM_180GB" not in donors and all(d in note for d in donors)
+
+
+# -- H100 on v5.0 (tuned) ----------------------------------------------------------------------------------------
+
+
+def test_h100x8_on_v50_says_nvidias_h100_values_as_published() -> None:
+    plan = plan_ops(params("llama2-70b", "v5.0", True), facts(H100X8))
+    summary = check_of(plan).summary()
+    assert summary.endswith("values: NVIDIA's v5.0 H100_SXM_80GB values for Offline, Server, as published for 8 GPUs")
+    assert not untuned_notes(plan)
+
+
+def test_the_recorded_h100x1_on_v50_follows_the_tables_resolve() -> None:
+    plan = plan_ops(params("resnet50", "v5.0", True, Scenarios="Offline,Server"), facts(H100X1))
+    summary = check_of(plan).summary()
+    assert summary.endswith("values: NVIDIA's v5.0 H100_SXM_80GB values for Offline, Server, as published for 1 GPU")
+    # llama2-70b's smallest H100 class is TP2: the run generates none for one GPU, and plan says so
+    plan = plan_ops(params("llama2-70b", "v5.0", True), facts(H100X1))
+    assert check_of(plan).summary().endswith("values: no values for Offline, Server")
+
+
+# -- v5.1: Hopper runs v5.0's values, untuned --------------------------------------------------------------------
+
+
+def test_h200_on_v51_with_custom_support_names_v50s_h200_values_as_values_for_does() -> None:
+    plan = plan_ops(params("llama2-70b", "v5.1", True), facts(H200X1))
+    (note,) = untuned_notes(plan)
+    assert note.startswith(
+        "NVIDIA's v5.1 configs do not tune NVIDIA H200 (v5.0 is the last round that tunes it): the configs will be "
+        "generated from v5.0's values for NVIDIA H200 (H200_SXM_141GB)"
+    )
+    resolved, provenance = values_for(
+        "NVIDIA H200", 1, "llama2-70b", "Offline", workload_setting("llama2-70b", "default"), allow_untuned=True
+    )
+    assert provenance.untuned and provenance.source.startswith("v5.0 ") and resolved.sku == "H200_SXM_141GB"
+    with pytest.raises(ProfileError) as caught:
+        plan_ops(params("llama2-70b", "v5.1", False), facts(H200X1))
+    with pytest.raises(ProfileError) as run_time:
+        values_for(
+            "NVIDIA H200", 1, "llama2-70b", "Offline", workload_setting("llama2-70b", "default"), allow_untuned=False
+        )
+    assert str(caught.value) == str(run_time.value)
+
+
+# -- nothing known: nothing new ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("system", [None, NO_GPU], ids=["gpus-unread", "no-gpu"])
+@pytest.mark.parametrize("custom", [False, True])
+def test_a_host_without_gpus_gets_the_plan_it_had(system: HostSystem | None, custom: bool) -> None:
+    plan = plan_ops(params("llama2-70b", "v6.1", custom), facts(system))
+    summary = check_of(plan).summary()
+    assert summary.endswith("values from gpuconfigs/") if custom else summary == GENERIC_CHECK
+    assert not untuned_notes(plan)
+
+
+def test_an_assumed_round_says_nothing_of_the_gpu() -> None:
+    # No HarnessRound and no checkout yet: the round is a guess, so is anything about its configs.
+    plan = plan_ops(params("llama2-70b", None, False), facts(H200X1))
+    assert check_of(plan).summary() == GENERIC_CHECK and not untuned_notes(plan)
+
+
+# -- the command line --------------------------------------------------------------------------------------------
+
+
+def test_workload_plan_shows_the_note_and_the_refusal(tmp_path: Path) -> None:
+    def action(custom: bool) -> dict[str, Any]:
+        return {
+            "Type": "MLPerfExecutor",
+            "Parameters": {
+                "Scenario": f"llama2-custom-{custom}",
+                "Model": "llama2-70b",
+                "HarnessRound": "v6.1",
+                "RequireCustomSystemSupport": custom,
+                "RepoPath": str(tmp_path / "nowhere"),
+                "ScratchPath": str(tmp_path),
+                "SystemDescription": json.dumps(H200X1.to_json()),
+                "DockerBaseUrl": "tcp://127.0.0.1:9",
+            },
+        }
+
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({"Description": "1x H200 on v6.1", "Actions": [action(False), action(True)]}))
+    out = subprocess.run(
+        [sys.executable, "-m", "workload", "plan", "--profile", str(profile)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    text = out.stdout + out.stderr
+    assert "Traceback" not in text, text
+    assert "would fail if run now:" in text and "1 would fail if run now." in text, text
+    assert "HarnessRound v6.1: NVIDIA's v6.1 harness has no tuned configs for NVIDIA H200" in text, text
+    assert "note: NVIDIA's v6.1 configs do not tune NVIDIA H200 (v5.0 is the last round that tunes it)" in text, text
+    assert "(config_tuned=false)" in text, text
