@@ -267,7 +267,7 @@ def run_with_servers(  # the interpreter does the same with its own handlers
                 llm_server.start(exec_for(op.container), op.spec)
                 running.append(op)
                 took = llm_server.wait_ready(exec_for(op.container), op.spec)
-                log(f"LLM server for {op.what} answers on {op.spec.url} after {took:.0f}s")
+                log(f"LLM server for {op.what} answers on {op.spec.where()} after {took:.0f}s")
             elif isinstance(op, StopServer):
                 llm_server.stop(exec_for(op.container), op.spec)
                 running[:] = [s for s in running if s.spec != op.spec]

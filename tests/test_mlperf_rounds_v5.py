@@ -93,7 +93,7 @@ def test_v51_plan_serves_each_llm_scenario_and_passes_the_round_flags() -> None:
     shown = commands(plan.ops)
     # plan prints exactly the start, probe and stop commands apply runs (docker exec in the container).
     assert any("llm-server " in line and "make run_llm_server" in line for line in shown)
-    assert any("llm-server-probe" in line and "http://127.0.0.1:30000/health" in line for line in shown)
+    assert any("llm-server-probe" in line and line.endswith(" /health 127.0.0.1:30000") for line in shown)
     assert any("llm-server-stop" in line for line in shown)
     collect = [op for op in plan.ops if isinstance(op, CollectResults)]
     assert collect[0].expected[0].benchmark == "llama2-70b-99"

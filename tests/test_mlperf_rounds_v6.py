@@ -64,7 +64,7 @@ def test_v60_plan_pulls_the_given_image_serves_each_scenario_and_uses_accuracy_t
     assert runs.count("StartServer") == runs.count("StopServer") == 4  # 2 scenarios x 2 test modes
     assert runs[:4] == ["StartServer", "MakeTarget", "CollectResults", "StopServer"]
     start = next(op for op in plan.ops if isinstance(op, StartServer))
-    assert start.spec.url == "127.0.0.1:31555"
+    assert start.spec.urls == ("127.0.0.1:31555",)
     assert (
         "RUN_ARGS=--benchmarks=llama2-70b --scenarios=Offline --accuracy_target=0.99 --core_type=trtllm_endpoint "
         "--server_in_foreground --trtllm_server_urls=127.0.0.1:31555"

@@ -16,25 +16,28 @@ No Docker here (the run in a real container is ``tests/test_mlperf_v6_run.py``).
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from workload.errors import ProfileError
-from workload.mlperf import configgen_v6, endpoint_target
+from workload.mlperf import configgen_v6, endpoint_target, server_urls
 from workload.mlperf.endpoint_ops import RunEndpointsClient
 from workload.mlperf.gpuconfigs_v61 import load_table61
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.ops import to_changes
 from workload.mlperf.planner import plan_ops
+from workload.mlperf.server_ops import StartServer
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
 from workload.mlperf.system import HostSystem
 
@@ -112,7 +115,7 @@ def test_server_and_interactive_configs_have_the_schema_of_nvidias_online_endpoi
             name="n",
             model="m",
             scenario=scenario,
-            url="127.0.0.1:30000",
+            urls=["127.0.0.1:30000"],
             report_dir="/r",
             min_duration_ms=600000,
             samples=24576,
@@ -130,7 +133,7 @@ def test_server_and_interactive_configs_have_the_schema_of_nvidias_online_endpoi
             name="n",
             model="m",
             scenario="Offline",
-            url="h:1",
+            urls=["h:1"],
             report_dir="/r",
             min_duration_ms=1,
             samples=7,
@@ -145,7 +148,7 @@ def test_server_and_interactive_configs_have_the_schema_of_nvidias_online_endpoi
             name="n",
             model="m",
             scenario="Server",
-            url="h:1",
+            urls=["h:1"],
             report_dir="/r",
             min_duration_ms=1,
             samples=1,
@@ -330,7 +333,7 @@ def test_the_clients_accuracy_phase_needs_a_dataset_the_config_we_write_does_not
             name="n",
             model="llama2-70b-99",
             scenario="Offline",
-            url=server,
+            urls=[server],
             report_dir=str(report),
             min_duration_ms=1000,
             samples=8,
@@ -434,24 +437,44 @@ def test_overrides_the_run_does_not_read_stay_a_note_and_the_harness_still_takes
 
 
 class _Health(http.server.BaseHTTPRequestHandler):
+    """A trtllm-serve's two routes the client uses: /health, and the OpenAI route it sends queries to (counted)."""
+
+    posts: ClassVar[dict[int, int]] = {}
+
     def do_GET(self) -> None:
         self.send_response(200 if self.path == "/health" else 404)
         self.end_headers()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        port = self.server.server_address[1]
+        _Health.posts[port] = _Health.posts.get(port, 0) + (self.path == "/v1/chat/completions")
+        self.send_response(200 if self.path == "/v1/chat/completions" else 404)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
 
     def log_message(self, *args: Any) -> None:
         pass
 
 
+@contextlib.contextmanager
+def _servers(count: int) -> Iterator[list[str]]:
+    httpds = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health) for _ in range(count)]
+    for httpd in httpds:
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield [f"127.0.0.1:{h.server_address[1]}" for h in httpds]
+    finally:
+        for httpd in httpds:
+            httpd.shutdown()
+            httpd.server_close()
+
+
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with _servers(1) as (url,):
+        yield url
 
 
 def run_standin(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -467,7 +490,7 @@ def test_standin_server_report_parses_as_an_endpoints_server_result(tmp_path: Pa
             name="n",
             model="llama2-70b-99",
             scenario="Server",
-            url=server,
+            urls=[server],
             report_dir=str(report),
             min_duration_ms=600000,
             samples=24576,
@@ -520,7 +543,7 @@ def test_standin_refuses_what_the_clients_schema_refuses(
             name="n",
             model="m",
             scenario="Server",
-            url=server,
+            urls=[server],
             report_dir=str(tmp_path / "r"),
             min_duration_ms=1000,
             samples=1,
@@ -573,3 +596,254 @@ def test_real_interactive_fixture_is_the_published_file() -> None:
         "use_legacy_loadgen_qps_metrics": True,
     }
     assert len(summary["ttft"]["histogram"]["counts"]) == 30
+
+
+# --- several servers (one per data-parallel rank): read from the harness's configs, all waited for, all sent to ----
+
+NVIDIA_TREE = ROOT / "tests/fixtures/harness/rounds/v6.1/tree/closed/NVIDIA"
+B300_OFFLINE = "configs/llama2_70b/B300-SXM-270GBx8/TRTLLM/Offline"
+
+
+def reader(files: dict[str, str]) -> Any:
+    return files.get
+
+
+def test_every_server_is_an_endpoint_of_the_client_with_workers_a_multiple_of_their_count() -> None:
+    def config(urls: list[str]) -> dict[str, Any]:
+        text = configgen_v6.endpoint_config(
+            name="n",
+            model="m",
+            scenario="Server",
+            urls=urls,
+            report_dir="/r",
+            min_duration_ms=1,
+            samples=1,
+            target_qps=5,
+            max_new_tokens=1,
+        )
+        return dict(json.loads(text))
+
+    one = config(["127.0.0.1:30000"])
+    assert one["endpoint_config"]["endpoints"] == ["http://127.0.0.1:30000"] and "client" not in one["settings"]
+    eight = [f"127.0.0.1:{30000 + i}" for i in range(8)]
+    many = config(eight)
+    assert many["endpoint_config"]["endpoints"] == [f"http://{u}" for u in eight]
+    assert many["settings"]["client"] == {"num_workers": 16}  # 2 workers (and queries) per server, not 2,2,1,1...
+    assert [configgen_v6.client_workers(n) for n in (2, 3, 4, 8, 16, 25)] == [10, 12, 12, 16, 16, 25]
+    with pytest.raises(ValueError, match="at least one server URL"):
+        config([])
+
+
+def _standin_run(tmp_path: Path, urls: list[str], **settings: Any) -> subprocess.CompletedProcess[str]:
+    config = json.loads(
+        configgen_v6.endpoint_config(
+            name="n",
+            model="llama2-70b-99",
+            scenario="Offline",
+            urls=urls,
+            report_dir=str(tmp_path / "r"),
+            min_duration_ms=1000,
+            samples=8,
+            target_qps=None,
+            max_new_tokens=8,
+        )
+    )
+    config["settings"].update(settings)
+    path = tmp_path / "endpoint.yaml"
+    path.write_text(json.dumps(config))
+    return run_standin(path)
+
+
+def test_standin_client_sends_to_every_server_as_the_real_clients_workers_do(tmp_path: Path) -> None:
+    _Health.posts.clear()
+    with _servers(3) as urls:
+        done = _standin_run(tmp_path, urls)  # num_workers 12: 4 per server
+        assert done.returncode == 0, done.stderr
+        assert sorted(_Health.posts.values()) == [4, 4, 4]
+        assert "Requests per endpoint: " + ", ".join(f"http://{u} 4" for u in urls) in done.stdout
+        _Health.posts.clear()
+        # the client's own 10 workers over 3 servers: worker w -> server w % 3, so the first gets 4, the others 3
+        done = _standin_run(tmp_path, urls, client={})
+        assert done.returncode == 0, done.stderr
+        assert [_Health.posts[int(u.rpartition(":")[2])] for u in urls] == [4, 3, 3]
+
+
+def test_standin_client_fails_naming_a_server_that_does_not_answer(tmp_path: Path) -> None:
+    with _servers(1) as (up,), socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        down = f"127.0.0.1:{closed.getsockname()[1]}"
+        done = _standin_run(tmp_path, [up, down])
+    assert done.returncode == 1 and f"Setup failed: endpoint http://{down} is not reachable" in done.stderr
+
+
+def test_nvidias_server_py_names_no_urls_so_its_default_is_one_server_per_rank_from_30000() -> None:
+    files = {p: (NVIDIA_TREE / p).read_text() for p in (f"{B300_OFFLINE}/server.py",)}
+    files[f"{B300_OFFLINE}/trtllm-serve-ifb-1gpu.yaml"] = (
+        NVIDIA_TREE / B300_OFFLINE / "trtllm-serve-ifb-1gpu.yaml"
+    ).read_text()
+    server_py = f"{B300_OFFLINE}/server.py"
+    served = server_urls.resolve(server_py, reader(files), "0.99", gpu_count=lambda: 8, base_port=30000)
+    assert served.urls == tuple(f"127.0.0.1:{30000 + i}" for i in range(8))
+    assert served.source.startswith(f"NVIDIA's default ({server_py} names no trtllm_server_urls: one server per 1")
+    assert served.note is None  # LLMServerPort 30000 upward is what NVIDIA's default gives
+    other = server_urls.resolve(server_py, reader(files), "0.99", gpu_count=lambda: 8, base_port=31000)
+    assert other.urls == served.urls  # LLMServerPort does not move NVIDIA's servers: the files win, and say so
+    assert other.note is not None and "127.0.0.1:30000-30007 (8 servers)" in other.note
+    assert "not from LLMServerPort=31000" in other.note
+    # GPUs per server from the YAML: TP x PP, or the MoE expert parallel size when above 1
+    yaml = f"{B300_OFFLINE}/trtllm-serve-ifb-1gpu.yaml"
+    for text, count in (
+        ("tensor_parallel_size: 2\npipeline_parallel_size: 2\n", 2),
+        ("moe_expert_parallel_size: 8\n", 1),
+    ):
+        files[yaml] = "backend: pytorch\n" + text + "kv_cache_config:\n  tensor_parallel_size: 9\n"
+        got = server_urls.resolve(server_py, reader(files), "0.99", gpu_count=lambda: 8, base_port=30000)
+        assert len(got.urls) == count, text
+    files[yaml] = "tensor_parallel_size: 16\n"
+    with pytest.raises(server_urls.ServerConfigError, match=r"one server per 16 GPUs .* of this machine's 8: none"):
+        server_urls.resolve(server_py, reader(files), "0.99", gpu_count=lambda: 8, base_port=30000)
+
+
+def test_generated_files_are_read_back_as_written_from_llmserverport() -> None:
+    folder = "configs/llama2_70b/WL_B200-SXM-180GBx2/TRTLLM/Offline"
+    written = ["0.0.0.0:31000", "0.0.0.0:31001"]
+    provenance = configgen_v6.Provenance(("x",), True)
+    files = {
+        f"{folder}/server.py": configgen_v6.v61_server(folder, written, "fp4", provenance, "WL_B200", "2x B200"),
+        f"{folder}/harness.py": configgen_v6.v61_harness({"offline_expected_qps": 1}, written, provenance, "W", "d"),
+    }
+    served = server_urls.resolve(
+        f"{folder}/server.py",
+        reader(files),
+        "0.99",
+        gpu_count=lambda: pytest.fail("URLs given: no GPU count needed"),
+        base_port=31000,
+        harness_py=f"{folder}/harness.py",
+    )
+    assert served == server_urls.ServerUrls(
+        ("127.0.0.1:31000", "127.0.0.1:31001"),
+        f"{folder}/server.py (trtllm_server_urls: 0.0.0.0:31000, 0.0.0.0:31001)",
+    )
+
+
+def test_the_users_file_names_other_ports_per_accuracy_and_its_harness_py_is_checked() -> None:
+    server_py = """import nv_mlpinf.common.constants as C
+import nv_mlpinf.llmlib.fields as llm_fields
+base = {
+    llm_fields.trtllm_yml_override: paths.PROJECT_BASE_DIR / 'configs/x.yaml',
+    llm_fields.trtllm_server_urls: ['node0:32000', 'node0:32001'],
+}
+high = {**base, llm_fields.trtllm_server_urls: ['0.0.0.0:33000']}
+EXPORTS = {
+    C.WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget(0.99), C.PowerSetting.MaxQ): {},
+    C.WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget(0.99), C.PowerSetting.MaxP): base,
+    C.WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget(0.999), C.PowerSetting.MaxP): high,
+}
+"""
+    harness_py = server_py.replace("['0.0.0.0:33000']", "['0.0.0.0:34000']")
+    files = {"s.py": server_py, "h.py": harness_py}
+    low = server_urls.resolve("s.py", reader(files), "0.99", gpu_count=lambda: 8, base_port=30000, harness_py="h.py")
+    assert low.urls == ("127.0.0.1:32000", "127.0.0.1:32001")  # every server binds 0.0.0.0: probed locally
+    assert low.note == (
+        "trtllm-serve on 127.0.0.1:32000, 127.0.0.1:32001 as s.py (trtllm_server_urls: node0:32000, node0:32001) "
+        "says, not from LLMServerPort=30000 (LLMServerPort sets the ports of the config files workload generates)"
+    )
+    assert low.warning is None  # harness.py sends where server.py starts them
+    high = server_urls.resolve("s.py", reader(files), "0.999", gpu_count=lambda: 8, base_port=33000, harness_py="h.py")
+    assert high.urls == ("127.0.0.1:33000",) and high.note is None
+    assert high.warning == (
+        "h.py sends the queries to 0.0.0.0:34000 while s.py starts the servers on 127.0.0.1:33000: NVIDIA's harness "
+        "would wait for servers that never come"
+    )
+    # no EXPORTS entry for the target: the harness stops ("Config not found"); LLMServerPort is waited on
+    none = server_urls.resolve("s.py", reader({"s.py": "EXPORTS = {}\n"}), "0.99", gpu_count=lambda: 8, base_port=1)
+    assert none.urls == ("127.0.0.1:1",) and "has no EXPORTS entry for AccuracyTarget(0.99)" in none.source
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("llm_fields.trtllm_server_urls: [f'0.0.0.0:{30000 + i}' for i in range(2)]", "not a list of 'host:port'"),
+        ("llm_fields.trtllm_server_urls: ['0.0.0.0']", "'0.0.0.0' is not 'host:port'"),
+        ("llm_fields.trtllm_server_urls: []", "an empty list: the harness would start no server"),
+        ("llm_fields.trtllm_yml_override: some_path", "trtllm_yml_override is some_path; workload reads"),
+        ("model_fields.precision: 'fp4'", "names neither trtllm_server_urls nor trtllm_yml_override"),
+    ],
+)
+def test_server_values_workload_cannot_read_are_one_error_naming_the_file(entry: str, message: str) -> None:
+    text = (
+        "cfg = {" + entry + "}\nEXPORTS = {C.WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget(0.99), "
+        "C.PowerSetting.MaxP): cfg}\n"
+    )
+    with pytest.raises(server_urls.ServerConfigError) as caught:
+        server_urls.resolve(
+            "configs/x/server.py", reader({"configs/x/server.py": text}), "0.99", gpu_count=lambda: 8, base_port=30000
+        )
+    assert str(caught.value).startswith("configs/x/server.py: ") and message in str(caught.value), caught.value
+
+
+def test_plan_shows_a_placeholder_before_the_system_check_and_every_server_after() -> None:
+    given = params("llama2-70b", "Offline", TestModes="PerformanceOnly")
+    before = plan_ops(given, facts())
+    (start,) = [op for op in before.ops if isinstance(op, StartServer)]
+    assert "answers on 127.0.0.1:<ports from the system check>" in start.summary()
+    (client,) = client_ops(before)
+    assert json.loads(client.config_text)["endpoint_config"]["endpoints"] == [
+        "http://127.0.0.1:<ports from the system check>"
+    ]
+    urls = ("127.0.0.1:31000", "127.0.0.1:31001")
+    served = {("Offline", "0.99"): server_urls.ServerUrls(urls, "configs/x/server.py (trtllm_server_urls: ...)")}
+    after = plan_ops(given, facts(), system_name="WL_X", server_urls=served).after_system_check()
+    (start,) = [op for op in after if isinstance(op, StartServer)]
+    assert start.spec.probe_argv()[-2:] == urls and start.spec.free_argv()[-2:] == urls
+    assert "answers on 127.0.0.1:31000, 127.0.0.1:31001" in start.summary()
+    (client,) = [op for op in after if isinstance(op, RunEndpointsClient)]
+    config = json.loads(client.config_text)
+    assert config["endpoint_config"]["endpoints"] == [f"http://{u}" for u in urls]
+    assert config["settings"]["client"] == {"num_workers": 10}
+    assert "against 127.0.0.1:31000, 127.0.0.1:31001" in client.summary()
+    harness = plan_ops(
+        params("llama2-70b", "Offline", Client="harness"), facts(), system_name="WL_X", server_urls=served
+    )
+    titles = [c.summary for c in to_changes(harness.after_system_check())]
+    assert any("against trtllm-serve on 127.0.0.1:31000, 127.0.0.1:31001" in t for t in titles), titles
+
+
+def test_the_standin_run_llm_server_derives_nvidias_default_as_workload_reads_it(tmp_path: Path) -> None:
+    """NVIDIA's B300 server.py names no URLs: the stand-in's run_llm_server (upstream's
+    ``TrtllmEndpointServerConfig`` rule) and :func:`server_urls.resolve` give the same servers for 8 and 4 GPUs and
+    for a TP2 YAML. (The stand-in's own function, run on NVIDIA's file: no server is started.)"""
+    program = (
+        "import json, sys\n"
+        "import nv_mlpinf.common.constants as C\n"
+        "from nv_mlpinf.main import import_benchmark_module, server_endpoints\n"
+        "from nv_mlpinf.common import paths\n"
+        "module = import_benchmark_module(paths.PROJECT_BASE_DIR / 'configs', C.benchmark('llama2-70b'), "
+        "C.scenario('Offline'), 'run_llm_server', 'B300-SXM-270GBx8')\n"
+        "setting = C.WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget(0.99), C.PowerSetting.MaxP)\n"
+        "print(json.dumps(server_endpoints(module.EXPORTS[setting], None)))\n"
+    )
+    from tests.fixtures.harness.make_round import make_round_tree
+
+    tree = make_round_tree(tmp_path / "repo", "v6.1")
+    yaml = tree / B300_OFFLINE / "trtllm-serve-ifb-1gpu.yaml"
+    for gpus, yaml_text in ((8, None), (4, None), (8, "backend: pytorch\ntensor_parallel_size: 2\n")):
+        if yaml_text is not None:
+            yaml.write_text(yaml_text)
+        detected = {**B200X8.to_json(), "gpu_name": "NVIDIA B300 SXM6 AC", "gpu_count": gpus}
+        (tmp_path / "standin_detected_system.json").write_text(json.dumps(detected))
+        done = subprocess.run(
+            [sys.executable, "-c", program],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PYTHONPATH": str(tree / "src"), "MLPERF_SCRATCH_PATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        )
+        assert done.returncode == 0, done.stderr
+        standin = json.loads(done.stdout.strip().splitlines()[-1])
+        read = lambda path: (tree / path).read_text() if (tree / path).exists() else None  # noqa: E731
+        ours = server_urls.resolve(
+            f"{B300_OFFLINE}/server.py", read, "0.99", gpu_count=lambda g=gpus: g, base_port=30000
+        )
+        assert [f"127.0.0.1:{u.rpartition(':')[2]}" for u in standin] == list(ours.urls), (gpus, yaml_text)
+        assert len(standin) == (gpus if yaml_text is None else gpus // 2)

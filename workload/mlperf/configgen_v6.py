@@ -210,12 +210,23 @@ def v61_harness(
     return "\n".join(out)
 
 
+#: The fewest workers the endpoints client starts on its own (``endpoint_client/config.py``
+#: ``_get_auto_num_workers``: ``min_workers = 10``).
+CLIENT_MIN_WORKERS = 10
+
+
+def client_workers(servers: int) -> int:
+    """The endpoints client's worker count for ``servers`` servers: the smallest multiple of ``servers`` that is at
+    least the client's own minimum, so every server gets as many workers (and queries) as the others."""
+    return servers * -(-CLIENT_MIN_WORKERS // servers)
+
+
 def endpoint_config(
     *,
     name: str,
     model: str,
     scenario: str,
-    url: str,
+    urls: Sequence[str],
     report_dir: str,
     min_duration_ms: int,
     samples: int,
@@ -231,7 +242,21 @@ def endpoint_config(
     for TTFT/TPOT measurement"), no sample count: the client issues target_qps x min_duration (its
     ``RuntimeConfig``: "Calculated from QPS * duration"). ValueError for an online scenario without a positive
     ``target_qps`` (the client's own rule: "Poisson requires --target-qps").
+
+    ``urls`` (``host:port`` each) are every trtllm-serve server of the run, all in ``endpoint_config.endpoints``:
+    the client's schema takes a list (``config/schema.py`` ``EndpointConfig.endpoints``: ``list[str]``,
+    ``min_length=1``, "Endpoint URL(s)"), its benchmark joins each with the API route into
+    ``HTTPClientConfig.endpoint_urls`` (``commands/benchmark/execute.py``), and each worker process sends to
+    ``endpoint_urls[worker_id % len(endpoint_urls)]`` (``endpoint_client/worker.py`` ``_make_http_request``) while
+    queries go to the workers round-robin (``endpoint_client/http_client.py`` ``issue``: ``cycle(range(num_workers))``).
+    A server's share is its workers' share, so with several servers ``settings.client.num_workers`` is set to a
+    multiple of their count (:func:`client_workers`; NVIDIA's own ``endpoint.yaml`` files set it too:
+    ``configs/qwen3_vl_235b_a22b/VR-NVL72_VR-288GB_aarch64x72/VLLM/Server/endpoint.yaml`` ``num_workers: 8``);
+    the client's default (``_get_auto_num_workers``: the NUMA node's CPUs, 10 to 24) would give 8 servers 2, 2, 1, 1,
+    ... of 10 workers. One server takes the client's default.
     """
+    if not urls:
+        raise ValueError("the endpoints client needs at least one server URL")
     online = scenario in ("Server", "Interactive")
     params: dict[str, Any] = {"name": model, "max_new_tokens": max_new_tokens}
     runtime: dict[str, Any] = {"min_duration_ms": min_duration_ms}
@@ -250,8 +275,12 @@ def endpoint_config(
         "submission_ref": {"model": model, "ruleset": "mlperf-inference-v6.1"},
         "model_params": params,
         "datasets": [{"name": model, "type": "performance"}],
-        "settings": {"runtime": runtime, "load_pattern": pattern},
-        "endpoint_config": {"endpoints": [f"http://{url}"], "api_key": None},
+        "settings": {
+            "runtime": runtime,
+            "load_pattern": pattern,
+            **({"client": {"num_workers": client_workers(len(urls))}} if len(urls) > 1 else {}),
+        },
+        "endpoint_config": {"endpoints": [f"http://{url}" for url in urls], "api_key": None},
         "report_dir": report_dir,
     }
     return json.dumps(config, indent=2) + "\n"

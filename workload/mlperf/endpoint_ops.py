@@ -4,9 +4,11 @@
 :func:`workload.mlperf.configgen_v6.endpoint_config`) into the checkout, then runs
 ``inference-endpoint benchmark from-config -c <config> --timeout <s>`` in the harness container (Offline: every
 sample at once; Server and Interactive: a Poisson load at a target QPS, :mod:`workload.mlperf.endpoint_target`)
-against the trtllm-serve a :class:`~workload.mlperf.server_ops.StartServer` before it started. The client writes its
-report (``config.yaml``, ``performance/result_summary.json``, ``accuracy/accuracy_results.json``, ``report.txt``) into
-the run's ``LOG_DIR/<system>_TRT/<benchmark>/<Scenario>``, where the ``CollectResults`` after it finds it.
+against the trtllm-serve servers a :class:`~workload.mlperf.server_ops.StartServer` before it started, every one in
+``endpoint_config.endpoints`` (the client spreads the load over them by worker: see
+:func:`~workload.mlperf.configgen_v6.endpoint_config`). The client writes its report (``config.yaml``,
+``performance/result_summary.json``, ``accuracy/accuracy_results.json``, ``report.txt``) into the run's
+``LOG_DIR/<system>_TRT/<benchmark>/<Scenario>``, where the ``CollectResults`` after it finds it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from workload.commands import Command
 from workload.mlperf.ops import ContainerRef, Op
 from workload.mlperf.results import Expected
+from workload.mlperf.server_urls import describe
 
 
 @dataclass(frozen=True)
@@ -30,15 +33,16 @@ class RunEndpointsClient(Op):
     expected: tuple[Expected, ...]
     scenarios: tuple[str, ...]
     test_mode: str
-    url: str
+    #: The servers the client sends to (``host:port`` each; its workers spread over them).
+    urls: tuple[str, ...]
     #: How the queries are sent, for the summary (``Poisson at 12.5 queries/s (the parameter ServerTargetQps)``).
     load: str = ""
 
     def summary(self) -> str:
         load = f", {self.load}" if self.load else ""
         return (
-            f"run MLCommons' endpoints client ({', '.join(self.scenarios)} {self.test_mode}) against {self.url}"
-            f"{load}, its config written to {self.config_path}"
+            f"run MLCommons' endpoints client ({', '.join(self.scenarios)} {self.test_mode}) against "
+            f"{describe(self.urls)}{load}, its config written to {self.config_path}"
         )
 
     def commands(self) -> tuple[Command, ...]:

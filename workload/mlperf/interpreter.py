@@ -44,6 +44,7 @@ from workload.mlperf.ops import (
 )
 from workload.mlperf.planner import MLPerfPlan, plan_ops
 from workload.mlperf.server_ops import StartServer, StopServer
+from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import STATE_KEY, MLPerfFacts, MLPerfParameters
 from workload.mlperf.space_check import HINT, CheckFreeSpace, parse_df, refusal, shortfalls
 from workload.mlperf.system_support import SystemSupport, system_text, tail
@@ -82,6 +83,8 @@ class Interpreter:
     refused: set[str] = field(default_factory=set)
     #: Where each (scenario, benchmark)'s config values come from (the system check decides; kept with each result).
     sources: config_sources.Sources = field(default_factory=dict)
+    #: The LLM servers of each (scenario, accuracy target) the system check read from the harness's configs (v6.1).
+    server_urls: dict[tuple[str, str], ServerUrls] = field(default_factory=dict)
     client: Any = field(default=None, init=False)
     _stack: ExitStack = field(default_factory=ExitStack, init=False)
 
@@ -114,15 +117,17 @@ class Interpreter:
                 # The one place docker SDK exceptions become errors naming host, op and Docker call.
                 with docker_boundary(self.ctx.host.name, doing=_doing(op)):
                     handler(op)
-                if isinstance(op, IdentifySystem) and (self.blocked or self.system_name):
+                if isinstance(op, IdentifySystem) and (self.blocked or self.system_name or self.server_urls):
                     # The rule IdentifySystem carries: plan the rest again without what cannot run (and, for
-                    # rounds that name systems by id, with the SYSTEM_NAME the check decided).
+                    # rounds that name systems by id, with the SYSTEM_NAME the check decided and the LLM servers
+                    # the harness's configs start).
                     again = plan_ops(
                         self.params,
                         self.facts,
                         run_id=self.plan.inputs.run_id,
                         blocked=frozenset(self.blocked),
                         system_name=self.system_name,
+                        server_urls=self.server_urls,
                     )
                     ops = ops[: index + 1] + list(again.after_system_check())
                 index += 1
@@ -181,6 +186,7 @@ class Interpreter:
                 self.ctx.log,
             )
             self.system_name, self.blocked, self.sources = decision.system_name, decision.blocked, decision.sources
+            self.server_urls = decision.server_urls
             self._refuse_blocked()
             return
         support = SystemSupport(
@@ -300,14 +306,16 @@ class Interpreter:
         """Start the server detached; from here on it is stopped when the step ends, however it ends."""
         container = self._running()
         self.ctx.stop_if_cancelled(f"the LLM server for {op.what}")
+        if not all(url.rpartition(":")[2].isdigit() for url in op.spec.urls):
+            raise self.step.fail(f"internal: no server URLs for {op.what} from the system check", self.ctx)
         self.ctx.log(f"$ docker exec {container.spec.name} {shlex.join(op.spec.argv)} (detached)")
         self._stack.callback(self._stop_server_at_exit, op)
         try:
             llm_server.start(self._server_exec, op.spec)
-            took = llm_server.wait_ready(self._server_exec, op.spec)
+            took = llm_server.wait_ready(self._server_exec, op.spec, log=self.ctx.log)
         except BenchmarkFailed as exc:
             raise self.step.fail(str(exc), self.ctx) from None
-        self.ctx.log(f"LLM server for {op.what} answers on {op.spec.url} after {took:.0f}s")
+        self.ctx.log(f"LLM server for {op.what} answers on {op.spec.where()} after {took:.0f}s")
 
     def _stop_server(self, op: StopServer) -> None:
         import docker

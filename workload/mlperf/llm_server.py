@@ -4,25 +4,29 @@ From v5.1 NVIDIA's harness runs LLM benchmarks against a server: ``make run_llm_
 ``trtllm-serve`` (port 30000 by default, ``code/llmlib/fields.py`` ``trtllm_server_urls``), and ``make run_harness``
 with ``--trtllm_server_urls=<host:port>`` sends LoadGen's queries to it (NVIDIA's
 ``scripts/slurm_llm/local_node_instance/run_servers_and_harness.sh`` does the same on Slurm, ending with
-``pkill -9 make``). This module does it on one machine with a bounded wait and a stop that runs on every way out.
+``pkill -9 make``). In v6.1 one ``make run_llm_server`` starts one trtllm-serve per URL of its config (one per
+data-parallel rank, ports P, P+1...; :mod:`workload.mlperf.server_urls`), all in the make's process group. This
+module does it on one machine with one bounded wait for every server and a stop that runs on every way out.
 
 Every step is an argv tuple run by the caller's ``exec`` (a ``docker exec`` in the harness container, or any other
 transport): :class:`ServerSpec` renders them, so ``plan`` prints exactly what :func:`serving` runs.
 
-- **start** first checks that nothing listens on the server's port yet (a leftover server would answer the probes
-  in our server's place), then runs the server command under ``setsid`` (its own process group, so a stop reaches
-  make, its Python and every worker it spawns) in the background with its output in ``log_path`` and its group id
-  in ``pid_path``; the exec itself returns at once.
-- **probe** asks ``http://<url><health_path>`` (trtllm-serve's ``/health``): exit 0 when it answers 200, 3 when
-  the server's process group is gone (it died: waiting longer is pointless), 5 when the group answers on another
-  port instead (below), anything else when not ready yet.
-- **another port**: a server whose config names another port than ours (NVIDIA's or the user's ``server.py``
-  with ``trtllm_server_urls`` other than ``LLMServerPort``) never answers on ours, and the wait would last the whole
-  ``ready_timeout_s``. When ours does not answer, the probe reads the TCP ports the server's process group listens
-  on (``/proc/net/tcp{,6}`` rows in state LISTEN whose socket inode is an open fd of a process of the group) and
-  asks each for ``health_path``; one that answers 200, while our port is not listened on and named by no process
-  of the group's command line (a ``--port P``, ``host:P`` or ``--port=P`` argument: a server that will listen on
-  ours, still loading beside one that is up, is waited for), ends the wait at once naming both ports.
+- **start** first checks that nothing listens on any of the servers' ports yet (a leftover server would answer the
+  probes in ours' place), then runs the server command under ``setsid`` (its own process group, so a stop reaches
+  make, its Python and every server and worker it spawns) in the background with its output in ``log_path`` and
+  its group id in ``pid_path``; the exec itself returns at once.
+- **probe** asks every ``http://<url><health_path>`` (trtllm-serve's ``/health``) in one exec: exit 0 when all
+  answer 200 (else it prints which answer and which not), 3 when the server's process group is gone (it died:
+  waiting longer is pointless), 5 when the group will never answer on the missing ones (below), anything else when
+  not ready yet. :func:`wait_ready` polls it against one deadline for all servers and names the URLs that never
+  answered.
+- **never**: a server whose config names other ports than ours never answers on ours, and the wait would last the
+  whole ``ready_timeout_s``. When some of ours do not answer, the probe reads the TCP ports the server's process
+  group listens on (``/proc/net/tcp{,6}`` rows in state LISTEN whose socket inode is an open fd of a process of the
+  group) and the ports its processes' command lines name (a ``--port P``, ``host:P`` or ``--port=P`` argument). A
+  missing port the group listens on or names is waited for (a server still loading beside one that is up);
+  when none is, and the group answers on another port (printed ``elsewhere: P...``) or on some of ours (a rank
+  that exited, or one its config does not start), the wait ends at once naming them.
 - **stop** sends SIGTERM to the group, waits up to ``stop_grace_s``, then SIGKILL, and removes the pid file; it
   is a no-op when no server was started (no pid file), so it is safe to run twice.
 
@@ -39,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from workload.errors import BenchmarkFailed
+from workload.mlperf.server_urls import describe
 
 #: Runs one argv where the server lives; returns (exit code, output).
 Exec = Callable[[Sequence[str]], tuple[int, str]]
@@ -51,7 +56,7 @@ HEALTH_PATH = "/health"
 DEAD = 3
 #: Exit code of the port check when something already listens there (another server would answer our probes).
 BUSY = 4
-#: Exit code of the probe when the server answers on another port than ours (printed: ``answers on P...``).
+#: Exit code of the probe when the group will never answer on the missing URLs (printed: ``elsewhere: P...``).
 ELSEWHERE = 5
 #: The parameter that sets the port the rounds' servers are waited for on.
 PORT_PARAMETER = "LLMServerPort"
@@ -63,28 +68,32 @@ _START = (
 # Python instead of curl: NVIDIA's image always has python3, not always curl. The program is one argument (shown
 # as it is by `plan`); argv: the health URL, the group id. See the module docstring for "another port".
 _PROBE = (
-    'p=$(cat "$1" 2>/dev/null) || exit 3; kill -0 -- "-$p" 2>/dev/null || exit 3; '
-    'exec python3 -c "$3" "$2" "$p" 2>/dev/null'
+    'p=$(cat "$1" 2>/dev/null) || exit 3; kill -0 -- "-$p" 2>/dev/null || exit 3; shift; '
+    'exec python3 -c "$1" "$p" "${@:2}" 2>/dev/null'
 )
+# argv: the group id, the health path, then every server's host:port. Prints "answering: ..." and "waiting: ..."
+# (host:port each) and, when it gives up, "elsewhere: <port>..." (ports of the group answering that are not ours).
 _PROBE_PY = """import os, sys, urllib.request as u
-url, group = sys.argv[1], sys.argv[2]
-def ok(address):
+group, path, urls = sys.argv[1], sys.argv[2], sys.argv[3:]
+def ok(where):
     try:
-        return u.urlopen(address, timeout=2).status == 200
+        return u.urlopen(f"http://{where}{path}", timeout=2).status == 200
     except Exception:
         return False
-if ok(url):
+waiting = [w for w in urls if not ok(w)]
+if not waiting:
     sys.exit(0)
-scheme, rest = url.split("://", 1)
-where, _, path = rest.partition("/")
-host, _, port = where.rpartition(":")
-inodes, named = set(), False
+print("answering:", *[w for w in urls if w not in waiting])
+print("waiting:", *waiting)
+ours = {w.rpartition(":")[2] for w in urls}
+inodes, named = set(), set()
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[2] != group:
             continue
         args = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace").split(chr(0))
-        named = named or any(a == port or a.endswith(":" + port) or a == "--port=" + port for a in args)
+        for a in args:
+            named.update(p for p in ours if a == p or a.endswith(":" + p) or a == "--port=" + p)
         for fd in os.listdir(f"/proc/{pid}/fd"):
             link = os.readlink(f"/proc/{pid}/fd/{fd}")
             if link.startswith("socket:["):
@@ -99,19 +108,27 @@ for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         continue
     for f in (row.split() for row in rows):
         if len(f) > 9 and f[3] == "0A" and f[9] in inodes:
-            listening.add(int(f[1].rsplit(":", 1)[1], 16))
-if named or int(port) in listening:
+            listening.add(str(int(f[1].rsplit(":", 1)[1], 16)))
+if any(w.rpartition(":")[2] in named | listening for w in waiting):
     sys.exit(1)
-others = [p for p in sorted(listening) if ok(f"{scheme}://{host}:{p}/{path}")]
-if others:
-    print("answers on", *others)
-    sys.exit(5)
-sys.exit(1)
+host = urls[0].rpartition(":")[0]
+others = [p for p in sorted(listening - ours, key=int) if ok(f"{host}:{p}")]
+print("elsewhere:", *others)
+sys.exit(5 if others or len(waiting) < len(urls) else 1)
 """
-_FREE = (
-    "exec python3 -c \"import socket, sys; h, p = sys.argv[1].rsplit(':', 1); s = socket.socket(); "
-    's.settimeout(2); sys.exit(4 if s.connect_ex((h, int(p))) == 0 else 0)" "$1"'
-)
+_FREE = 'exec python3 -c "$1" "${@:2}"'
+# argv: every server's host:port; prints those something already listens on.
+_FREE_PY = """import socket, sys
+busy = []
+for where in sys.argv[1:]:
+    host, port = where.rsplit(":", 1)
+    with socket.socket() as s:
+        s.settimeout(2)
+        if s.connect_ex((host, int(port))) == 0:
+            busy.append(where)
+print(*busy)
+sys.exit(4 if busy else 0)
+"""
 _STOP = (
     'p=$(cat "$1" 2>/dev/null) || exit 0; kill -TERM -- "-$p" 2>/dev/null; n=0; '
     'while kill -0 -- "-$p" 2>/dev/null && [ "$n" -lt "$2" ]; do sleep 0.1; n=$((n+1)); done; '
@@ -121,34 +138,43 @@ _STOP = (
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """One server: its command, where it answers and where its log and process group id are kept."""
+    """One server command: where its servers answer, and where its log and process group id are kept."""
 
     #: The server command, e.g. ``("make", "run_llm_server", "RUN_ARGS=--benchmarks=llama2-70b ...")``.
     argv: tuple[str, ...]
-    #: ``host:port`` the server listens on (what the harness gets as ``--trtllm_server_urls``).
-    url: str = DEFAULT_URL
+    #: ``host:port`` of every server the command starts (what the harness sends to), all waited for.
+    urls: tuple[str, ...] = (DEFAULT_URL,)
     log_path: str = "build/logs/llm_server.log"
     pid_path: str = "build/logs/llm_server.pgid"
     health_path: str = HEALTH_PATH
     ready_timeout_s: float = 1800.0
     poll_s: float = 2.0
     stop_grace_s: float = 30.0
+    #: Where the URLs come from, for messages (empty: the parameter :data:`PORT_PARAMETER`).
+    origin: str = ""
+    #: Where the servers' own logs are (v6.1: ``trtllm_serve_<i>.log`` in the server's LOG_DIR), for messages.
+    server_logs: str = ""
 
     def __post_init__(self) -> None:
         if not self.argv:
             raise ValueError("a server needs a command")
+        if not self.urls or any(":" not in u for u in self.urls):
+            raise ValueError("a server needs at least one host:port")
         if self.ready_timeout_s <= 0 or self.poll_s <= 0 or self.stop_grace_s < 0:
             raise ValueError("ready_timeout_s and poll_s must be positive, stop_grace_s not negative")
+
+    def where(self) -> str:
+        """The URLs in words (``127.0.0.1:30000-30007 (8 servers)`` for consecutive ports)."""
+        return describe(self.urls)
 
     def start_argv(self) -> tuple[str, ...]:
         return ("bash", "-c", _START, "llm-server", self.log_path, self.pid_path, *self.argv)
 
     def free_argv(self) -> tuple[str, ...]:
-        return ("bash", "-c", _FREE, "llm-server-port", self.url)
+        return ("bash", "-c", _FREE, "llm-server-port", _FREE_PY, *self.urls)
 
     def probe_argv(self) -> tuple[str, ...]:
-        url = f"http://{self.url}{self.health_path}"
-        return ("bash", "-c", _PROBE, "llm-server-probe", self.pid_path, url, _PROBE_PY)
+        return ("bash", "-c", _PROBE, "llm-server-probe", self.pid_path, _PROBE_PY, self.health_path, *self.urls)
 
     def stop_argv(self) -> tuple[str, ...]:
         ticks = str(int(self.stop_grace_s * 10))
@@ -158,21 +184,41 @@ class ServerSpec:
         return ("tail", "-n", str(lines), "--", self.log_path)
 
     def summary(self) -> str:
-        return f"start {' '.join(self.argv[:2])} detached, wait up to {self.ready_timeout_s:g}s for {self.url}"
+        return f"start {' '.join(self.argv[:2])} detached, wait up to {self.ready_timeout_s:g}s for {self.where()}"
 
 
 def start(exec_: Exec, spec: ServerSpec) -> None:
-    """Start the server detached; BenchmarkFailed when its port is taken (something else would answer our probes)
-    or even the start fails (bash missing, the log folder not creatable)."""
+    """Start the server detached; BenchmarkFailed when one of its ports is taken (something else would answer our
+    probes) or even the start fails (bash missing, the log folder not creatable)."""
     code, out = exec_(spec.free_argv())
     if code == BUSY:
+        taken = out.split() or list(spec.urls)
         raise BenchmarkFailed(
-            f"something already listens on {spec.url} (another LLM server?); not starting ours there, its answers "
-            "would be taken for our server's"
+            f"something already listens on {', '.join(taken)} (another LLM server?); not starting ours there, its "
+            "answers would be taken for our server's"
         )
     code, out = exec_(spec.start_argv())
     if code != 0:
         raise BenchmarkFailed(f"could not start the LLM server ({' '.join(spec.argv)}): exit {code}: {out.strip()}")
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """One probe's answer: the exit code and the URLs it printed as answering / waiting, ports elsewhere."""
+
+    code: int
+    answering: tuple[str, ...]
+    waiting: tuple[str, ...]
+    elsewhere: tuple[str, ...]
+
+    @classmethod
+    def of(cls, code: int, output: str) -> _Probe:
+        lines: dict[str, tuple[str, ...]] = {}
+        for line in output.splitlines():
+            key, sep, rest = line.partition(":")
+            if sep and key in ("answering", "waiting", "elsewhere"):
+                lines[key] = tuple(rest.split())
+        return cls(code, lines.get("answering", ()), lines.get("waiting", ()), lines.get("elsewhere", ()))
 
 
 def wait_ready(
@@ -181,25 +227,35 @@ def wait_ready(
     *,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    log: Callable[[str], None] = lambda _line: None,
 ) -> float:
-    """Probe until the server answers; return the seconds it took. BenchmarkFailed with its log when it died or
-    did not answer within ``spec.ready_timeout_s``."""
+    """Probe until every server answers; return the seconds it took. One deadline for all: BenchmarkFailed with the
+    log and the URLs that never answered when the group died, will never answer there, or ``ready_timeout_s``
+    passed. ``log`` hears each change of how many answer (several servers load one after another)."""
     began = clock()
     deadline = began + spec.ready_timeout_s
+    last: tuple[str, ...] | None = None
     while True:
-        code, out = exec_(spec.probe_argv())
-        if code == 0:
+        probe = _Probe.of(*exec_(spec.probe_argv()))
+        if probe.code == 0:
             return clock() - began
-        if code == ELSEWHERE:
-            raise BenchmarkFailed(_elsewhere(spec, out) + _log_tail(exec_, spec))
-        if code == DEAD:
+        if probe.code == ELSEWHERE:
+            raise BenchmarkFailed(_never(spec, probe) + _log_tail(exec_, spec))
+        if probe.code == DEAD:
             raise BenchmarkFailed(
-                f"the LLM server ({' '.join(spec.argv)}) exited before answering on {spec.url}" + _log_tail(exec_, spec)
+                f"the LLM server ({' '.join(spec.argv)}) exited before answering on {_missing(spec, probe)}"
+                + _answered(probe)
+                + _log_tail(exec_, spec)
             )
+        if len(spec.urls) > 1 and probe.answering != last and probe.answering:
+            log(f"LLM server: {len(probe.answering)} of {len(spec.urls)} answer ({describe(probe.answering)})")
+        last = probe.answering
         if clock() >= deadline:
+            health = ", ".join(f"http://{u}{spec.health_path}" for u in (probe.waiting or spec.urls))
             raise BenchmarkFailed(
-                f"the LLM server ({' '.join(spec.argv)}) did not answer on http://{spec.url}{spec.health_path} "
-                f"within {spec.ready_timeout_s:g}s" + _log_tail(exec_, spec)
+                f"the LLM server ({' '.join(spec.argv)}) did not answer on {health} within {spec.ready_timeout_s:g}s"
+                + _answered(probe)
+                + _log_tail(exec_, spec)
             )
         sleep(min(spec.poll_s, max(0.0, deadline - clock())))
 
@@ -221,7 +277,7 @@ def serving(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[float]:
-    """Run the body while the server answers; yield the seconds it took to answer.
+    """Run the body while every server answers; yield the seconds it took to answer.
 
     ``stop_exec`` runs the stop when the normal ``exec_`` refuses work after an interrupt (a stopped container
     runner); the stop runs on every way out of the body and of the wait, and a failing stop is logged, never
@@ -232,8 +288,8 @@ def serving(
         start(exec_, spec)
         started = True
         log(f"LLM server starting: {' '.join(spec.argv)} (log {spec.log_path})")
-        took = wait_ready(exec_, spec, clock=clock, sleep=sleep)
-        log(f"LLM server answers on {spec.url} after {took:.0f}s")
+        took = wait_ready(exec_, spec, clock=clock, sleep=sleep, log=log)
+        log(f"LLM server answers on {spec.where()} after {took:.0f}s")
         yield took
     finally:
         if started:
@@ -244,16 +300,40 @@ def serving(
                 log(f"could not stop the LLM server: {exc}")
 
 
-def _elsewhere(spec: ServerSpec, output: str) -> str:
-    """The message of a server that answers on other ports (the probe's ``answers on P...``) than ``spec.url``."""
-    ports = [w for w in output.split() if w.isdigit()]
-    host, _, port = spec.url.rpartition(":")
-    where = " and ".join(f"{host}:{p}" for p in ports) or "another port"
-    return (
-        f"the LLM server ({' '.join(spec.argv)}) answers on {where}, not on {spec.url} where this run waits for it "
-        f"(the parameter {PORT_PARAMETER} is {port}); set {PORT_PARAMETER}={ports[0] if ports else '<its port>'}, "
-        f"or make the server's config (its trtllm_server_urls) use port {port}"
+def _missing(spec: ServerSpec, probe: _Probe) -> str:
+    return describe(probe.waiting or spec.urls)
+
+
+def _answered(probe: _Probe) -> str:
+    return f" (answered: {describe(probe.answering)})" if probe.answering else ""
+
+
+def _never(spec: ServerSpec, probe: _Probe) -> str:
+    """The message of a server group that will never answer on ``probe.waiting``: it answers on other ports (the
+    probe's ``elsewhere``), or on some of ours while nothing of it listens on or names the rest."""
+    command = " ".join(spec.argv)
+    missing = probe.waiting or spec.urls
+    host = missing[0].rpartition(":")[0]
+    if probe.elsewhere and not probe.answering:
+        where = " and ".join(f"{host}:{p}" for p in probe.elsewhere)
+        text = f"the LLM server ({command}) answers on {where}, not on {describe(missing)} where this run waits for it"
+        if spec.origin:
+            return text + f" ({spec.origin})"
+        port = missing[0].rpartition(":")[2]
+        return text + (
+            f" (the parameter {PORT_PARAMETER} is {port}); set {PORT_PARAMETER}={probe.elsewhere[0]}, or make the "
+            f"server's config (its trtllm_server_urls) use port {port}"
+        )
+    text = (
+        f"the LLM server ({command}) answers on {describe(probe.answering or probe.elsewhere)} but nothing in its "
+        f"process group listens on or names {describe(missing)}: a server that exited, or one its config does not "
+        "start"
     )
+    if spec.origin:
+        text += f" ({spec.origin})"
+    if spec.server_logs:
+        text += f"; each server's log is in {spec.server_logs}"
+    return text
 
 
 def _log_tail(exec_: Exec, spec: ServerSpec) -> str:

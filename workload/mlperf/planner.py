@@ -10,12 +10,14 @@ orders them: scratch, image, container, system check (before any download), the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from workload.mlperf.container import container_name
 from workload.mlperf.harness import run_groups
 from workload.mlperf.ops import ContainerRef, EnsureContainer, EnsureScratch, IdentifySystem, Op
 from workload.mlperf.rounds import Checkout, HarnessRound, PlanInputs, choose_round
+from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, for_host, settings_of
 from workload.mlperf.space_check import place_space_check
 from workload.mlperf.tuning import PlannedValues, plan_values
@@ -43,6 +45,7 @@ def plan_ops(
     run_id: str = "<run id>",
     blocked: frozenset[tuple[str, str]] = frozenset(),
     system_name: str | None = None,
+    server_urls: Mapping[tuple[str, str], ServerUrls] | None = None,
 ) -> MLPerfPlan:
     """Every op of one MLPerf action, in the order ``apply`` runs them (pure)."""
     settings = settings_of(params)
@@ -96,6 +99,7 @@ def plan_ops(
         run_id=run_id,
         blocked=blocked,
         system_name=system_name,
+        server_urls=dict(server_urls or {}),
     )
     ops: list[Op] = [EnsureScratch(inputs.scratch)]
     ops += harness.image_ops(inputs)

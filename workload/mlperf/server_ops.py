@@ -17,7 +17,8 @@ from workload.mlperf.ops import ContainerRef, Op
 
 @dataclass(frozen=True)
 class StartServer(Op):
-    """Start the server detached in the container and wait (bounded) until it answers."""
+    """Start the server detached in the container and wait (bounded, one deadline) until every one of its URLs
+    answers."""
 
     container: ContainerRef
     spec: ServerSpec
@@ -27,8 +28,8 @@ class StartServer(Op):
     def summary(self) -> str:
         return (
             f"start the LLM server for {self.what} detached and wait up to {self.spec.ready_timeout_s:g}s until it "
-            f"answers on {self.spec.url} (its log: {self.spec.log_path}); stopped after the run, also on failure "
-            "or interrupt"
+            f"answers on {self.spec.where()} (its log: {self.spec.log_path}); stopped after the run, also on "
+            "failure or interrupt"
         )
 
     def commands(self) -> tuple[Command, ...]:

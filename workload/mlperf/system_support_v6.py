@@ -10,7 +10,10 @@ one config set per system (:class:`~workload.mlperf.rounds.v6_0.V6_0Round` and i
   gpuconfigs, untuned ones marked in the files and logged), never over a file without our mark, and run with
   ``SYSTEM_NAME=WL_<system>``; a scenario no published config covers is blocked, with why.
 
-Returns the system name for the rest of the plan and the blocked (scenario, benchmark) pairs with why.
+Returns the system name for the rest of the plan and the blocked (scenario, benchmark) pairs with why; for v6.1
+also the LLM servers each run waits for and sends to, read from the config files the harness uses for it (NVIDIA's,
+the user's or ours: :mod:`workload.mlperf.server_urls`), logged with where they come from and, when they are not
+``LLMServerPort`` upward, saying so.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import posixpath
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workload.commands import cmd
@@ -27,6 +30,7 @@ from workload.mlperf import config_sources
 from workload.mlperf.configgen_v6 import MARK
 from workload.mlperf.container import HarnessContainer
 from workload.mlperf.ops import IdentifySystem
+from workload.mlperf.server_urls import ServerConfigError, ServerUrls, describe
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
 from workload.mlperf.system_support import system_of, tail
 from workload.mlperf.tuning import decide
@@ -40,6 +44,9 @@ class Decision:
     blocked: dict[tuple[str, str], str]
     #: Where each (scenario, benchmark) that runs gets its config values (for the metrics).
     sources: config_sources.Sources = field(default_factory=dict)
+    #: The LLM servers of each (scenario, accuracy target ``0.99``/``0.999``) that runs, read from the config files
+    #: the harness uses (rounds with ``served_urls``: v6.1).
+    server_urls: dict[tuple[str, str], ServerUrls] = field(default_factory=dict)
 
 
 def prepare(
@@ -53,7 +60,82 @@ def prepare(
     op: IdentifySystem,
     log: Callable[[str], None],
 ) -> Decision:
-    """Run the system check and make the harness able to run this machine (see the module docstring)."""
+    """Run the system check and make the harness able to run this machine (see the module docstring); for a round
+    whose servers come from its config files (v6.1), read them for every (scenario, accuracy target) that runs."""
+    decision = _decide(step, ctx, container, params, facts, settings, harness, op, log)
+    if not hasattr(harness, "served_urls"):
+        return decision
+    return replace(decision, server_urls=_servers(step, ctx, params, facts, settings, harness, decision, log))
+
+
+def _servers(
+    step: Step,
+    ctx: StepContext,
+    params: MLPerfParameters,
+    facts: MLPerfFacts,
+    settings: Settings,
+    harness: Any,
+    decision: Decision,
+    log: Callable[[str], None],
+) -> dict[tuple[str, str], ServerUrls]:
+    """The servers of each runnable (scenario, accuracy target), logged with where they come from; StepError naming
+    the file when a config's servers cannot be read."""
+    nvidia_dir = facts.nvidia_dir or ""
+
+    def read(path: str) -> str | None:
+        target = posixpath.join(nvidia_dir, path)
+        return ctx.host.read_text(target) if ctx.host.exists(target) else None
+
+    def gpu_count() -> int:
+        try:
+            return system_of(params, ctx).gpu_count
+        except WorkloadError as exc:
+            raise step.fail(
+                f"the machine's GPUs could not be read to count the servers NVIDIA's harness starts: {exc.message}",
+                ctx,
+            ) from None
+
+    accuracies = list(dict.fromkeys("0.999" if "high_accuracy" in v else "0.99" for v in settings.config_versions))
+    out: dict[tuple[str, str], ServerUrls] = {}
+    for scenario in settings.scenarios:
+        if all((scenario, b) in decision.blocked for b in settings.benchmarks):
+            continue
+        for accuracy in accuracies:
+            try:
+                served = harness.served_urls(
+                    read,
+                    decision.system_name,
+                    settings.model,
+                    scenario,
+                    accuracy,
+                    gpu_count=gpu_count,
+                    port=params.LLMServerPort,
+                    client=params.Client,
+                )
+            except ServerConfigError as exc:
+                raise StepError(step.label, str(exc), host=ctx.host.name) from None
+            out[(scenario, accuracy)] = served
+            what = f"{settings.model} {scenario}" + (f" (accuracy target {accuracy})" if len(accuracies) > 1 else "")
+            log(f"{what}: trtllm-serve on {describe(served.urls)}: {served.source}")
+            if served.note:
+                log(f"{what}: {served.note}")
+            if served.warning:
+                log(f"{what}: WARNING: {served.warning}")
+    return out
+
+
+def _decide(
+    step: Step,
+    ctx: StepContext,
+    container: HarnessContainer,
+    params: MLPerfParameters,
+    facts: MLPerfFacts,
+    settings: Settings,
+    harness: Any,
+    op: IdentifySystem,
+    log: Callable[[str], None],
+) -> Decision:
+    """The system check's decision: NVIDIA's configs or a custom system's (see the module docstring)."""
     assert facts.nvidia_dir is not None
     log(f"$ docker exec {container.spec.name} {shlex.join(op.argv)}")
     code, output = container.exec(list(op.argv), on_line=None)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from workload.errors import ProfileError
@@ -40,6 +40,7 @@ from workload.mlperf.custom_system import CUSTOM_LIST, GeneratedFile, merge_cust
 from workload.mlperf.gpuconfigs import ROUND_MODELS, ROUND_SCENARIOS, ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.ops import ContainerRef, Op
+from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
 from workload.mlperf.system import HostSystem
 
@@ -82,6 +83,9 @@ class PlanInputs:
     #: The system id the harness is told to use (v5.1+ ``SYSTEM_NAME``), decided by the system check (apply
     #: only; ``plan`` shows a placeholder where a round needs it).
     system_name: str | None = None
+    #: The LLM servers of each (scenario, accuracy target ``0.99``/``0.999``) read by the system check from the
+    #: config files the harness uses (v6.1, apply only; ``plan`` shows a placeholder).
+    server_urls: Mapping[tuple[str, str], ServerUrls] = field(default_factory=dict)
 
 
 class HarnessRound(ABC):

@@ -272,13 +272,13 @@ class V5_1Round(V4_1Round):
                 )
                 spec = self.server_spec(inputs, scenarios[0], accuracy, logs) if serve else None
                 if spec is not None:
-                    args.append(f"--trtllm_server_urls={spec.url}")
+                    args.append(f"--trtllm_server_urls={','.join(spec.urls)}")
                     ops.append(StartServer(inputs.container, spec, f"{model} {scenarios[0]}"))
                 title = (
                     f"run {model} {','.join(scenarios)} {test_mode} (accuracy target {accuracy})"
                     + (f" (quick: {inputs.version.quick_flag})" if quick else "")
                     + (f" with {', '.join(f'{k}={v}' for k, v in group.fields)}" if group.fields else "")
-                    + (f" against the LLM server on {spec.url}" if spec else "")
+                    + (f" against the LLM server on {spec.where()}" if spec else "")
                 )
                 ops.append(
                     MakeTarget(
@@ -304,7 +304,7 @@ class V5_1Round(V4_1Round):
         args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
         variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
         argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
-        return ServerSpec(argv=argv, url=url, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
+        return ServerSpec(argv=argv, urls=(url,), log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
 
     def custom_config_path(self, model: str, scenario: str) -> str:
         return config_path(SYSTEM_PLACEHOLDER, model, scenario)

@@ -60,7 +60,7 @@ class V6_0Round(V5_1Round):
         args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
         variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
         argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
-        return ServerSpec(argv=argv, url=url, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
+        return ServerSpec(argv=argv, urls=(url,), log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
 
     # -- system support (workload.mlperf.system_support_v6) --------------------------------------------------
     def system_answer(self, output: str) -> str | None:

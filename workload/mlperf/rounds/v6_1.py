@@ -12,7 +12,9 @@ UPSTREAM.md`` names repository and commit):
   ``Detected system did not match any known systems.``); a custom system is ``SYSTEM_NAME=WL_<system>`` with our
   files under its name (:func:`workload.mlperf.v6_systems.v61_files`);
 * every LLM benchmark runs against trtllm-serve: ``make run_llm_server`` (foreground, in its own process group,
-  stopped after the run) then ``make run_harness`` (a date-stamped ``LOG_DIR``);
+  stopped after the run) then ``make run_harness`` (a date-stamped ``LOG_DIR``); one make starts one server per
+  data-parallel rank, the URLs its config files give (:meth:`V6_1Round.served_urls`, read by the system check),
+  and every one is port-checked, waited for and, with ``Client=endpoints``, sent to;
 * qwen3-vl and wan2.2 run only through nv-sflow on Slurm in v6.1: refused here.
 * ``Client=endpoints`` sends the queries with MLCommons' endpoints client instead of ``make run_harness``
   (:class:`~workload.mlperf.endpoint_ops.RunEndpointsClient`; Server/Interactive at the target QPS of
@@ -23,7 +25,7 @@ UPSTREAM.md`` names repository and commit):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from workload.errors import ProfileError
@@ -40,6 +42,7 @@ from workload.mlperf.rounds.v4_1 import _done
 from workload.mlperf.rounds.v5_1 import SYSTEM_PLACEHOLDER
 from workload.mlperf.rounds.v6_0 import V6_0Round
 from workload.mlperf.server_ops import StartServer, StopServer
+from workload.mlperf.server_urls import LOCAL_HOST, ServerUrls, resolve
 from workload.mlperf.settings import setup_key
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import SystemFiles, v61_files
@@ -61,6 +64,8 @@ NOT_RUN: dict[str, str] = {
     "this runner drives v6.1's served benchmarks",
 }
 SETUP = ("ensure_installed", "download_data", "download_model", "preprocess_data")
+#: What ``plan`` shows for the servers before the system check has chosen the config files.
+URLS_PLACEHOLDER = f"{LOCAL_HOST}:<ports from the system check>"
 
 
 def system_name_of(output: str) -> str | None:
@@ -139,11 +144,20 @@ class V6_1Round(V6_0Round):
         ]
 
     def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
-        url = f"127.0.0.1:{inputs.params.LLMServerPort}"
+        """``make run_llm_server`` of one (scenario, accuracy target): every server its config starts (the system
+        check read them: :mod:`workload.mlperf.server_urls`), or a placeholder in ``plan`` before the check."""
+        served = inputs.server_urls.get((scenario, accuracy))
         args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground"]
         variables = {**self._system_variables(inputs), "LOG_DIR": f"{logs}/server"}
         argv = ("make", "run_llm_server", f"RUN_ARGS={' '.join(args)}", *(f"{k}={v}" for k, v in variables.items()))
-        return ServerSpec(argv=argv, url=url, log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
+        return ServerSpec(
+            argv=argv,
+            urls=served.urls if served else (URLS_PLACEHOLDER,),
+            log_path=f"{logs}.server.log",
+            pid_path=f"{logs}.server.pgid",
+            origin=served.source if served else "",
+            server_logs=f"{logs}/server",
+        )
 
     def run_ops(self, inputs: PlanInputs, group: RunGroup, test_mode: str, index: int) -> list[Op]:
         settings, quick = inputs.settings, inputs.params.Quick
@@ -169,7 +183,7 @@ class V6_1Round(V6_0Round):
                 ops.append(StartServer(inputs.container, spec, what))
                 if inputs.params.Client == "endpoints":
                     ops.append(
-                        self._endpoints(inputs, scenario, benchmark, accuracy, test_mode, logs, expected, spec.url)
+                        self._endpoints(inputs, scenario, benchmark, accuracy, test_mode, logs, expected, spec.urls)
                     )
                     ops.append(CollectResults(f"{inputs.nvidia_dir}/{logs}", test_mode, expected))
                     ops.append(StopServer(inputs.container, spec, what))
@@ -179,7 +193,7 @@ class V6_1Round(V6_0Round):
                         inputs.container,
                         f"run {what} {test_mode} (accuracy target {accuracy})"
                         + (" (quick: --test_run)" if quick else "")
-                        + f" against trtllm-serve on {spec.url}",
+                        + f" against trtllm-serve on {spec.where()}",
                         "run_harness",
                         tuple({"RUN_ARGS": " ".join(args), "LOG_DIR": logs, **self._system_variables(inputs)}.items()),
                         log_dir=logs,
@@ -205,6 +219,32 @@ class V6_1Round(V6_0Round):
         folder = configgen_v6.v61_folder(model, system_id, scenario)
         return (f"{folder}/server.py", f"{folder}/harness.py")
 
+    def served_urls(
+        self,
+        read: Callable[[str], str | None],
+        system_id: str,
+        model: str,
+        scenario: str,
+        accuracy: str,
+        *,
+        gpu_count: Callable[[], int],
+        port: int,
+        client: str,
+    ) -> ServerUrls:
+        """The servers ``make run_llm_server`` starts for (model, system_id, scenario, accuracy target), read from
+        the config files the harness uses for them (``read``: a file's text relative to closed/NVIDIA, None when it
+        does not exist); ``port`` is LLMServerPort. With NVIDIA's harness as the client, its harness.py's own URLs,
+        when it names some, are checked against them (a warning when they differ)."""
+        server_py, harness_py = self.config_files(system_id, model, scenario)
+        return resolve(
+            server_py,
+            read,
+            accuracy,
+            gpu_count=gpu_count,
+            base_port=port,
+            harness_py=harness_py if client == "harness" else None,
+        )
+
     def _endpoints(
         self,
         inputs: PlanInputs,
@@ -214,7 +254,7 @@ class V6_1Round(V6_0Round):
         test_mode: str,
         logs: str,
         expected: tuple[Expected, ...],
-        url: str,
+        urls: tuple[str, ...],
     ) -> RunEndpointsClient:
         """The endpoints client's run: its report where NVIDIA's harness would put this scenario's results.
 
@@ -241,7 +281,7 @@ class V6_1Round(V6_0Round):
             name=f"{benchmark}-{scenario.lower()}-{test_mode.lower()}",
             model=benchmark,
             scenario=scenario,
-            url=url,
+            urls=urls,
             report_dir=report,
             min_duration_ms=60000 if inputs.params.Quick else 600000,
             samples=24576,
@@ -251,7 +291,7 @@ class V6_1Round(V6_0Round):
         argv = ("inference-endpoint", "benchmark", "from-config", "-c", f"/work/{config_path}", "--timeout", "7200")
         load = f"Poisson at {target.value:g} queries/s ({target.source})" if target else "all samples at once"
         return RunEndpointsClient(
-            inputs.container, config_path, text, argv, logs, expected, (scenario,), test_mode, url, load
+            inputs.container, config_path, text, argv, logs, expected, (scenario,), test_mode, urls, load
         )
 
     def system_files(
