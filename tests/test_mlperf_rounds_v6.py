@@ -121,6 +121,65 @@ def test_v61_high_accuracy_is_its_own_run() -> None:
     assert benchmarks == {"llama2-70b-99", "llama2-70b-99.9"}
 
 
+def runs_of(plan: Any) -> list[tuple[str, str]]:
+    """(scenarios, accuracy target) of every harness run and engine build, in order."""
+    out = []
+    for op in plan.ops:
+        if isinstance(op, MakeTarget) and op.target in ("run_harness", "generate_engines"):
+            args = dict(op.variables)["RUN_ARGS"]
+            target = args.split("--accuracy_target=")[1].split()[0]
+            out.append((f"{op.target} {','.join(op.scenarios)}", target))
+    return out
+
+
+def test_v61_a_blocked_accuracy_target_leaves_that_run_out_and_the_others_in() -> None:
+    p = params(ConfigVersion="default,high_accuracy", TestModes="PerformanceOnly")
+    blocked = frozenset({("Offline", "llama2-70b-99.9", "0.999")})
+    plan = plan_ops(p, facts((6, 1)), run_id="r", blocked_targets=blocked)
+    assert runs_of(plan) == [
+        ("run_harness Offline", "0.99"),
+        ("run_harness Interactive", "0.99"),
+        ("run_harness Interactive", "0.999"),
+    ]
+    # its server is not started either, and no result of it is expected
+    starts = [" ".join(op.spec.argv) for op in plan.ops if isinstance(op, StartServer)]
+    assert len(starts) == 3 and not any("--scenarios=Offline --accuracy_target=0.999" in a for a in starts)
+    expected = {str(e) for op in plan.ops if isinstance(op, CollectResults) for e in op.expected}
+    assert "llama2-70b-99.9 Offline PerformanceOnly" not in expected
+    assert "llama2-70b-99.9 Interactive PerformanceOnly" in expected
+    # the run folders of what is left keep their names
+    logs = [dict(op.variables)["LOG_DIR"] for op in plan.ops if isinstance(op, MakeTarget)]
+    assert logs[-1] == "build/logs/workload-r-llama2-70b-perf-interactive-999"
+    # every target of every scenario blocked: no run at all
+    every = frozenset(
+        (s, b, t)
+        for s in ("Offline", "Interactive")
+        for b, t in (("llama2-70b-99", "0.99"), ("llama2-70b-99.9", "0.999"))
+    )
+    assert runs_of(plan_ops(p, facts((6, 1)), run_id="r", blocked_targets=every)) == []
+
+
+def test_v60_a_blocked_accuracy_target_builds_and_runs_only_what_is_left() -> None:
+    model = {"Model": "gpt-oss-120b", "Scenarios": "Offline,Server", "TestModes": "PerformanceOnly"}
+    p = params(ConfigVersion="default,high_accuracy", **model)
+    # gpt-oss-120b has one benchmark whatever the target: the target tells its runs apart
+    blocked = frozenset({("Offline", "gpt-oss-120b", "0.999"), ("Server", "gpt-oss-120b", "0.999")})
+    plan = plan_ops(p, facts((6, 0)), run_id="r", blocked_targets=blocked)
+    assert runs_of(plan) == [
+        ("generate_engines Offline,Server", "0.99"),
+        ("run_harness Offline", "0.99"),
+        ("run_harness Server", "0.99"),
+    ]
+    half = plan_ops(p, facts((6, 0)), run_id="r", blocked_targets=frozenset({("Server", "gpt-oss-120b", "0.999")}))
+    assert runs_of(half) == [
+        ("generate_engines Offline,Server", "0.99"),
+        ("generate_engines Offline", "0.999"),
+        ("run_harness Offline", "0.99"),
+        ("run_harness Server", "0.99"),
+        ("run_harness Offline", "0.999"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("model", "problem"),
     [

@@ -50,7 +50,12 @@ from tests.fixtures.harness.make_round import make_round_tree
 from workload.errors import ProfileError
 from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.gpuconfigs_v61 import load_table61
+from workload.mlperf.rounds.v6_0 import V6_0Round
+from workload.mlperf.rounds.v6_1 import V6_1Round
+from workload.mlperf.server_urls import ServerConfigError, exports_targets
+from workload.mlperf.settings import MLPerfParameters, Settings, settings_of
 from workload.mlperf.system import HostSystem
+from workload.mlperf.system_support_v6 import lacking_targets
 from workload.mlperf.v6_systems import NotTuned, v60_files, v61_files
 
 B200, B300, GB200, GB300, H200 = "NVIDIA B200", "NVIDIA B300 SXM6 AC", "NVIDIA GB200", "NVIDIA GB300", "NVIDIA H200"
@@ -953,3 +958,151 @@ def test_v61_without_a_config_the_harness_names_the_file_it_wanted(tmp_path: Pat
         "Expected config: " in done.stderr
         and "configs/llama2_70b/WL_B300-SXM-270GBx2/TRTLLM/Server/harness.py" in done.stderr
     )
+
+
+# ---- accuracy targets a config file lacks (workload/mlperf/system_support_v6.py lacking_targets) ---------------------
+
+
+def settings(model: str, scenarios: str, versions: str = "default,high_accuracy") -> Settings:
+    return settings_of(
+        MLPerfParameters.model_validate({"Model": model, "Scenarios": scenarios, "ConfigVersion": versions})
+    )
+
+
+def reader(nvidia: Path) -> Any:
+    return lambda path: (nvidia / path).read_text()
+
+
+def test_v61_a_target_our_files_lack_stops_nvidias_harness_so_it_is_blocked_alone(tmp_path: Path) -> None:
+    system = host(B300, 275040, 2)
+    nvidia, scratch = standin(tmp_path, "v6.1", system)
+    files = v61_files(system, load_table61(), "llama2-70b", ["Offline"], allow_untuned=True)
+    write(nvidia, files.files)
+    # NVIDIA's v6.1 harness with --accuracy_target=.999 and our files (0.99 entries only): it stops at once.
+    done = run(
+        nvidia,
+        scratch,
+        [
+            sys.executable,
+            "-m",
+            "nv_mlpinf.main",
+            "run_llm_server",
+            "--benchmarks=llama2-70b",
+            "--scenarios=Offline",
+            "--accuracy_target=.999",
+        ],
+        SYSTEM_NAME=files.system_id,
+        PYTHONPATH=str(nvidia / "src"),
+    )
+    assert done.returncode == 1
+    assert "ValueError: Config not found for current system. Please check if the config file is correct." in done.stderr
+    # So the system check blocks that target alone: 0.99 runs, 0.999 is named with why.
+    lacking = lacking_targets(reader(nvidia), V6_1Round(), settings("llama2-70b", "Offline"), files.system_id, {})
+    folder = "configs/llama2_70b/WL_B300-SXM-270GBx2/TRTLLM/Offline"
+    assert lacking == {
+        ("Offline", "llama2-70b-99.9", "0.999"): (
+            f"{folder}/server.py has no values for accuracy target 0.999 (no EXPORTS entry for AccuracyTarget(0.999)): "
+            "workload generated it from gpuconfigs/v6.1, which has no 0.999 values of llama2-70b Offline"
+        )
+    }
+    # A scenario blocked whole (no Server files: reading them would fail) is not looked at.
+    whole = {("Server", "llama2-70b-99"): "no files", ("Server", "llama2-70b-99.9"): "no files"}
+    both = lacking_targets(
+        reader(nvidia), V6_1Round(), settings("llama2-70b", "Offline,Server"), files.system_id, whole
+    )
+    assert both == lacking
+    # A 0.99-only request lacks nothing.
+    assert (
+        lacking_targets(reader(nvidia), V6_1Round(), settings("llama2-70b", "Offline", "default"), files.system_id, {})
+        == {}
+    )
+    # The metrics' sources follow the files: our v6.1 files hold the 0.99 target only.
+    assert [accuracies for _s, accuracies, _p in files.provenance] == [("k_99",)]
+
+
+def test_v60_nvidias_file_without_the_target_runs_empty_so_it_is_blocked_and_left_as_it_is(tmp_path: Path) -> None:
+    system = host(B200, 183359, 4, cpu="INTEL(R) XEON(R) PLATINUM 8570")
+    nvidia, scratch = standin(tmp_path, "v6.0", system)
+    nvidias = nvidia / "configs/B200-SXM-180GBx4/Offline/llama3_1-405b.py"
+    before = nvidias.read_text()
+    # v6.0's harness does not stop: it warns, finds no minimal config (its own file exists) and runs an empty config.
+    done = run(
+        nvidia,
+        scratch,
+        [
+            sys.executable,
+            "-m",
+            "code.main",
+            "--action=run_harness",
+            "--benchmarks=llama3.1-405b",
+            "--scenarios=Offline",
+            "--accuracy_target=.999",
+            f"--log_dir={tmp_path}/logs",
+        ],
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Detected system ID: B200-SXM-180GBx4" in done.stderr
+    assert (
+        "Config not found for current system. Attempting to load minimal config for llama3_1-405b Offline "
+        "(custom_k_99_9_MaxP)" in done.stderr
+    )
+    assert "No minimal config found. Using empty config" in done.stderr
+    assert (
+        "target_qps = 1\n"
+        in (nvidia / "build/loadgen-configs/B200-SXM-180GBx4_TRT/llama3.1-405b/Offline/user.conf").read_text()
+    )  # the default, not NVIDIA's 1.09 x 4 GPUs: what the blocking keeps from being reported
+    lacking = lacking_targets(reader(nvidia), V6_0Round(), settings("llama3.1-405b", "Offline"), "B200-SXM-180GBx4", {})
+    assert lacking == {
+        ("Offline", "llama3.1-405b", "0.999"): (
+            "configs/B200-SXM-180GBx4/Offline/llama3_1-405b.py has no values for accuracy target 0.999 (no EXPORTS "
+            "entry for AccuracyTarget(0.999)): NVIDIA's file, left as it is"
+        )
+    }
+    assert nvidias.read_text() == before
+    # NVIDIA's B200x1 Interactive llama2-70b file has both targets: nothing lacks.
+    assert (
+        lacking_targets(reader(nvidia), V6_0Round(), settings("llama2-70b", "Interactive"), "B200-SXM-180GBx1", {})
+        == {}
+    )
+
+
+def test_v60_the_users_own_file_and_our_generated_one_name_whose_file_lacks_the_target(tmp_path: Path) -> None:
+    system = host(B200, 183359, 4)
+    nvidia = make_round_tree(tmp_path / "repo", "v6.0")
+    table = load_table(harness_round="v6.0")
+    files = v60_files(system, table, "llama3.1-405b", ["Offline", "Server"], ["k_99"], allow_untuned=False)
+    write(nvidia, files.files)
+    # the user's own Server file: NVIDIA's 0.99 entry and a MaxQ 0.999 one (another power setting: not the run's)
+    user = nvidia / "configs/WL_B200-SXM-180GBx4/Server/llama3_1-405b.py"
+    text = (nvidia / "configs/B200-SXM-180GBx4/Offline/llama3_1-405b.py").read_text()
+    user.write_text(
+        text.replace(
+            "EXPORTS = {",
+            "EXPORTS = {\n    C.WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget(0.999), "
+            "C.PowerSetting.MaxQ): base,",
+            1,
+        )
+    )
+    lacking = lacking_targets(
+        reader(nvidia), V6_0Round(), settings("llama3.1-405b", "Offline,Server"), files.system_id, {}
+    )
+    assert lacking[("Server", "llama3.1-405b", "0.999")].endswith(
+        "the user's own file (without workload's mark), left as it is"
+    )
+    assert lacking[("Offline", "llama3.1-405b", "0.999")].endswith(
+        "workload generated it from gpuconfigs/v6.0, which has no 0.999 values of llama3.1-405b Offline"
+    )
+    assert exports_targets(user.read_text(), "u.py") == {"0.99"}
+    # keys as NVIDIA's classes default them (WorkloadSetting(): 0.99) or older files name them; one it cannot read
+    # (a name) says nothing, so nothing is blocked for that file: the harness decides
+    assert exports_targets(
+        "EXPORTS = {C.WorkloadSetting(): a, WorkloadSetting(C.HarnessType.Custom, C.AccuracyTarget.k_99_9): b}", "k.py"
+    ) == {"0.99", "0.999"}
+    user.write_text(text.replace("EXPORTS = {", "EXPORTS = {\n    SETTING_999: base,", 1))
+    assert exports_targets(user.read_text(), "u.py") is None
+    assert ("Server", "llama3.1-405b", "0.999") not in lacking_targets(
+        reader(nvidia), V6_0Round(), settings("llama3.1-405b", "Server"), files.system_id, {}
+    )
+    user.write_text("EXPORTS = {\n")
+    with pytest.raises(ServerConfigError, match=r"configs/WL_B200-SXM-180GBx4/Server/llama3_1-405b.py: not valid"):
+        lacking_targets(reader(nvidia), V6_0Round(), settings("llama3.1-405b", "Server"), files.system_id, {})

@@ -253,6 +253,32 @@ def test_v61_custom_b200_runs_llama2_with_generated_nv_mlpinf_configs(bed: dict[
 
 
 @pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
+def test_v61_a_target_no_config_has_values_for_is_not_run_and_named_the_other_runs(bed: dict[str, Any]) -> None:
+    """0.99 and 0.999 asked for: the generated files hold 0.99 values only (gpuconfigs/v6.1 has no others), so the
+    0.999 run is left out after the system check (NVIDIA's harness would stop with "Config not found" once its
+    server started) and named in the step's failure; the 0.99 run goes ahead and its result is kept."""
+    outcome = run(bed, [action(bed, "llama2-70b", "Offline", ConfigVersion="default,high_accuracy")])
+    assert outcome.status == "failed"
+    folder = "configs/llama2_70b/WL_B200-SXM-180GBx4/TRTLLM/Offline"
+    assert str(outcome.error).endswith(
+        f"no result for llama2-70b-99.9 Offline (PerformanceOnly; accuracy target 0.999): {folder}/server.py has no "
+        "values for accuracy target 0.999 (no EXPORTS entry for AccuracyTarget(0.999)): workload generated it from "
+        "gpuconfigs/v6.1, which has no 0.999 values of llama2-70b Offline (1 result folder(s) kept)"
+    ), outcome.error
+    log = calls(bed)
+    assert [line for line in log if line.startswith(("run_llm_server", "run_harness"))] == [
+        "run_llm_server --benchmarks=llama2-70b --scenarios=Offline --accuracy_target=0.99 --server_in_foreground",
+        "run_harness --benchmarks=llama2-70b --scenarios=Offline --accuracy_target=0.99 --test_mode=PerformanceOnly "
+        "--test_run",
+    ], log
+    (result,) = outcome.results
+    assert str(result).endswith("/WL_B200-SXM-180GBx4_TRT/llama2-70b-99/Offline")
+    assert (result / "mlperf_log_summary.txt").exists()
+    assert "llama2-70b Offline (accuracy target 0.999): " in step_log(bed) and ": not run" in step_log(bed)
+    assert not leftovers(bed)
+
+
+@pytest.mark.parametrize("bed", ["v6.1"], indirect=True)
 def test_v61_through_mlcommons_endpoints_client_writes_and_parses_the_endpoints_format(bed: dict[str, Any]) -> None:
     outcome = run(bed, [action(bed, "llama2-70b", "Offline", Client="endpoints")])
     assert outcome.status == "ok", outcome.error

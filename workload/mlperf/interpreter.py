@@ -4,7 +4,8 @@ Called by ``MLPerfExecutor.apply`` with the plan :func:`workload.mlperf.planner.
 the facts read at apply time (the same function ``plan`` printed). Each handler does what its op
 says and nothing else; the only re-planning is the rule :class:`~workload.mlperf.ops.IdentifySystem`
 carries: when the system check leaves some (scenario, benchmark) without a config, the ops after
-it are planned again with those results blocked.
+it are planned again with those results blocked (and, v6.x, the (scenario, benchmark, accuracy target) runs whose
+config files have no values for the target).
 
 Failures: a failed setup stage, build or engine generation stops the step at once; a failed run or
 a missing result is collected, every run still happens, and one :class:`StepError` names them all
@@ -19,7 +20,7 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,8 @@ class Interpreter:
     image: str | None = None
     container: HarnessContainer | None = None
     blocked: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (scenario, benchmark, accuracy target) runs the system check left out, with why (v6.x).
+    blocked_targets: dict[tuple[str, str, str], str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     #: The last run's (exit code, output), read by the CollectResults after it; engines' output too.
     last_run: tuple[int, str, MakeTarget] | None = None
@@ -117,7 +120,9 @@ class Interpreter:
                 # The one place docker SDK exceptions become errors naming host, op and Docker call.
                 with docker_boundary(self.ctx.host.name, doing=_doing(op)):
                     handler(op)
-                if isinstance(op, IdentifySystem) and (self.blocked or self.system_name or self.server_urls):
+                if isinstance(op, IdentifySystem) and (
+                    self.blocked or self.blocked_targets or self.system_name or self.server_urls
+                ):
                     # The rule IdentifySystem carries: plan the rest again without what cannot run (and, for
                     # rounds that name systems by id, with the SYSTEM_NAME the check decided and the LLM servers
                     # the harness's configs start).
@@ -126,6 +131,7 @@ class Interpreter:
                         self.facts,
                         run_id=self.plan.inputs.run_id,
                         blocked=frozenset(self.blocked),
+                        blocked_targets=frozenset(self.blocked_targets),
                         system_name=self.system_name,
                         server_urls=self.server_urls,
                     )
@@ -186,7 +192,7 @@ class Interpreter:
                 self.ctx.log,
             )
             self.system_name, self.blocked, self.sources = decision.system_name, decision.blocked, decision.sources
-            self.server_urls = decision.server_urls
+            self.server_urls, self.blocked_targets = decision.server_urls, decision.blocked_targets
             self._refuse_blocked()
             return
         support = SystemSupport(
@@ -205,10 +211,16 @@ class Interpreter:
 
     def _refuse_blocked(self) -> None:
         settings = self.plan.inputs.settings
+        modes = ", ".join(settings.test_modes)
         for (scenario, benchmark), why in self.blocked.items():
-            self.problems.append(f"no result for {benchmark} {scenario} ({', '.join(settings.test_modes)}): {why}")
+            self.problems.append(f"no result for {benchmark} {scenario} ({modes}): {why}")
+        for (scenario, benchmark, target), why in self.blocked_targets.items():
+            self.problems.append(f"no result for {benchmark} {scenario} ({modes}; accuracy target {target}): {why}")
         # Stop before any download when nothing of this action can run, naming each reason.
-        if all((s, b) in self.blocked for s in settings.scenarios for b in settings.benchmarks):
+        left = replace(
+            self.plan.inputs, blocked=frozenset(self.blocked), blocked_targets=frozenset(self.blocked_targets)
+        )
+        if not any(left.runs(s, t) for s in settings.scenarios for t in settings.targets):
             raise StepError(
                 self.step.label, "; ".join(self.problems) + " (nothing set up or run)", host=self.ctx.host.name
             )

@@ -140,7 +140,9 @@ class IdentifySystem(Op):
       format, and a known one gets the configs it lacks (``config_targets``); NVIDIA's files are
       never changed.
     * Every (scenario, benchmark) still without a config is *blocked*; the ops after this one are
-      planned again without it (each blocked result is named in the step's failure).
+      planned again without it (each blocked result is named in the step's failure). From v6.0 so is
+      every (scenario, benchmark, accuracy target) whose config files have no values for the target:
+      that run alone leaves the plan.
     """
 
     container: ContainerRef

@@ -44,6 +44,7 @@ def plan_ops(
     *,
     run_id: str = "<run id>",
     blocked: frozenset[tuple[str, str]] = frozenset(),
+    blocked_targets: frozenset[tuple[str, str, str]] = frozenset(),
     system_name: str | None = None,
     server_urls: Mapping[tuple[str, str], ServerUrls] | None = None,
 ) -> MLPerfPlan:
@@ -98,6 +99,7 @@ def plan_ops(
         user_name=user,
         run_id=run_id,
         blocked=blocked,
+        blocked_targets=blocked_targets,
         system_name=system_name,
         server_urls=dict(server_urls or {}),
     )
@@ -116,7 +118,8 @@ def plan_ops(
     )
     ops += setup
     notes += setup_notes + space_notes
-    runnable = [s for s in settings.scenarios if any((s, b) not in blocked for b in settings.benchmarks)]
+    # A scenario is run while one of its accuracy targets is (its result and the target not blocked).
+    runnable = [s for s in settings.scenarios if any(inputs.runs(s, t) for t in settings.targets)]
     groups = run_groups(settings.model, runnable, settings.overrides)
     if runnable:
         ops += harness.engine_ops(inputs, runnable)

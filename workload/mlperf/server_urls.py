@@ -25,6 +25,10 @@ Every server binds 0.0.0.0 whatever host its URL names, so this runner probes an
 harness's files name other ports, those win and :attr:`ServerUrls.note` says so (the log and the step's notes show
 it; nothing is refused for it).
 
+The system check also asks :func:`exports_targets` which accuracy targets a config file has values for (v6.0's
+files have the same ``EXPORTS``): a run of a target its files lack is left out
+(:mod:`workload.mlperf.system_support_v6`).
+
 Pure: the caller reads the files (:func:`resolve` takes a reader); the Python files are parsed with :mod:`ast`,
 never imported or run. A value this module cannot read (a URL list built by code, a YAML path that is neither
 ``paths.PROJECT_BASE_DIR / '<path>'`` nor a string) is a :class:`ServerConfigError` naming the file and the key.
@@ -126,22 +130,8 @@ def read_entry(text: str, path: str, accuracy: str) -> ConfigEntry | None:
     Dicts may be written out or built from others (``{**ifb_config, ...}``); ServerConfigError for a syntax error or
     a value of the two keys that is not written as this module reads it.
     """
-    try:
-        tree = ast.parse(text, filename=path)
-    except SyntaxError as exc:
-        raise ServerConfigError(f"{path}: not valid Python (line {exc.lineno}): {exc.msg}") from None
-    names: dict[str, ast.expr] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            names[node.targets[0].id] = node.value
-    exports = names.get("EXPORTS")
-    if not isinstance(exports, ast.Dict):
-        return None
-    chosen: ast.expr | None = None
-    for key, value in zip(exports.keys, exports.values, strict=True):
-        if key is not None and _accuracy_of(key) == float(accuracy) and "MaxQ" not in ast.unparse(key):
-            chosen = value
-            break
+    names = _names(text, path)
+    chosen = _exports(names).get(f"{float(accuracy):g}")
     if chosen is None:
         return None
     items = _items(chosen, names, set())
@@ -162,6 +152,52 @@ def read_entry(text: str, path: str, accuracy: str) -> ConfigEntry | None:
             port_of(url, where=f"{path}: ")
     serve_yaml = _project_path(items[YAML_FIELD], path) if YAML_FIELD in items else None
     return ConfigEntry(urls, serve_yaml)
+
+
+def exports_targets(text: str, path: str) -> frozenset[str] | None:
+    """The accuracy targets (``0.99``/``0.999``) a v6.0 or v6.1 config file has an ``EXPORTS`` entry for (MaxP): the
+    entry NVIDIA's harness looks up for ``--accuracy_target``. None when a key's target cannot be read (written as
+    a name or an expression): the file may hold any target. ServerConfigError naming the file when it is not valid
+    Python."""
+    exports = _names(text, path).get("EXPORTS")
+    targets: set[str] = set()
+    for key in exports.keys if isinstance(exports, ast.Dict) else []:
+        number = _accuracy_of(key) if key is not None else None
+        if key is None or number is None:
+            return None
+        if "MaxQ" not in ast.unparse(key):
+            targets.add(f"{number:g}")
+    return frozenset(targets)
+
+
+def _names(text: str, path: str) -> dict[str, ast.expr]:
+    """The module's top-level ``name = value`` assignments (parsed, never run)."""
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        raise ServerConfigError(f"{path}: not valid Python (line {exc.lineno}): {exc.msg}") from None
+    names: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            names[node.targets[0].id] = node.value
+    return names
+
+
+def _exports(names: dict[str, ast.expr]) -> dict[str, ast.expr]:
+    """Accuracy target (``0.99``/``0.999``) -> its ``EXPORTS`` value: the first MaxP entry keyed
+    ``...AccuracyTarget(<n>)...`` (NVIDIA's ``WorkloadSetting(harness type, AccuracyTarget(n), PowerSetting.MaxP)``,
+    the key the harness builds from ``--accuracy_target``)."""
+    exports = names.get("EXPORTS")
+    out: dict[str, ast.expr] = {}
+    if not isinstance(exports, ast.Dict):
+        return out
+    for key, value in zip(exports.keys, exports.values, strict=True):
+        if key is None or "MaxQ" in ast.unparse(key):
+            continue
+        number = _accuracy_of(key)
+        if number is not None:
+            out.setdefault(f"{number:g}", value)
+    return out
 
 
 def resolve(
@@ -235,16 +271,26 @@ def _nvidia_default(
 
 
 def _accuracy_of(key: ast.expr) -> float | None:
-    """The number in ``...AccuracyTarget(<n>)...`` of an EXPORTS key."""
+    """The accuracy target of an EXPORTS key: ``AccuracyTarget(<n>)``; ``AccuracyTarget()`` or a
+    ``WorkloadSetting(...)`` naming none is 0.99 (the defaults of NVIDIA's ``AccuracyTarget.__init__`` and
+    ``WorkloadSetting.accuracy_target``, v6.1 ``nv_mlpinf/common/constants.py``); ``AccuracyTarget.k_99`` /
+    ``k_99_9`` as older files write it. None when the key says nothing this can read (a name, an expression)."""
+    named = {"k_99": 0.99, "k_99_9": 0.999}
     for node in ast.walk(key):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "AccuracyTarget":
+            if not node.args and not node.keywords:
+                return 0.99
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, (int, float)):
+                return float(node.args[0].value)
+            return None
         if (
-            isinstance(node, ast.Call)
-            and ast.unparse(node.func).split(".")[-1] == "AccuracyTarget"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, (int, float))
+            isinstance(node, ast.Attribute)
+            and node.attr in named
+            and ast.unparse(node.value).endswith("AccuracyTarget")
         ):
-            return float(node.args[0].value)
+            return named[node.attr]
+    if isinstance(key, ast.Call) and ast.unparse(key.func).split(".")[-1] == "WorkloadSetting":
+        return 0.99
     return None
 
 

@@ -146,6 +146,17 @@ class Settings:
         return tuple(dict.fromkeys("k_99_9" if "high_accuracy" in v else "k_99" for v in self.config_versions))
 
     @property
+    def targets(self) -> tuple[str, ...]:
+        """The ``--accuracy_target`` values of the config versions (``0.99``; ``0.999`` for ``high_accuracy``), in
+        order: one harness run each from v5.1 on."""
+        return tuple(dict.fromkeys("0.999" if "high_accuracy" in v else "0.99" for v in self.config_versions))
+
+    def benchmark_at(self, target: str) -> str:
+        """The result benchmark of an accuracy target (``llama2-70b-99.9`` for ``0.999``; the plain name where the
+        model has one benchmark whatever the target)."""
+        return benchmark_full(self.model, "high_accuracy" if target == "0.999" else "default")
+
+    @property
     def benchmarks(self) -> tuple[str, ...]:
         """The result benchmarks this run must produce: ``bert-99``, ``bert-99.9``..."""
         return tuple(dict.fromkeys(benchmark_full(self.model, cv) for cv in self.config_versions))

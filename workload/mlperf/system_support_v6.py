@@ -10,6 +10,12 @@ one config set per system (:class:`~workload.mlperf.rounds.v6_0.V6_0Round` and i
   gpuconfigs, untuned ones marked in the files and logged), never over a file without our mark, and run with
   ``SYSTEM_NAME=WL_<system>``; a scenario no published config covers is blocked, with why.
 
+Either way, a run whose config files lack values for its accuracy target (no ``EXPORTS`` entry for
+``AccuracyTarget(0.999)``, say: NVIDIA's file, the user's or the one we generated from gpuconfigs, which hold no such
+values) is blocked as (scenario, benchmark, accuracy target), with why; the scenario's other targets run. Files that
+are not ours are never changed. Without this NVIDIA's v6.1 harness stops at that run ("Config not found for current
+system") and v6.0's runs it with an empty config (tests/fixtures/harness/rounds/v6.*/UPSTREAM.md).
+
 Returns the system name for the rest of the plan and the blocked (scenario, benchmark) pairs with why; for v6.1
 also the LLM servers each run waits for and sends to, read from the config files the harness uses for it (NVIDIA's,
 the user's or ours: :mod:`workload.mlperf.server_urls`), logged with where they come from and, when they are not
@@ -20,7 +26,7 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,8 +35,9 @@ from workload.errors import StepError, WorkloadError
 from workload.mlperf import config_sources
 from workload.mlperf.configgen_v6 import MARK
 from workload.mlperf.container import HarnessContainer
+from workload.mlperf.custom_system import SYSTEM_ID_PREFIX
 from workload.mlperf.ops import IdentifySystem
-from workload.mlperf.server_urls import ServerConfigError, ServerUrls, describe
+from workload.mlperf.server_urls import ServerConfigError, ServerUrls, describe, exports_targets
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
 from workload.mlperf.system_support import system_of, tail
 from workload.mlperf.tuning import decide
@@ -44,6 +51,9 @@ class Decision:
     blocked: dict[tuple[str, str], str]
     #: Where each (scenario, benchmark) that runs gets its config values (for the metrics).
     sources: config_sources.Sources = field(default_factory=dict)
+    #: (scenario, benchmark, accuracy target ``0.99``/``0.999``) runs whose config files have no values for the
+    #: target, with why (:func:`lacking_targets`).
+    blocked_targets: dict[tuple[str, str, str], str] = field(default_factory=dict)
     #: The LLM servers of each (scenario, accuracy target ``0.99``/``0.999``) that runs, read from the config files
     #: the harness uses (rounds with ``served_urls``: v6.1).
     server_urls: dict[tuple[str, str], ServerUrls] = field(default_factory=dict)
@@ -63,6 +73,20 @@ def prepare(
     """Run the system check and make the harness able to run this machine (see the module docstring); for a round
     whose servers come from its config files (v6.1), read them for every (scenario, accuracy target) that runs."""
     decision = _decide(step, ctx, container, params, facts, settings, harness, op, log)
+    nvidia_dir = facts.nvidia_dir or ""
+    try:
+        lacking = lacking_targets(
+            lambda path: ctx.host.read_text(posixpath.join(nvidia_dir, path)),
+            harness,
+            settings,
+            decision.system_name,
+            decision.blocked,
+        )
+    except ServerConfigError as exc:
+        raise StepError(step.label, str(exc), host=ctx.host.name) from None
+    for (scenario, _benchmark, target), why in lacking.items():
+        log(f"{settings.model} {scenario} (accuracy target {target}): {why}: not run")
+    decision = replace(decision, blocked_targets=lacking)
     if not hasattr(harness, "served_urls"):
         return decision
     return replace(decision, server_urls=_servers(step, ctx, params, facts, settings, harness, decision, log))
@@ -95,12 +119,14 @@ def _servers(
                 ctx,
             ) from None
 
-    accuracies = list(dict.fromkeys("0.999" if "high_accuracy" in v else "0.99" for v in settings.config_versions))
+    accuracies = settings.targets
     out: dict[tuple[str, str], ServerUrls] = {}
     for scenario in settings.scenarios:
         if all((scenario, b) in decision.blocked for b in settings.benchmarks):
             continue
         for accuracy in accuracies:
+            if (scenario, settings.benchmark_at(accuracy), accuracy) in decision.blocked_targets:
+                continue  # not run: no server to read
             try:
                 served = harness.served_urls(
                     read,
@@ -121,6 +147,41 @@ def _servers(
                 log(f"{what}: {served.note}")
             if served.warning:
                 log(f"{what}: WARNING: {served.warning}")
+    return out
+
+
+def lacking_targets(
+    read: Callable[[str], str], harness: Any, settings: Settings, system_id: str, blocked: Mapping[tuple[str, str], str]
+) -> dict[tuple[str, str, str], str]:
+    """The rule: a (scenario, accuracy target) runs only when every config file the harness reads for the scenario
+    has an ``EXPORTS`` entry for the target (what NVIDIA's harness looks up for ``--accuracy_target``). Returns each
+    one that does not, keyed (scenario, benchmark, target), with why; scenarios ``blocked`` whole are not looked at.
+
+    Pure: ``read`` gives the text of a config file that exists (path relative to closed/NVIDIA); ServerConfigError
+    naming the file when one is not valid Python.
+    """
+    out: dict[tuple[str, str, str], str] = {}
+    for scenario in settings.scenarios:
+        if all((scenario, b) in blocked for b in settings.benchmarks):
+            continue
+        for path in harness.config_files(system_id, settings.model, scenario):
+            text = read(path)
+            has = exports_targets(text, path)
+            for target in settings.targets:
+                key = (scenario, settings.benchmark_at(target), target)
+                if has is None or target in has or key in out:  # None: keys it cannot read, the harness decides
+                    continue
+                if text.startswith(MARK):
+                    whose = (
+                        f"workload generated it from gpuconfigs/{harness.name}, which has no {target} values of "
+                        f"{settings.model} {scenario}"
+                    )
+                elif system_id.startswith(SYSTEM_ID_PREFIX):
+                    whose = "the user's own file (without workload's mark), left as it is"
+                else:
+                    whose = "NVIDIA's file, left as it is"
+                entry = f"no EXPORTS entry for AccuracyTarget({target})"
+                out[key] = f"{path} has no values for accuracy target {target} ({entry}): {whose}"
     return out
 
 

@@ -80,12 +80,22 @@ class PlanInputs:
     run_id: str
     #: (scenario, benchmark) pairs the system check found no config for (apply only): left out of runs.
     blocked: frozenset[tuple[str, str]] = frozenset()
+    #: (scenario, benchmark, accuracy target ``0.99``/``0.999``) runs whose config files have no values for that target
+    #: (the v6.x system check, apply only): that target's harness run of the scenario is left out, the others run.
+    blocked_targets: frozenset[tuple[str, str, str]] = frozenset()
     #: The system id the harness is told to use (v5.1+ ``SYSTEM_NAME``), decided by the system check (apply
     #: only; ``plan`` shows a placeholder where a round needs it).
     system_name: str | None = None
     #: The LLM servers of each (scenario, accuracy target ``0.99``/``0.999``) read by the system check from the
     #: config files the harness uses (v6.1, apply only; ``plan`` shows a placeholder).
     server_urls: Mapping[tuple[str, str], ServerUrls] = field(default_factory=dict)
+
+    def runs(self, scenario: str, target: str) -> bool:
+        """Whether the harness run of (scenario, accuracy target) is planned (rounds with one ``--accuracy_target``
+        a run, v5.1 on): neither its result (scenario, benchmark) nor the target itself was blocked by the system
+        check. The one rule the planner and the rounds' engine and run ops follow."""
+        benchmark = self.settings.benchmark_at(target)
+        return (scenario, benchmark) not in self.blocked and (scenario, benchmark, target) not in self.blocked_targets
 
 
 class HarnessRound(ABC):

@@ -235,15 +235,18 @@ class V5_1Round(V4_1Round):
     def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:
         ops: list[Op] = []
         for accuracy, _ in self._targets(inputs):
-            args = " ".join(self._args(inputs, scenarios, accuracy))
+            planned = [s for s in scenarios if inputs.runs(s, accuracy)]
+            if not planned:
+                continue
+            args = " ".join(self._args(inputs, planned, accuracy))
             ops.append(
                 MakeTarget(
                     inputs.container,
-                    f"generate the engines of {inputs.settings.model} {','.join(scenarios)} "
+                    f"generate the engines of {inputs.settings.model} {','.join(planned)} "
                     f"(accuracy target {accuracy}; once for every test mode)",
                     "generate_engines",
                     self._variables(RUN_ARGS=args, **self._system_variables(inputs)),
-                    scenarios=tuple(scenarios),
+                    scenarios=tuple(planned),
                 )
             )
         return ops
@@ -252,10 +255,11 @@ class V5_1Round(V4_1Round):
         settings, quick = inputs.settings, inputs.params.Quick
         model = settings.model
         serve = self.serves(model)
-        # A server serves one scenario's engine: LLM runs go one scenario at a time.
-        batches = [(s,) for s in group.scenarios] if serve else [tuple(group.scenarios)]
         ops: list[Op] = []
         for accuracy, _version in self._targets(inputs):
+            planned = tuple(s for s in group.scenarios if inputs.runs(s, accuracy))
+            # A server serves one scenario's engine: LLM runs go one scenario at a time.
+            batches = [(s,) for s in planned] if serve else [planned] if planned else []
             for scenarios in batches:
                 suffix = f"-{scenarios[0].lower()}" if serve else ""
                 suffix += "-999" if accuracy == "0.999" and len(self._targets(inputs)) > 1 else ""

@@ -164,7 +164,7 @@ class V6_1Round(V6_0Round):
         model = settings.model
         ops: list[Op] = []
         for accuracy, _version in self._targets(inputs):
-            for scenario in group.scenarios:
+            for scenario in (s for s in group.scenarios if inputs.runs(s, accuracy)):
                 logs = self.results_dir(inputs.run_id, model, test_mode, index) + f"-{scenario.lower()}"
                 if accuracy == "0.999" and len(self._targets(inputs)) > 1:
                     logs += "-999"
