@@ -126,9 +126,22 @@ def workload_setting(model: str, config_version: str) -> WorkloadSetting:
         harness = "Triton"
     elif "hetero" in config_version:
         harness = "HeteroMIG"
-    accuracy = "k_99_9" if "high_accuracy" in config_version else "k_99"
     power = "MaxQ" if "maxq" in config_version else "MaxP"
-    return WorkloadSetting(harness, accuracy, power)
+    return WorkloadSetting(harness, accuracy_key(config_version), power)
+
+
+#: NVIDIA's accuracy keys and the ``AccuracyTarget`` / ``--accuracy_target`` value of each (v5.1 on).
+ACCURACY_TARGETS = {"k_99": "0.99", "k_99_9": "0.999"}
+
+
+def accuracy_key(config_version: str) -> str:
+    """The accuracy a config version selects: ``k_99_9`` for ``high_accuracy`` ones, else ``k_99``."""
+    return "k_99_9" if "high_accuracy" in config_version else "k_99"
+
+
+def accuracy_target(config_version: str) -> str:
+    """The ``--accuracy_target`` of a config version: ``0.999`` for ``high_accuracy`` ones, else ``0.99``."""
+    return ACCURACY_TARGETS[accuracy_key(config_version)]
 
 
 def benchmark_full(model: str, config_version: str) -> str:

@@ -17,8 +17,8 @@ plan without loading a profile. Each refusal is a result the run would otherwise
   there. AccuracyOnly would be a performance run filed as an accuracy result; SubmissionRun (LoadGen's performance
   and accuracy in one run; the client's ``type: submission``) needs the same dataset; FindPeakPerformance is
   LoadGen's search for the highest passing rate, and the client has no such search (its ``LoadPatternType``:
-  ``max_throughput``, ``poisson``, ``concurrency``, ``agentic_inference``; ``burst``/``step`` marked TODO), it
-  runs one load.
+  ``max_throughput``, ``poisson``, ``concurrency``, ``agentic_inference``; ``burst`` and ``step`` are declared there
+  but not implemented upstream), it runs one load.
 * ``LoadGenOverrides`` (or an override given as a parameter named like its key) that this run's model and
   scenarios would read. NVIDIA's harness takes them as RUN_ARGS fields of ``make run_harness``
   (:func:`workload.mlperf.harness.run_groups`); with the client there is no ``make run_harness`` and no LoadGen

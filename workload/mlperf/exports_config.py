@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workload.mlperf.catalog import NVIDIA_SPELLING, WorkloadSetting
+from workload.mlperf.catalog import ACCURACY_TARGETS, NVIDIA_SPELLING, WorkloadSetting
 from workload.mlperf.custom_system import HEADER, CustomSystemError, GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig
 
@@ -73,7 +73,7 @@ IMPORTS = (
     "import code.fields.harness as harness_fields",
 )
 #: NVIDIA's AccuracyTarget values for our names.
-ACCURACY = {"k_99": "0.99", "k_99_9": "0.999"}
+ACCURACY = ACCURACY_TARGETS
 #: TRT-LLM parallelism: a build flag in v5.0, a field of its own from v5.1 (TrtllmHarnessConfig copies it in).
 _PARALLELISM = ("tensor_parallelism", "pipeline_parallelism")
 

@@ -47,8 +47,6 @@ URLS_FIELD = "trtllm_server_urls"
 YAML_FIELD = "trtllm_yml_override"
 #: Where the servers are probed and queried from the harness container (host network).
 LOCAL_HOST = "127.0.0.1"
-#: Shown by ``plan`` before the system check has chosen the config files.
-PLACEHOLDER = "<server URLs from the system check>"
 #: The container path of closed/NVIDIA (NVIDIA's ``paths.PROJECT_BASE_DIR``).
 _PROJECT = "/work/"
 

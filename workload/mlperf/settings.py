@@ -17,6 +17,8 @@ from pydantic import Field, field_validator
 from workload.mlperf.catalog import (
     LATER_SCENARIOS,
     TEST_MODES,
+    accuracy_key,
+    accuracy_target,
     benchmark_full,
     canonical_scenario,
     check_config_version,
@@ -143,13 +145,13 @@ class Settings:
     @property
     def accuracies(self) -> tuple[str, ...]:
         """The accuracy targets of the config versions (``k_99``, ``k_99_9`` for ``high_accuracy``), in order."""
-        return tuple(dict.fromkeys("k_99_9" if "high_accuracy" in v else "k_99" for v in self.config_versions))
+        return tuple(dict.fromkeys(accuracy_key(v) for v in self.config_versions))
 
     @property
     def targets(self) -> tuple[str, ...]:
         """The ``--accuracy_target`` values of the config versions (``0.99``; ``0.999`` for ``high_accuracy``), in
         order: one harness run each from v5.1 on."""
-        return tuple(dict.fromkeys("0.999" if "high_accuracy" in v else "0.99" for v in self.config_versions))
+        return tuple(dict.fromkeys(accuracy_target(v) for v in self.config_versions))
 
     def benchmark_at(self, target: str) -> str:
         """The result benchmark of an accuracy target (``llama2-70b-99.9`` for ``0.999``; the plain name where the

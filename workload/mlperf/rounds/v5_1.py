@@ -27,7 +27,13 @@ from dataclasses import replace
 from typing import ClassVar
 
 from workload.errors import ProfileError
-from workload.mlperf.catalog import NVIDIA_SPELLING, WorkloadSetting, canonical_benchmark, model_info
+from workload.mlperf.catalog import (
+    NVIDIA_SPELLING,
+    WorkloadSetting,
+    accuracy_target,
+    canonical_benchmark,
+    model_info,
+)
 from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, render
 from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
@@ -213,7 +219,7 @@ class V5_1Round(V4_1Round):
         """(accuracy target, config version) per harness run: v5.1 takes one ``--accuracy_target`` a run."""
         seen: dict[str, str] = {}
         for version in inputs.settings.config_versions:
-            seen.setdefault("0.999" if "high_accuracy" in version else "0.99", version)
+            seen.setdefault(accuracy_target(version), version)
         return list(seen.items())
 
     def _args(self, inputs: PlanInputs, scenarios: Sequence[str], accuracy: str) -> list[str]:
