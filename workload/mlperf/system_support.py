@@ -32,8 +32,11 @@ from workload.steps import Step, StepContext
 KNOWN_SYSTEM_LINE = re.compile(r"^KnownSystem\.([A-Za-z_][A-Za-z0-9_]*)$")
 
 
-def system_of(params: MLPerfParameters, ctx: StepContext) -> HostSystem:
-    """The host's GPUs/CPU: SystemDescription when given (tests), else read from the host."""
+def system_of(params: MLPerfParameters, ctx: StepContext, facts: MLPerfFacts | None = None) -> HostSystem:
+    """The host's GPUs/CPU: the action's facts' when they hold them (read by ``gather`` for this apply, not read
+    again), else SystemDescription when given (tests), else read from the host."""
+    if facts is not None and facts.system is not None:
+        return facts.system
     if params.SystemDescription:
         return parse_system_description(params.SystemDescription)
     from workload.mlperf.system import read_host_system
@@ -80,7 +83,7 @@ class SystemSupport:
         return self.params
 
     def _system(self, ctx: StepContext) -> HostSystem:
-        return system_of(self.params, ctx)
+        return system_of(self.params, ctx, self.facts)
 
     def _system_text(self, ctx: StepContext) -> str:
         return system_text(self.params, ctx)

@@ -74,14 +74,19 @@ def prepare(
     whose servers come from its config files (v6.1), read them for every (scenario, accuracy target) that runs."""
     decision = _decide(step, ctx, container, params, facts, settings, harness, op, log)
     nvidia_dir = facts.nvidia_dir or ""
+    texts: dict[str, str] = {}
+
+    def read_text(path: str) -> str:
+        # Each config file is read from the host once: the accuracy-target rule and the servers both look at it.
+        if path not in texts:
+            texts[path] = ctx.host.read_text(posixpath.join(nvidia_dir, path))
+        return texts[path]
+
+    def read(path: str) -> str | None:
+        return read_text(path) if path in texts or ctx.host.exists(posixpath.join(nvidia_dir, path)) else None
+
     try:
-        lacking = lacking_targets(
-            lambda path: ctx.host.read_text(posixpath.join(nvidia_dir, path)),
-            harness,
-            settings,
-            decision.system_name,
-            decision.blocked,
-        )
+        lacking = lacking_targets(read_text, harness, settings, decision.system_name, decision.blocked)
     except ServerConfigError as exc:
         raise StepError(step.label, str(exc), host=ctx.host.name) from None
     for (scenario, _benchmark, target), why in lacking.items():
@@ -89,7 +94,7 @@ def prepare(
     decision = replace(decision, blocked_targets=lacking)
     if not hasattr(harness, "served_urls"):
         return decision
-    return replace(decision, server_urls=_servers(step, ctx, params, facts, settings, harness, decision, log))
+    return replace(decision, server_urls=_servers(step, ctx, params, facts, read, settings, harness, decision, log))
 
 
 def _servers(
@@ -97,22 +102,19 @@ def _servers(
     ctx: StepContext,
     params: MLPerfParameters,
     facts: MLPerfFacts,
+    read: Callable[[str], str | None],
     settings: Settings,
     harness: Any,
     decision: Decision,
     log: Callable[[str], None],
 ) -> dict[tuple[str, str], ServerUrls]:
     """The servers of each runnable (scenario, accuracy target), logged with where they come from; StepError naming
-    the file when a config's servers cannot be read."""
-    nvidia_dir = facts.nvidia_dir or ""
-
-    def read(path: str) -> str | None:
-        target = posixpath.join(nvidia_dir, path)
-        return ctx.host.read_text(target) if ctx.host.exists(target) else None
+    the file when a config's servers cannot be read. ``read``: a file's text relative to closed/NVIDIA (None: not
+    there)."""
 
     def gpu_count() -> int:
         try:
-            return system_of(params, ctx).gpu_count
+            return system_of(params, ctx, facts).gpu_count
         except WorkloadError as exc:
             raise step.fail(
                 f"the machine's GPUs could not be read to count the servers NVIDIA's harness starts: {exc.message}",
@@ -227,7 +229,7 @@ def _decide(
             )
         log(f"the harness knows this system ({answer}) but lacks {', '.join(missing)}: running it as a custom system")
     try:
-        system = system_of(params, ctx)
+        system = system_of(params, ctx, facts)
     except WorkloadError as exc:
         raise step.fail(f"the machine's GPUs/CPU could not be read for a custom system: {exc.message}", ctx) from None
     if not params.RequireCustomSystemSupport:
