@@ -349,6 +349,12 @@ class Step(abc.ABC):
     def plan(self, ctx: StepContext) -> StepPlan:
         """Read facts (read-only) and return what :meth:`apply` would do."""
 
+    def needs_nvidia_gpu(self) -> bool:
+        """Whether this step can succeed only on a host with an NVIDIA GPU (on its PCI bus; the driver
+        may still be missing). ``workload plan`` names such steps as failing on a host without one,
+        and its summary says each host's GPU situation. Default: no."""
+        return False
+
     def preflight(self, ctx: StepContext) -> None:
         """Raise :class:`StepError` when this step cannot possibly succeed on this host.
 
