@@ -155,7 +155,9 @@ def cli(bed: Bed, command: str, capsys: pytest.CaptureFixture[str], profile: Pat
     before = set(bed.runs.iterdir()) if bed.runs.exists() else set()
     capsys.readouterr()
     parameters = bed.parameters + (",,," + extra if extra else "")
-    code = invoke([command, "--profile", str(profile), "--parameters", parameters, "--output-dir", str(bed.runs)])
+    details = ["--details"] if command == "plan" else []  # the tests read plan's commands, not its summary
+    argv = [command, "--profile", str(profile), "--parameters", parameters, "--output-dir", str(bed.runs), *details]
+    code = invoke(argv)
     captured = capsys.readouterr()
     new = sorted(set(bed.runs.iterdir()) - before) if bed.runs.exists() else []
     return Run(code, captured.out + captured.err, new[-1] if new else bed.runs / "(no new run folder)")
