@@ -93,6 +93,11 @@ class StepParameters(BaseModel):
     FailFast: bool = False
     SupportedPlatforms: str | None = None
 
+    #: Parameters of older VirtualClient releases of this step that this runner reads and ignores,
+    #: each with why it changes nothing here: a profile that has one loads, with a warning naming
+    #: the places (VirtualClient's older profiles keep working), instead of "unknown parameter".
+    RETIRED: ClassVar[dict[str, str]] = {}
+
     @field_validator("*", mode="before")
     @classmethod
     def _blank_means_default(cls, value: object) -> object:

@@ -148,6 +148,8 @@ def summarize(
     ``gpu_steps`` are the labels of the steps that need an NVIDIA GPU: on a host known to have
     none, such a step would fail whatever its own plan says.
     """
+    from workload.cli.console import changes_in_words
+
     needs_gpu = set(gpu_steps) if gpu is not None and gpu.none_present else set()
     summary = HostSummary(outcome.name, gpu)
     for step in outcome.steps:
@@ -157,23 +159,12 @@ def summarize(
         elif step.label in needs_gpu:
             summary.fail.append(Line(step.label, NO_GPU_PROBLEM, "run this profile on a GPU machine"))
         elif step.plan is not None and step.plan.changed:
-            summary.change.append(Line(step.label, _first_change(step, secrets)))
+            summary.change.append(Line(step.label, changes_in_words(step.plan, secrets)))
         elif step.plan is not None:
             summary.unchanged.append(Line(step.label, mask_text(step.plan.noop_reason or "nothing to do", secrets)))
         else:
             summary.fail.append(Line(step.label, f"not planned ({step.status})"))
     return summary
-
-
-def _first_change(step: StepOutcome, secrets: Secrets | None) -> str:
-    assert step.plan is not None
-    changes = step.plan.changes
-    text = mask_text(changes[0].summary, secrets)
-    if len(changes) > 1:
-        text += f" (+{len(changes) - 1} more)"
-    if step.plan.reboot_required:
-        text += "; then reboot"
-    return text
 
 
 def _failure(step: StepOutcome, host: str, secrets: Secrets | None) -> tuple[str, str]:

@@ -9,22 +9,20 @@ import click
 
 from workload.cli.history_hook import record_options
 from workload.cli.numbers import FiniteFloatRange
-from workload.cli.options import Targets, build_targets, host_options, parameter_options, resolve_from_options
+from workload.cli.options import (
+    Targets,
+    build_targets,
+    host_options,
+    parameter_options,
+    profile_options,
+    resolve_from_options,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from workload.commands import Secrets
     from workload.engine import HostOutcome
-
-
-def _profile_option(func: Any) -> Any:
-    return click.option(
-        "--profile",
-        required=True,
-        metavar="NAME|PATH",
-        help="A shipped profile name (see `workload profiles`) or a path to a profile JSON file.",
-    )(func)
 
 
 def _output_option(func: Any) -> Any:
@@ -38,7 +36,7 @@ def _output_option(func: Any) -> Any:
 
 
 @click.command("run")
-@_profile_option
+@profile_options
 @parameter_options
 @host_options
 @click.option("--dependencies", "-d", "dependencies_only", is_flag=True, help="Run only the dependency steps.")
@@ -367,7 +365,7 @@ def _write_run_json(
 
 
 @click.command("plan")
-@_profile_option
+@profile_options
 @parameter_options
 @host_options
 @click.option("--dependencies", "-d", "dependencies_only", is_flag=True, help="Plan only the dependency steps.")
