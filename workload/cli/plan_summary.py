@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from workload.cli.forwarding import ForwardingReporter
 from workload.commands import Secrets, mask_text
 
 if TYPE_CHECKING:
@@ -95,26 +96,17 @@ class GpuSurvey:
             self.found[name] = GpuSituation(None, exc.message)
 
 
-class SurveyingReporter:
-    """A reporter (``workload.outcomes.Reporter``) that passes every event on to ``inner`` and has
-    ``survey`` read a host's GPUs when its first step starts."""
+class SurveyingReporter(ForwardingReporter):
+    """A reporter that passes every event on to ``inner`` and has ``survey`` read a host's GPUs when
+    its first step starts."""
 
     def __init__(self, inner: Reporter, survey: GpuSurvey) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.survey = survey
 
     def step_started(self, host: str, step: Step) -> None:
         self.survey.read(host)
         self.inner.step_started(host, step)
-
-    def step_finished(self, host: str, step: Step, outcome: StepOutcome) -> None:
-        self.inner.step_finished(host, step, outcome)
-
-    def line(self, host: str, text: str) -> None:
-        self.inner.line(host, text)
-
-    def host_finished(self, host: str, outcome: HostOutcome) -> None:
-        self.inner.host_finished(host, outcome)
 
 
 @dataclass(frozen=True)
