@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,17 @@ def test_older_form_with_current_models_is_read_with_one_warning(
     shown = json.loads(captured.out)
     assert [a["Parameters"]["Model"] for a in shown["Actions"]] == ["bert", "3d-unet"]
     assert all("Benchmarks" not in a["Parameters"] for a in shown["Actions"])
+
+
+def test_what_ran_where_names_only_sources_that_exist() -> None:
+    """The README's "What ran where" table: every file or folder a row names as its record exists."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## What ran where", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `") or line.startswith("| every")]
+    assert len(rows) >= 8
+    named = {token for row in rows for token in re.findall(r"`((?:tests|bench|\.ci)/[^`]*)`", row)}
+    assert "tests/test_gpu.py" in named and "tests/fixtures/monitors/h200-580.159.04/" in named
+    for token in named:
+        assert list(ROOT.glob(token.rstrip("/"))), token
+    for row in rows:
+        assert re.search(r"\| (since )?2026-\d\d-\d\d", row), row  # each row says when
