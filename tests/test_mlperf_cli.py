@@ -223,7 +223,7 @@ def test_profile_chained_behind_git_clone_runs_reruns_and_survives_a_reboot(
     assert "set up bert: download_data, download_model, preprocess_data" in planned.out
     assert "run bert Offline,Server,SingleStream PerformanceOnly (quick: --test_run)" in planned.out
     assert "run 3d-unet Offline,SingleStream AccuracyOnly (quick: --test_run)" in planned.out
-    assert "3 step plan(s) on 1 host(s); 0 would fail if run now." in planned.out
+    assert "3 step(s) on 1 host(s): 3 would change, 0 no change, 0 would fail if run now." in planned.out
     assert not bed.clone.exists() and not bed.state.exists() and not bed.scratch.joinpath("data").exists()
 
     # -- first run: clone at the pinned commit, set up, build once, run 5 scenarios x 2 modes --------
