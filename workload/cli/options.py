@@ -24,7 +24,8 @@ def parameter_options(func: F) -> F:
     func = click.option(
         "--scenarios",
         metavar="LIST",
-        help="Only actions whose Scenario is listed (a,b); '-name' excludes an action or dependency.",
+        help="Only actions whose Scenario is listed (a,b); '-name' excludes an action or dependency. "
+        "MLPerf scenarios (Offline, Server...) are the actions' Scenarios parameter: set them with -p.",
     )(func)
     func = click.option(
         "--parameters",

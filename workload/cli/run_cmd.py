@@ -415,8 +415,8 @@ def plan_command(
     commands it would run, or "no change" with the reason. On a fresh machine the plans of later
     steps are previews: they depend on what earlier steps install, and `run` re-plans each step
     right before applying it. plan writes no run folder (its step logs go to a temporary folder
-    that is removed, and --output-dir is ignored). It exits 0 whatever it finds; --strict exits 4
-    when a step would fail.
+    that is removed, and --output-dir is ignored). Whatever the steps would do, it exits 0 (bad
+    input is 2, a host it cannot reach 3); --strict exits 4 when a step would fail.
 
     \b
     Examples:
