@@ -56,6 +56,17 @@ def test_scenarios_given_an_mlperf_scenario_points_to_the_parameter(
     assert "warning" not in captured.err
 
 
+def test_scenarios_written_in_the_action_name_the_action_to_edit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = tmp_path / "p.json"
+    action = {"Type": "MLPerfExecutor", "Parameters": {"Scenario": "b", "Model": "bert", "Scenarios": "Offline,Server"}}
+    profile.write_text(json.dumps({"Description": "x", "Actions": [action]}))
+    assert invoke(["plan", "--profile", str(profile), "--scenarios", "Server"]) == 2
+    err = capsys.readouterr().err
+    assert 'to run only Server, set "Scenarios": "Server" in the Parameters of Actions[0]' in err
+
+
 def test_scenarios_that_nothing_lists_keep_the_plain_hint(capsys: pytest.CaptureFixture[str]) -> None:
     assert invoke(["plan", "--profile", "PERF-GPU-MLPERF", "--scenarios", "Nope"]) == 2
     err = capsys.readouterr().err

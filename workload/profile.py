@@ -356,8 +356,8 @@ def _scenarios_parameter_hint(
     (Offline, Server, ...) an action runs are its ``Scenarios`` parameter. When the names given are
     items of that parameter, the hint says how to keep just those: ``-p`` with one pair per global
     parameter the actions refer to (``-p "BertScenarios=Offline"``), or, where the value is written
-    in the step (or left at its default), the actions whose ``Scenarios`` to set. None when no action
-    lists them.
+    in the step itself, the actions whose ``Scenarios`` to set. None when no action lists them (an
+    action that leaves ``Scenarios`` at its default, its model's scenarios, gets no hint).
     """
     wanted = {name.lower() for name in names if name}
     declared = {key.lower(): key for key in params.to_dict()}
