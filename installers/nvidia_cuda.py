@@ -234,6 +234,9 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
             mine.append(download_state(runfile_path(params)))
         return [*super().facts(ctx, phase), *mine]
 
+    def needs_nvidia_gpu(self) -> bool:
+        return True  # the driver's kernel module has nothing to drive (its preflight refuses such a host)
+
     def preflight(self, ctx: StepContext) -> None:
         read = self.read_facts(ctx, "plan")
         facts = PreflightFacts(

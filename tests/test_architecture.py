@@ -13,6 +13,7 @@ FOUNDATIONS = {
     "workload",
     "workload.commands",
     "workload.errors",
+    "workload.exit_codes",
     "workload.params",
     "workload.resources",
     "workload.rundir",

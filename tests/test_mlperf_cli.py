@@ -155,7 +155,9 @@ def cli(bed: Bed, command: str, capsys: pytest.CaptureFixture[str], profile: Pat
     before = set(bed.runs.iterdir()) if bed.runs.exists() else set()
     capsys.readouterr()
     parameters = bed.parameters + (",,," + extra if extra else "")
-    code = invoke([command, "--profile", str(profile), "--parameters", parameters, "--output-dir", str(bed.runs)])
+    details = ["--details"] if command == "plan" else []  # the tests read plan's commands, not its summary
+    argv = [command, "--profile", str(profile), "--parameters", parameters, "--output-dir", str(bed.runs), *details]
+    code = invoke(argv)
     captured = capsys.readouterr()
     new = sorted(set(bed.runs.iterdir()) - before) if bed.runs.exists() else []
     return Run(code, captured.out + captured.err, new[-1] if new else bed.runs / "(no new run folder)")
@@ -221,7 +223,7 @@ def test_profile_chained_behind_git_clone_runs_reruns_and_survives_a_reboot(
     assert "set up bert: download_data, download_model, preprocess_data" in planned.out
     assert "run bert Offline,Server,SingleStream PerformanceOnly (quick: --test_run)" in planned.out
     assert "run 3d-unet Offline,SingleStream AccuracyOnly (quick: --test_run)" in planned.out
-    assert "3 step plan(s) on 1 host(s); 0 would fail if run now." in planned.out
+    assert "3 step(s) on 1 host(s): 3 would change, 0 no change, 0 would fail if run now." in planned.out
     assert not bed.clone.exists() and not bed.state.exists() and not bed.scratch.joinpath("data").exists()
 
     # -- first run: clone at the pinned commit, set up, build once, run 5 scenarios x 2 modes --------

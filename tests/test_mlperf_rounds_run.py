@@ -267,7 +267,7 @@ def test_plan_shows_the_v51_server_commands(bed51: dict[str, Any], capsys: pytes
 
     path = bed51["tmp"] / "profile.json"
     path.write_text(json.dumps({"Description": "MLPerf rounds test", "Actions": [action(bed51, "Offline")]}))
-    assert invoke(["plan", "--profile", str(path)]) == 0
+    assert invoke(["plan", "--profile", str(path), "--details"]) == 0
     out = capsys.readouterr().out
     assert "make run_llm_server" in out and "llm-server-probe" in out and "llm-server-stop" in out
     assert "--accuracy_target=0.99" in out and "SYSTEM_NAME=" in out
@@ -400,7 +400,7 @@ def test_plan_shows_the_v50_registry_and_flags(bed50: dict[str, Any], capsys: py
 
     path = bed50["tmp"] / "profile.json"
     path.write_text(json.dumps({"Description": "MLPerf rounds test", "Actions": [action(bed50, "Offline")]}))
-    assert invoke(["plan", "--profile", str(path)]) == 0
+    assert invoke(["plan", "--profile", str(path), "--details"]) == 0
     out = capsys.readouterr().out
     assert "code/common/systems/custom_list.json" in out and "configs/llama2-70b/Offline/custom.py" in out
     assert "--config_ver=default" in out and "--test_run" in out and "run_llm_server" not in out

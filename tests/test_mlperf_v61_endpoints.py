@@ -274,8 +274,9 @@ def test_workload_plan_cli_refusal_is_one_message_without_traceback(tmp_path: Pa
     )
     text = out.stdout + out.stderr
     assert "Traceback" not in text, text
-    # plan reports the step that would fail and why, in one message naming the parameter (run stops there)
-    assert "would fail if run now:" in text, text
+    # plan reports the step that would fail and why, in one message naming the parameter (run stops there);
+    # its default summary lists the step under "would fail if run now"
+    assert "would fail if run now (1):" in text, text
     assert "ServerTargetQps: MLCommons' endpoints client runs llama2-70b Server as a Poisson load" in text, text
     assert text.count("set ServerTargetQps to the queries per second to send") == 1, text
     assert "server_target_qps of llama2-70b Server (k_99) for 8x NVIDIA B200;" in text, text  # the GPUs were read

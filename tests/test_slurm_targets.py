@@ -197,7 +197,8 @@ def test_plan_reads_each_node_through_job_steps(
 ) -> None:
     params = f"Scenarios=Offline,,,TestModes=PerformanceOnly,,,Python={sys.executable}"
     profile = str(python_profile(tmp_path))
-    assert invoke(["plan", "--profile", profile, "-p", params, "--strict", *target(cluster, "--nodes", "2")]) == 0
+    argv = ["plan", "--profile", profile, "-p", params, "--strict", "--details", *target(cluster, "--nodes", "2")]
+    assert invoke(argv) == 0
     out = capsys.readouterr().out
     assert "LoadGen Offline PerformanceOnly" in out  # planned on the node: its Python has LoadGen
     hosts = [line.split("== host ")[1].split(" ==")[0] for line in out.splitlines() if "== host " in line]

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from workload import exit_codes as _codes
 from workload.commands import mask_text
 
-# Exit codes (README "Exit codes" lists the same table).
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_USAGE = 2
-EXIT_CONNECT = 3
-EXIT_STEP_FAILED = 4
-EXIT_REBOOT_REQUIRED = 5
-EXIT_INVALID_RESULTS = 6
-EXIT_REGRESSION = 7
-EXIT_OUTPUT = 8
-EXIT_INTERRUPTED = 130
+# Exit codes: their one table is workload/exit_codes.py (README and --help are made from it).
+EXIT_OK = _codes.EXIT_OK
+EXIT_INTERNAL = _codes.EXIT_INTERNAL
+EXIT_USAGE = _codes.EXIT_USAGE
+EXIT_CONNECT = _codes.EXIT_CONNECT
+EXIT_STEP_FAILED = _codes.EXIT_STEP_FAILED
+EXIT_REBOOT_REQUIRED = _codes.EXIT_REBOOT_REQUIRED
+EXIT_INVALID_RESULTS = _codes.EXIT_INVALID_RESULTS
+EXIT_REGRESSION = _codes.EXIT_REGRESSION
+EXIT_OUTPUT = _codes.EXIT_OUTPUT
+EXIT_INTERRUPTED = _codes.EXIT_INTERRUPTED
 
 
 class WorkloadError(Exception):

@@ -238,16 +238,28 @@ def resolve_profile(
 
     all_steps: list[Step] = []
     taken: set[str] = set()
+    retired: list[tuple[str, str, str]] = []
     for section, kind in SECTIONS:
         for index, element in enumerate(getattr(doc, section)):
-            step, took = _build_step(label, f"{section}[{index}]", kind, element, lookup, overrides or {})
+            try:
+                step, took = _build_step(label, f"{section}[{index}]", kind, element, lookup, overrides or {}, retired)
+            except ProfileError as exc:
+                raise _with_current_form(exc, loaded.path, retired) from None
             all_steps.append(step)
             taken |= took
-    warnings = _unused_overrides(doc, {k: v for k, v in (overrides or {}).items() if k.lower() not in taken})
+    warnings = _retired_warnings(label, retired)
+    warnings += _unused_overrides(doc, {k: v for k, v in (overrides or {}).items() if k.lower() not in taken})
     # Monitors run in the background around the actions (workload.monitors), not as engine steps.
     monitors = [s for s in all_steps if s.kind == "monitor"]
     all_steps = [s for s in all_steps if s.kind != "monitor"]
-    steps = _filter_scenarios(all_steps, scenarios, warnings)
+    try:
+        steps = _filter_scenarios(all_steps, scenarios, warnings)
+    except UsageError as exc:
+        asked = [s.strip() for s in scenarios if s.strip() and not s.strip().startswith("-")]
+        meant = _scenarios_parameter_hint(doc, params, [s for s in all_steps if s.kind == "action"], asked)
+        if meant is None:
+            raise
+        raise UsageError(exc.problem, hint=f"{exc.hint}; {meant}") from None
     secrets = _secrets_of(params.to_dict(), all_steps)
     secrets.add(*secret_values({"Description": doc.Description, "Metadata": doc.Metadata}))
     interval = 0.0
@@ -309,6 +321,72 @@ def _filter_scenarios(steps: list[Step], scenarios: Sequence[str], warnings: lis
                 f"--scenarios {name}: no action has Scenario {name!r} (actions: {', '.join(action_scenarios)})"
             )
     return kept
+
+
+def _retired_warnings(label: str, retired: Sequence[tuple[str, str, str]]) -> list[str]:
+    """One warning per retired parameter name, naming every place it was given."""
+    places: dict[str, list[str]] = {}
+    why: dict[str, str] = {}
+    for name, where, reason in retired:
+        places.setdefault(name, []).append(where)
+        why[name] = reason
+    return [f"{label}: {', '.join(where)}: {name} is ignored: {why[name]}" for name, where in places.items()]
+
+
+def _with_current_form(exc: ProfileError, path: Path, retired: Sequence[tuple[str, str, str]]) -> ProfileError:
+    """``exc``, and where the profile is an older VirtualClient form (it has retired parameters) that a
+    shipped profile of the same name replaces, the one change that makes it current: that profile."""
+    current = path.stem if path.stem in shipped_profiles() else None
+    if not retired or current is None or path.resolve() == (profile_dir() / path.name).resolve():
+        return exc
+    names = ", ".join(sorted({name for name, _where, _why in retired}))
+    note = (
+        f"{path.name} is an older VirtualClient form of this profile ({names}); its current form ships "
+        f"with workload: --profile {current}"
+    )
+    return ProfileError(exc.location, exc.problem, hint=f"{exc.hint}; {note}" if exc.hint else note)
+
+
+def _scenarios_parameter_hint(
+    doc: ProfileDocument, params: CaseInsensitiveDict, actions: Sequence[Step], names: Sequence[str]
+) -> str | None:
+    """What to pass instead when ``--scenarios`` names what the actions' ``Scenarios`` parameter lists.
+
+    ``--scenarios`` picks actions by their VirtualClient ``Scenario``; the MLPerf/LoadGen scenarios
+    (Offline, Server, ...) an action runs are its ``Scenarios`` parameter. When the names given are
+    items of that parameter, the hint says how to keep just those: ``-p`` with one pair per global
+    parameter the actions refer to (``-p "BertScenarios=Offline"``), or, where the value is written
+    in the step itself, the actions whose ``Scenarios`` to set. None when no action lists them (an
+    action that leaves ``Scenarios`` at its default, its model's scenarios, gets no hint).
+    """
+    wanted = {name.lower() for name in names if name}
+    declared = {key.lower(): key for key in params.to_dict()}
+    pairs: dict[str, str] = {}
+    literal: list[str] = []
+    for step in actions:
+        value = getattr(step.params, "Scenarios", None)
+        if not isinstance(value, str):
+            continue
+        kept = [item.strip() for item in value.split(",") if item.strip().lower() in wanted]
+        if not kept:
+            continue
+        index = int(step.location.removeprefix("Actions[").rstrip("]"))
+        raw = CaseInsensitiveDict(doc.Actions[index].Parameters).get("Scenarios")
+        if isinstance(raw, str) and raw.lower().startswith(REFERENCE_PREFIX):
+            source = raw[len(REFERENCE_PREFIX) :]
+            pairs[declared.get(source.lower(), source)] = ",".join(kept)
+        else:
+            literal.append(step.location)
+    if not pairs and not literal:
+        return None
+    shown = ",".join(names)
+    text = f"{shown}: an MLPerf scenario of the actions' Scenarios parameter; to run only {shown}, "
+    if pairs:
+        joined = ",,,".join(f"{key}={value}" for key, value in pairs.items())
+        text += f'pass -p "{joined}"' + (" and " if literal else "")
+    if literal:
+        text += f'set "Scenarios": "{shown}" in the Parameters of {", ".join(literal)}'
+    return text
 
 
 def _unused_overrides(doc: ProfileDocument, overrides: Mapping[str, str]) -> list[str]:
@@ -377,8 +455,13 @@ def _build_step(
     element: ProfileElement,
     lookup: dict[str, Any],
     overrides: Mapping[str, Any] | None = None,
+    retired: list[tuple[str, str, str]] | None = None,
 ) -> tuple[Step, set[str]]:
-    """The step, and the (lower-cased) ``--parameters`` keys it took as its own parameters."""
+    """The step, and the (lower-cased) ``--parameters`` keys it took as its own parameters.
+
+    A parameter the step's model lists as ``RETIRED`` is left out; ``(its name, JSON path, why)``
+    is added to ``retired`` for the warning.
+    """
     from workload.registry import canonical_name, step_class, step_kind
 
     type_name = canonical_name(element.Type, location=f"{label}: {location}.Type")
@@ -397,10 +480,15 @@ def _build_step(
     prefix = f"{location}.Parameters"
     cls = step_class(type_name, location=f"{label}: {location}.Type")
     resolved = CaseInsensitiveDict()
+    old_names = {name.lower(): (name, why) for name, why in cls.Parameters.RETIRED.items()}
     for key, value in element.Parameters.items():
         where = f"{label}: {key_path(prefix, key)}"
         if key in resolved:
             raise ProfileError(where, "parameter given twice (names ignore case)")
+        if key.lower() in old_names and retired is not None:
+            name, why = old_names[key.lower()]
+            retired.append((name, key_path(prefix, key), why))
+            continue
         problem = unknown_parameter_problem(cls.Parameters, key)
         if problem is not None:
             raise ProfileError(

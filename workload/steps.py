@@ -93,6 +93,11 @@ class StepParameters(BaseModel):
     FailFast: bool = False
     SupportedPlatforms: str | None = None
 
+    #: Parameters of older VirtualClient releases of this step that this runner reads and ignores,
+    #: each with why it changes nothing here: a profile that has one loads, with a warning naming
+    #: the places (VirtualClient's older profiles keep working), instead of "unknown parameter".
+    RETIRED: ClassVar[dict[str, str]] = {}
+
     @field_validator("*", mode="before")
     @classmethod
     def _blank_means_default(cls, value: object) -> object:
@@ -348,6 +353,12 @@ class Step(abc.ABC):
     @abc.abstractmethod
     def plan(self, ctx: StepContext) -> StepPlan:
         """Read facts (read-only) and return what :meth:`apply` would do."""
+
+    def needs_nvidia_gpu(self) -> bool:
+        """Whether this step can succeed only on a host with an NVIDIA GPU (on its PCI bus; the driver
+        may still be missing). ``workload plan`` names such steps as failing on a host without one,
+        and its summary says each host's GPU situation. Default: no."""
+        return False
 
     def preflight(self, ctx: StepContext) -> None:
         """Raise :class:`StepError` when this step cannot possibly succeed on this host.

@@ -203,6 +203,10 @@ class MLPerfExecutor(Step):
                 facts.docker_problem = f"docker: {exc.message}"
         return facts
 
+    def needs_nvidia_gpu(self) -> bool:
+        # The container is started with a GPU device request (docker's --gpus all), which fails without one.
+        return self.p.UseGpus
+
     def _needs_system(self) -> bool:
         """Whether the plan reads the GPUs: an endpoints client Server/Interactive run without its rate given."""
         if self.p.Client != "endpoints":

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from workload import __version__
+from workload import __version__, exit_codes
 
 #: Subcommand name -> "module:attribute" (a click.Command), imported on first use.
 COMMANDS: dict[str, str] = {
@@ -60,10 +60,10 @@ Start here:
   workload run --profile PERF-GPU-MLPERF --host ssh://azureuser@10.0.0.4
   workload results RUN_FOLDER                  re-read and judge results from anywhere
 
-Exit codes: 0 ok, 2 bad input, 3 cannot connect, 4 a step failed, 5 reboot needed (re-run to
-resume), 6 results INVALID or accuracy failed, 7 regression (compare), 8 an output file could
-not be written (disk full), 130 interrupted (Ctrl-C or SIGTERM).
 """
+
+#: ``workload --help``: the text above, then the exit codes from their one table (workload/exit_codes.py).
+HELP = HELP + exit_codes.help_text() + "\n"
 
 
 @click.group(cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"]})

@@ -170,6 +170,8 @@ class ConsoleReporter:
             detail = ""
             if outcome.status == "unchanged" and message:
                 detail = f": {message}"
+            elif outcome.status == "changed" and outcome.plan is not None and outcome.plan.changed:
+                detail = f": {changes_in_words(outcome.plan, self.secrets)}"  # what changed, not only that it did
             if self.multi:
                 self._multi_step_finished(host, step, outcome, status, detail, message)
                 return
@@ -227,6 +229,17 @@ class ConsoleReporter:
 
 def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def changes_in_words(plan: StepPlan, secrets: Secrets | None = None) -> str:
+    """What a plan changes, in one line (masked): its first change, ``(+N more)`` when there are
+    others, ``; then reboot`` when it needs one. For a step's line in ``run`` and ``plan``'s summary."""
+    text = mask_text(plan.changes[0].summary, secrets) if plan.changes else "nothing"
+    if len(plan.changes) > 1:
+        text += f" (+{len(plan.changes) - 1} more)"
+    if plan.reboot_required:
+        text += "; then reboot"
+    return text
 
 
 def shown_parameters(step: Step, secrets: Secrets | None = None) -> dict[str, object]:

@@ -93,8 +93,17 @@ def record(
     except Exception as exc:  # a failure to record must never cost the run its results
         _warn(f"the run was not recorded in the history: {type(exc).__name__}: {mask_text(str(exc))}", source)
         return None
-    echo(f"recorded in history {where} as {run_id}")
+    echo(f"recorded in history {history_location(where)} as {run_id}")
     return run_id
+
+
+def history_location(url: str) -> str:
+    """Where a history is, as a person reads it: a SQLite history is its file (``sqlite:////home/me/x.sqlite``
+    is ``/home/me/x.sqlite``); any other (PostgreSQL) stays the URL it was shown as (password masked)."""
+    for prefix in ("sqlite+pysqlite:///", "sqlite:///"):
+        if url.startswith(prefix) and len(url) > len(prefix):
+            return url[len(prefix) :]
+    return url
 
 
 def _warn(text: str, source: Path) -> None:

@@ -24,7 +24,8 @@ def parameter_options(func: F) -> F:
     func = click.option(
         "--scenarios",
         metavar="LIST",
-        help="Only actions whose Scenario is listed (a,b); '-name' excludes an action or dependency.",
+        help="Only actions whose Scenario is listed (a,b); '-name' excludes an action or dependency. "
+        "MLPerf scenarios (Offline, Server...) are the actions' Scenarios parameter: set them with -p.",
     )(func)
     func = click.option(
         "--parameters",
@@ -34,6 +35,44 @@ def parameter_options(func: F) -> F:
         help="Override profile Parameters. Pairs split on ',,,' if present, else ';', else ','. Repeatable.",
     )(func)
     return func
+
+
+def profile_options(func: F) -> F:
+    """The profile, as VirtualClient's ``--profile NAME|PATH`` or as the first argument: every command
+    that takes a profile accepts both forms (``workload show PROFILE`` and ``workload run --profile
+    PROFILE`` alike). The command receives it as ``profile: str``."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, profile=pick_profile(kwargs.pop("profile_argument"), kwargs.pop("profile_option")), **kwargs)
+
+    decorated: Any = click.option(
+        "--profile",
+        "profile_option",
+        metavar="NAME|PATH",
+        help="A shipped profile name (see `workload profiles`) or a path to a profile JSON file; "
+        "may also be given as the first argument.",
+    )(wrapper)
+    decorated = click.argument("profile_argument", metavar="[PROFILE]", required=False)(decorated)
+    return cast(F, decorated)
+
+
+def pick_profile(argument: str | None, option: str | None) -> str:
+    """The one profile of a command line (argument or ``--profile``); a :class:`UsageError` when
+    there is none, or two that differ."""
+    from workload.errors import UsageError
+
+    if argument is not None and option is not None and argument != option:
+        raise UsageError(
+            f"two profiles given: {argument} (argument) and {option} (--profile)", hint="give the profile once"
+        )
+    profile = option if option is not None else argument
+    if profile is None:
+        raise UsageError(
+            "no profile given",
+            hint="name it as --profile NAME|PATH or as the first argument (`workload profiles` lists shipped ones)",
+        )
+    return profile
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from workload.commands import Secrets, mask_text
 
 if TYPE_CHECKING:
+    from workload.cli.plan_summary import HostSummary
     from workload.engine import HostOutcome
 
 
@@ -27,20 +28,34 @@ def _step(step: Any, secrets: Secrets | None) -> dict[str, Any]:
     return entry
 
 
-def plan_document(profile: str, outcomes: Sequence[HostOutcome], exit_code: int, secrets: Secrets | None = None) -> str:
-    """``{"profile", "exit_code", "hosts": [{"host", "status", "error", "steps": [...]}]}``.
+def plan_document(
+    profile: str,
+    outcomes: Sequence[HostOutcome],
+    exit_code: int,
+    secrets: Secrets | None = None,
+    *,
+    summaries: Sequence[HostSummary] = (),
+) -> str:
+    """``{"profile", "exit_code", "hosts": [{"host", "status", "error", "gpu", "would_fail", "steps": [...]}]}``.
 
     Each step: label, status (``planned``, ``unchanged``, ``failed``...), message, and its plan:
     ``changes`` (summary and the exact commands, secrets as ``***``), ``no_change_reason``,
-    ``reboot_required`` and ``notes``.
+    ``reboot_required`` and ``notes``. From the summary (:mod:`workload.cli.plan_summary`): ``gpu``,
+    the host's GPU line (null where not read), and ``would_fail``, the labels of the steps that
+    would fail if run now (those that cannot be planned and those that need a GPU the host lacks).
     """
-    hosts = [
-        {
-            "host": o.name,
-            "status": o.status,
-            "error": mask_text(str(o.error), secrets) if o.error is not None else None,
-            "steps": [_step(s, secrets) for s in o.steps],
-        }
-        for o in outcomes
-    ]
+    by_host = {summary.host: summary for summary in summaries}
+    hosts = []
+    for o in outcomes:
+        summary = by_host.get(o.name)
+        hosts.append(
+            {
+                "host": o.name,
+                "status": o.status,
+                "error": mask_text(str(o.error), secrets) if o.error is not None else None,
+                "gpu": summary.gpu.describe() if summary is not None and summary.gpu is not None else None,
+                "would_fail": [line.label for line in summary.fail] if summary is not None else [],
+                "steps": [_step(s, secrets) for s in o.steps],
+            }
+        )
     return json.dumps({"profile": profile, "exit_code": exit_code, "hosts": hosts}, indent=2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from workload.cli.options import parameter_options, resolve_from_options
+from workload.cli.options import parameter_options, profile_options, resolve_from_options
 
 
 @click.command("profiles")
@@ -22,25 +22,26 @@ def profiles_command(as_json: bool) -> int:
             description = json.loads((profile_dir() / f"{name}.json").read_text()).get("Description", "")
         except (OSError, ValueError, AttributeError):
             description = "(unreadable)"
-        listing.append(
-            {"name": name, "description": mask_text(str(description)), "path": str(profile_dir() / f"{name}.json")}
-        )
+        shown = " ".join(mask_text(str(description)).split())  # one line per profile, whatever its text holds
+        listing.append({"name": name, "description": shown, "path": str(profile_dir() / f"{name}.json")})
     if as_json:
         click.echo(json.dumps(listing, indent=2))
         return 0
+    width = max((len(entry["name"]) for entry in listing), default=0)  # one column, however long the names
     for entry in listing:
-        click.echo(f"{entry['name']:<22} {entry['description']}")
+        click.echo(f"{entry['name']:<{width}}  {entry['description']}")
     return 0
 
 
 @click.command("show")
-@click.argument("profile")
+@profile_options
 @parameter_options
 @click.option("--json", "as_json", is_flag=True, help="Print the resolved profile as JSON.")
 def show_command(profile: str, parameters: tuple[str, ...], scenarios: str | None, as_json: bool) -> int:
     """Show PROFILE resolved: parameters (after --parameters) and every step with its parameters.
 
-    PROFILE is a shipped name (PERF-GPU-MLPERF, with or without .json) or a path to a JSON file.
+    PROFILE is a shipped name (PERF-GPU-MLPERF, with or without .json) or a path to a JSON file,
+    given as the argument or as --profile PROFILE (as run and plan take it; they take both too).
     Nothing connects to any host. Secrets are shown as *** (parameters named like a password,
     token, secret or key, and passwords inside URLs).
     """

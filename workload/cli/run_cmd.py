@@ -9,22 +9,20 @@ import click
 
 from workload.cli.history_hook import record_options
 from workload.cli.numbers import FiniteFloatRange
-from workload.cli.options import Targets, build_targets, host_options, parameter_options, resolve_from_options
+from workload.cli.options import (
+    Targets,
+    build_targets,
+    host_options,
+    parameter_options,
+    profile_options,
+    resolve_from_options,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from workload.commands import Secrets
     from workload.engine import HostOutcome
-
-
-def _profile_option(func: Any) -> Any:
-    return click.option(
-        "--profile",
-        required=True,
-        metavar="NAME|PATH",
-        help="A shipped profile name (see `workload profiles`) or a path to a profile JSON file.",
-    )(func)
 
 
 def _output_option(func: Any) -> Any:
@@ -38,7 +36,7 @@ def _output_option(func: Any) -> Any:
 
 
 @click.command("run")
-@_profile_option
+@profile_options
 @parameter_options
 @host_options
 @click.option("--dependencies", "-d", "dependencies_only", is_flag=True, help="Run only the dependency steps.")
@@ -367,18 +365,32 @@ def _write_run_json(
 
 
 @click.command("plan")
-@_profile_option
+@profile_options
 @parameter_options
 @host_options
 @click.option("--dependencies", "-d", "dependencies_only", is_flag=True, help="Plan only the dependency steps.")
-@click.option("--strict", is_flag=True, help="Exit 4 when a step cannot be planned (it would fail if run).")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 4 when a step would fail if run now (it cannot be planned, or it needs a GPU the host lacks).",
+)
 @click.option(
     "--output-dir",
     type=click.Path(path_type=Path),
     default=None,
     help="Ignored: plan writes no run folder. Accepted so that a run command line works as a plan one.",
 )
-@click.option("-v", "--verbose", count=True, help="Show embedded shell scripts in full (they are shortened otherwise).")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Every step in full: its parameters, each exact command, notes (the summary follows).",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="--details, with embedded shell scripts in full (they are shortened otherwise).",
+)
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the plans as JSON on stdout (the progress goes to stderr)."
 )
@@ -390,55 +402,77 @@ def plan_command(
     dependencies_only: bool,
     strict: bool,
     output_dir: Path | None,
+    details: bool,
     verbose: int,
     as_json: bool,
 ) -> int:
     """Show what `run` would do on each host, changing nothing (a dry run).
 
     \b
-    Each step reads facts from the host (read-only commands) and prints the exact commands it
-    would run, or "no change" with the reason. On a fresh machine the plans of later steps are
-    previews: they depend on what earlier steps install, and `run` re-plans each step right
-    before applying it. plan writes no run folder (its step logs go to a temporary folder that
-    is removed, and --output-dir is ignored); everything it finds is printed.
+    Each step reads facts from the host (read-only commands). Per host, plan first says what
+    GPUs it has, then which steps would change something, which have nothing to do (and why),
+    and which would fail if run now (and why); --details prints every step in full: the exact
+    commands it would run, or "no change" with the reason. On a fresh machine the plans of later
+    steps are previews: they depend on what earlier steps install, and `run` re-plans each step
+    right before applying it. plan writes no run folder (its step logs go to a temporary folder
+    that is removed, and --output-dir is ignored). Whatever the steps would do, it exits 0 (bad
+    input is 2, a host it cannot reach 3); --strict exits 4 when a step would fail.
+
+    \b
+    Examples:
+      workload plan --profile PERF-GPU-MLPERF --host ssh://azureuser@10.0.0.4
+      workload plan --profile PERF-GPU-MLPERF --inventory fleet.txt --strict
+      workload plan --profile PERF-GPU-MLPERF --details
     """
     import tempfile
 
     from workload.cli.console import ConsoleReporter, make_console, styled
+    from workload.cli.plan_summary import GpuSurvey, SurveyingReporter, print_summary, summarize, total_line
     from workload.engine import Engine, RunOptions
     from workload.errors import EXIT_STEP_FAILED
+    from workload.outcomes import NullReporter, Reporter
     from workload.rundir import RunFolder
 
     del output_dir  # accepted for run's command lines; plan writes nothing to keep
+    details = details or verbose > 0
     resolved = resolve_from_options(profile, parameters, scenarios)
     specs, factory = build_targets(targets)
     secrets = resolved.secrets.union(*factory.secrets)
     console = make_console(stderr=as_json)
     console.print(styled((resolved.name, "bold"), f": {resolved.shown_description}"))
+    gpu_steps = [step.label for step in resolved.steps if step.needs_nvidia_gpu()]
+    survey = GpuSurvey(factory)
+    summaries = []
     with tempfile.TemporaryDirectory(prefix="workload-plan-") as tmp:
         folder = RunFolder.create(Path(tmp), resolved.name)
         options = RunOptions(dependencies_only=dependencies_only, parallel=targets.parallel)
         outcomes: list[HostOutcome] = []
         for spec in specs:  # one host at a time so the plans print in order
             console.print(styled(("\n== host " + spec.name + " ==", "bold")))
-            reporter = ConsoleReporter(
-                console, hosts=[spec.name], show_parameters=True, verbose=verbose, planning=True, secrets=secrets
-            )
-            engine = Engine(resolved, folder, factory, options, reporter, secrets=secrets)
-            outcomes += engine.run([spec], plan_only=True)
-    problems = [s for o in outcomes for s in o.steps if s.status == "failed"]
+            shown: Reporter = NullReporter()
+            if details:
+                shown = ConsoleReporter(
+                    console, hosts=[spec.name], show_parameters=True, verbose=verbose, planning=True, secrets=secrets
+                )
+            engine = Engine(resolved, folder, survey, options, SurveyingReporter(shown, survey), secrets=secrets)
+            outcome = engine.run([spec], plan_only=True)[0]
+            outcomes.append(outcome)
+            summaries.append(summarize(outcome, survey.found.get(spec.name), gpu_steps, secrets))
+            if details:
+                console.print(styled(("-- summary of " + spec.name, "bold")))
+            print_summary(console, summaries[-1])
     errors = [o for o in outcomes if o.error is not None]
     for outcome in errors:
         console.print(styled(("error: ", "red"), secrets.mask(str(outcome.error))), highlight=False)
-    console.print(
-        styled(
-            f"\n{sum(len(o.steps) for o in outcomes)} step plan(s) on {len(specs)} host(s); "
-            f"{len(problems)} would fail if run now."
-        )
-    )
-    code = _exit_code(outcomes, 0) if errors else EXIT_STEP_FAILED if strict and problems else 0
+    console.print(styled("\n" + total_line(summaries)))
+    would_fail = any(summary.fail for summary in summaries)
+    if would_fail and not strict:
+        console.print(styled(("exit 0: plan only reports; --strict exits 4 when a step would fail", "dim")))
+    if not details:
+        console.print(styled(("every step in full (parameters, exact commands, notes): add --details", "dim")))
+    code = _exit_code(outcomes, 0) if errors else EXIT_STEP_FAILED if strict and would_fail else 0
     if as_json:
         from workload.cli.plan_json import plan_document
 
-        click.echo(plan_document(resolved.name, outcomes, code, secrets))
+        click.echo(plan_document(resolved.name, outcomes, code, secrets, summaries=summaries))
     return code

@@ -11,28 +11,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workload.cli.forwarding import ForwardingReporter
+
 if TYPE_CHECKING:
-    from workload.engine import HostOutcome, Reporter, StepOutcome
+    from workload.engine import HostOutcome, Reporter
     from workload.hosts.base import Host, HostSpec
     from workload.monitors.sampler import TelemetryMonitor
-    from workload.steps import Step
 
 
-class _HostsDone:
+class _HostsDone(ForwardingReporter):
     """A reporter that passes every event on and ends a host's sampler when the host finishes."""
 
     def __init__(self, inner: Reporter, monitor: TelemetryMonitor) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.monitor = monitor
-
-    def step_started(self, host: str, step: Step) -> None:
-        self.inner.step_started(host, step)
-
-    def step_finished(self, host: str, step: Step, outcome: StepOutcome) -> None:
-        self.inner.step_finished(host, step, outcome)
-
-    def line(self, host: str, text: str) -> None:
-        self.inner.line(host, text)
 
     def host_finished(self, host: str, outcome: HostOutcome) -> None:
         self.monitor.host_done(host)

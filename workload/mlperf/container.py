@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import shlex
 import tarfile
@@ -130,12 +131,36 @@ def connect(base_url: str | None, *, host_name: str, timeout: int = 600) -> Any:
             client = docker.from_env(timeout=timeout)
         client.ping()
     except docker.errors.DockerException as exc:
+        where = base_url or os.environ.get("DOCKER_HOST") or "the default socket (unix:///var/run/docker.sock)"
         raise ConnectError(
             host_name,
-            f"cannot reach the Docker daemon at {base_url or 'the default socket'}: {exc}",
+            f"cannot reach the Docker daemon at {where}: {unreachable_reason(exc)}",
             hint="check DockerBaseUrl (e.g. unix:///var/run/docker.sock or ssh://user@host) and that dockerd runs",
         ) from None
     return client
+
+
+def unreachable_reason(exc: BaseException) -> str:
+    """Why a daemon did not answer, in words: the socket error docker-py wraps (in its message, its
+    cause, and the ``requests``/``urllib3`` exceptions inside) is named by what it means; any other
+    failure keeps docker-py's own text."""
+    reasons: tuple[tuple[type[OSError], str], ...] = (
+        (FileNotFoundError, "there is no such socket (Docker is not installed here, or its service never started)"),
+        (ConnectionRefusedError, "the socket refuses connections (the Docker service is stopped)"),
+        (PermissionError, "this user may not open the socket (join the docker group, or run as root)"),
+    )
+    todo: list[object] = [exc]
+    seen: set[int] = set()
+    while todo:
+        item = todo.pop()
+        if id(item) in seen or not isinstance(item, BaseException):
+            continue
+        seen.add(id(item))
+        for kind, text in reasons:
+            if isinstance(item, kind):
+                return text
+        todo += [*item.args, item.__cause__, item.__context__]
+    return str(exc)
 
 
 def tar_context(files: Mapping[str, bytes]) -> bytes:

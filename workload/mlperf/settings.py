@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -34,6 +34,14 @@ STATE_KEY = "mlperf"
 
 class MLPerfParameters(StepParameters):
     """Parameters (VirtualClient's names first, then this runner's additions)."""
+
+    #: VirtualClient's MLPerf v2.0-era profiles (results v2.0: bert, rnnt, ssd-mobilenet, ssd-resnet34) gave
+    #: every MLPerfExecutor the whole benchmark list as ``Benchmarks``, to set up all of them before the first
+    #: run (microsoft/VirtualClient, PERF-GPU-MLPERF.json at 02776adf; its current form has no such parameter).
+    RETIRED: ClassVar[dict[str, str]] = {
+        "Benchmarks": "older VirtualClient releases set up every benchmark of this list before the first run; "
+        "here each MLPerfExecutor sets up its own Model only, so it changes nothing (delete it to silence this)"
+    }
 
     Model: str
     Username: str | None = None
