@@ -315,10 +315,17 @@ def test_v60_test09_output_length_verdict_in_the_scenario_folder() -> None:
     assert values(r) == {"compliance_pass": 1.0, "compliance_output_len_pass": 1.0}
 
 
-def test_a_test_folder_given_directly_is_its_compliance_verdict_not_its_loadgen_log() -> None:
-    # rgat/Offline/compliance/TEST01 holds the verify file; rgat/Offline/TEST01 only the compliance run's logs
+def test_a_test_folder_given_directly_is_read_as_what_it_holds() -> None:
+    # rgat/Offline/compliance/TEST01 holds the verify file; rgat/Offline/TEST01 only the compliance run's logs,
+    # which are then its result (issue 31: they were "no MLPerf results found")
     offline = PUB / DELL60 / "1-node-2S-GNR_86C" / "rgat" / "Offline"
     verdict = one(offline / "compliance" / "TEST01")
     assert (verdict.test_mode, verdict.validity, verdict.benchmark_full) == ("TEST01", "VALID", "rgat")
-    logs_only = collect(offline / "TEST01")
-    assert logs_only.results == [] and logs_only.issues == []
+    run = one(offline / "TEST01")
+    assert (run.test_mode, run.validity, run.benchmark_full, run.scenario) == (
+        "PerformanceOnly",
+        "VALID",
+        "rgat",
+        "Offline",
+    )
+    assert run.headline is not None and run.headline.metadata["run_kind"] == "TEST01"
