@@ -160,6 +160,22 @@ def accuracy_samples(name: str | None, folder: str) -> int | None:
     return known.accuracy_samples(_SCENARIOS.get(folder.lower(), folder)) if known is not None else None
 
 
+def required_audits(name: str | None) -> dict[str, str]:
+    """``{test: audit file name}`` of the compliance audits an endpoints result of ``name`` must hold
+    (``endpoint_audit_file_required``, compliance_check.py:561-567: TEST04 for the endpoints models the round
+    applies TEST04 to; the audit file is ``audit/audit_<ENDPOINTS_COMPLIANCE_MAPPING[test]>.json``)."""
+    rules_now = round_rules()
+    table = rules_now.endpoints
+    known = benchmark(name)
+    if table is None or known is None or known.name not in table.allowed_models:
+        return {}
+    return {
+        test: f"audit_{table.compliance_files.get(test, test)}.json"
+        for test in table.audits_required
+        if known.name in rules_now.compliance_models.get(test, ())
+    }
+
+
 def seeds() -> dict[str, int]:
     """The round's ``seeds``: the endpoints client's dataloader and scheduler seeds must be
     ``sample_index_rng_seed`` and ``schedule_rng_seed`` (``seeds_check``; ``qsl_rng_seed`` is not checked)."""

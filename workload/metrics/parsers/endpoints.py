@@ -13,13 +13,28 @@ read by the submission checker's ``parsers/endpoints_parser.py``)::
     report.txt, metrics/final_snapshot.json, measurements.json   human report, client metrics, measurement
                                         description (not needed for the verdict)
 
-There is no validity field. :func:`build` computes one as the submission checker judges a run (see
-:mod:`.endpoint_rules` for the limits and their source) and says so in the metadata (``validity_rule``):
-the run completed, no sample failed and every issued sample completed, the run lasted the minimum
-duration, the early-stopping 99th percentiles of TTFT and TPOT (LLM Server/Interactive) or of the
-latency (other Server runs) are within the benchmark's limits, and the accuracy reached its target.
-The figures go through the LoadGen key space (``result_completed_tokens_per_second`` ...), as the
-checker maps them, so names, headline and table are those of a LoadGen result.
+There is no validity field. :func:`build` computes one as MLCommons' submission checker judges an endpoints
+result (``checks/performance_check.py``, ``accuracy_check.py``, ``compliance_check.py``; rules and their
+source in :mod:`.endpoint_rules`) and says so in the metadata (``validity_rule``):
+
+* the model is one of ``ENDPOINTS_ALLOWED_MODELS``; config.yaml's dataloader and scheduler seeds are the
+  round's ``sample_index_rng_seed`` and ``schedule_rng_seed``; its ``min_duration_ms`` is at least
+  ``TEST_DURATION_MS``; an LLM's (``get_llm_models``) Server/Interactive early-stopping p99 TTFT and TPOT are
+  below ``LLM_LATENCY_LIMITS``, another model's early-stopping p99 latency below its ``latency-constraint`` for
+  the folder's scenario; config.yaml's ``type`` is the folder's scenario (``online`` is Server, or
+  Interactive in an Interactive folder: the checker infers no other); the audit files the round requires
+  (TEST04 of wan-2.2) are there;
+* the accuracy score (the first ``accuracy_scores`` entry) is there, is at qwen3-vl's target for the folder's
+  scenario (the only model whose endpoints score the checker compares), and the accuracy run scored the
+  benchmark's accuracy sample count;
+* beyond the checker: the run completed, every issued sample completed and none failed (the checker lets
+  failed samples pass unless run with ``--submission-exceptions``), and it lasted the minimum duration.
+
+The headline is the checker's (``RESULT_FIELD_ENDPOINTS``, ``RESULT_FIELD_BENCHMARK_OVERWRITE``): Offline
+samples/s inferred as issued samples / duration, Server and Interactive the client's ``qps`` (an LLM's Server
+its ``tps``), SingleStream the mean latency. The figures go through the LoadGen key space
+(``result_completed_tokens_per_second`` ...), as the checker maps them, so names and table are those of a
+LoadGen result.
 """
 
 from __future__ import annotations
@@ -40,7 +55,7 @@ from workload.metrics.model import (
     ParseIssue,
     Relativity,
 )
-from workload.metrics.parsers import endpoint_rules
+from workload.metrics.parsers import compliance, endpoint_rules
 from workload.metrics.raw import PRIO_DETAIL, RawResult, finite_float
 
 SUMMARY = "performance/result_summary.json"
@@ -69,9 +84,9 @@ _SERIES = {
     ),
 }
 _RULE = (
-    "computed (endpoints results have no validity field), as the MLPerf submission checker judges a run: "
-    "complete, no failed samples, minimum duration, early-stopping p99 TTFT/TPOT/latency within limits, "
-    "accuracy at target"
+    "computed (endpoints results have no validity field), as the MLPerf submission checker judges an endpoints "
+    "result: allowed model, seeds, minimum duration, early-stopping p99 TTFT/TPOT or latency within limits, "
+    "scenario, required audits, accuracy score and sample count (qwen3-vl: at target); and complete, no failed samples"
 )
 
 
@@ -214,6 +229,7 @@ _INFERABLE = {("singlestream", "multistream"), ("multistream", "offline"), ("sin
 class _Run:
     """What :func:`_judge` needs of one endpoints result besides its files."""
 
+    directory: str
     benchmark: str | None
     folder: str  # the scenario of the folder (Offline, Server, Interactive, SingleStream ...)
     checked: str  # the scenario the checker judges (endpoint_rules.checker_scenario)
@@ -273,6 +289,9 @@ def _judge(
             _within(early.get("latency"), bound, "latency", reasons)
         elif run.folder in ("Server", "Interactive"):
             notes.append(f"no {run.folder} latency limit for {run.benchmark} in the round's table: latency not judged")
+    for test, audit in endpoint_rules.required_audits(run.benchmark).items():
+        if not os.path.isfile(os.path.join(run.directory, compliance.AUDIT_DIR, audit)):
+            reasons.append(f"compliance: {compliance.AUDIT_DIR}/{audit} ({test}) is missing")
     pair = (run.checked.lower(), run.folder.lower())
     inferred = pair[0] != pair[1] and pair != ("server", "interactive")
     if inferred and ("edge" not in run.system_type.lower() or pair not in _INFERABLE):
@@ -374,6 +393,7 @@ def build(
     extra: list[submission.MetricSpec] = []
     system_type = (extra_metadata or {}).get("system_type")
     run = _Run(
+        directory=directory,
         benchmark=benchmark,
         folder=scenario,
         checked=endpoint_rules.checker_scenario(scenario, config.get("type")),

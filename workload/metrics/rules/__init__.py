@@ -20,7 +20,8 @@ API (small on purpose; other modules read only this)::
     Benchmark.targets (Target: metric, lower, upper), .target("F1", scenario), .targets_for(scenario), .scenarios
     Benchmark.token_limits("Interactive") -> (ttft_ns, tpot_ns) | None; .min_queries, .headline, .unit
     Benchmark.server_latency_ns, .latency_ns ({scenario: ns}: the checker's latency-constraint)
-    RoundRules.seeds, .llm_models, .endpoints (EndpointsRules: allowed_models, result_fields, accuracy_compared)
+    RoundRules.seeds, .llm_models, .compliance_models, .endpoints (EndpointsRules: allowed_models, result_fields,
+    headline_overrides, accuracy_compared, compliance_files, audits_required)
     detect_round(loadgen_version=, qsl_rng_seed=, path=, benchmark=, scheduled_headline=) -> (round, how)
     known_anywhere("qwen3.6-27b") -> bool    # False: a benchmark no round knows (reported with a warning)
     override_round("v5.0")                   # context manager: the round `workload results --round` forces
@@ -143,6 +144,10 @@ class EndpointsRules:
     accuracy_compared: tuple[str, ...]
     #: ``RESULT_FIELD_BENCHMARK_OVERWRITE[round]`` by model name and scenario (models the round dropped too)
     headline_overrides: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: ``ENDPOINTS_COMPLIANCE_MAPPING``: compliance test -> ``<name>`` of the result's ``audit/audit_<name>.json``
+    compliance_files: Mapping[str, str] = field(default_factory=dict)
+    #: the tests whose audit file must be there for the models the round applies them to (TEST04)
+    audits_required: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,8 @@ class RoundRules:
     #: ``Config.get_llm_models()``: the benchmarks judged by TTFT/TPOT
     llm_models: tuple[str, ...] = ()
     endpoints: EndpointsRules | None = None
+    #: ``models_TEST0x``: compliance test -> the benchmarks it applies to
+    compliance_models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def benchmark(self, name: str | None) -> Benchmark | None:
         """The benchmark ``name`` means in this round, or None.
@@ -283,6 +290,8 @@ def _endpoints(data: Mapping[str, Any] | None) -> EndpointsRules | None:
         result_fields=dict(data["result_fields"]),
         accuracy_compared=tuple(data.get("accuracy_compared", ())),
         headline_overrides={m: dict(by) for m, by in data.get("headline_overrides", {}).items()},
+        compliance_files=dict(data.get("compliance_files", {})),
+        audits_required=tuple(data.get("audits_required", ())),
     )
 
 
@@ -320,6 +329,7 @@ def _load(name: str) -> RoundRules:
             seeds={k: int(v) for k, v in data.get("seeds", {}).items()},
             llm_models=tuple(data.get("llm_models", ())),
             endpoints=_endpoints(data.get("endpoints")),
+            compliance_models={t: tuple(m) for t, m in data.get("compliance_models", {}).items()},
         )
     except (OSError, ValueError, KeyError, TypeError, re.error) as exc:
         raise RulesError(f"{path}: not a readable rules file ({exc})") from exc

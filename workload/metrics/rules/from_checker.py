@@ -34,6 +34,9 @@ _SCENARIO_KEYS = (
     "required-scenarios-datacenter-edge",
     "optional-scenarios-datacenter-edge",
 )
+#: ``checks/compliance_check.py`` ``endpoint_audit_file_required``: of the compliance tests, only TEST04's audit file
+#: must be there (for the endpoints models in ``models_TEST04``); the others are judged when present
+ENDPOINTS_AUDITS_REQUIRED = ("TEST04",)
 _SCENARIO_ORDER = ("SingleStream", "MultiStream", "Offline", "Server", "Interactive")
 #: ``checks/accuracy_check.py`` ``accuracy_result_check``: of the endpoints results, only this model's score is
 #: compared with its target (``if self.model == "qwen3-vl-235b-a22b"``); the others pass when a score is there
@@ -217,6 +220,8 @@ def round_rules(upstream: Path, round_name: str) -> dict[str, Any]:
         "model_mapping": config.get("model_mapping", {}),
         "accuracy_patterns": table("ACC_PATTERN"),
         "llm_models": _llm_models(package / "configuration" / "configuration.py"),
+        # models_TEST0x: the models each compliance test applies to
+        "compliance_models": {k.removeprefix("models_"): v for k, v in config.items() if k.startswith("models_TEST")},
         "benchmarks": benchmarks,
     }
     if endpoints_fields is not None:
@@ -227,6 +232,9 @@ def round_rules(upstream: Path, round_name: str) -> dict[str, Any]:
             # even when the round's model list no longer holds it (v6.1's llama2-70b-99)
             "headline_overrides": overwrite,
             "accuracy_compared": list(ENDPOINTS_ACCURACY_COMPARED),
+            # ENDPOINTS_COMPLIANCE_MAPPING: test -> <name> of the result's audit/audit_<name>.json
+            "compliance_files": table("ENDPOINTS_COMPLIANCE_MAPPING"),
+            "audits_required": list(ENDPOINTS_AUDITS_REQUIRED),
         }
     return rules
 
