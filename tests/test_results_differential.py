@@ -39,6 +39,7 @@ REAL_SERVER = FIX / "results" / "trees" / "v6.1" / "closed" / "NVIDIA"  # deepse
 MADE = FIX / "endpoints" / "made" / "v6.1" / "closed" / "Example"
 NV_SYSTEM = "VR-NVL72_VR-288GB_aarch64x72_TRT"
 DSR1, QWEN, WAN, QWEN36 = "deepseek-r1", "qwen3-vl-235b-a22b", "wan-2.2-t2v-a14b", "qwen3.6-27b"
+GPT_OSS, LLAMA_EDGE = "gpt-oss-120b", "llama3.1-8b-edge"
 MEASUREMENTS = REAL_SERVER / "results" / NV_SYSTEM / DSR1 / "Server" / "measurements.json"
 #: MS_TO_NS / S_TO_MS of the checker (performance_check.py get_performance_metric_check)
 _NS_PER = {"Latency (ms)": 1e6, "Latency (s)": 1e9}
@@ -65,6 +66,12 @@ EXPLAINED: dict[tuple[str, str, str, str], str] = {
     ("*", DSR1, "Offline", "unit"): _MISLABEL.format(bench=DSR1, scenario="Offline", key="result_samples_per_second"),
     ("*", DSR1, "Interactive", "unit"): _MISLABEL.format(
         bench=DSR1, scenario="Interactive", key="result_completed_samples_per_sec"
+    ),
+    ("*", GPT_OSS, "Offline", "unit"): _MISLABEL.format(
+        bench=GPT_OSS, scenario="Offline", key="result_samples_per_second"
+    ),
+    ("*", LLAMA_EDGE, "Offline", "unit"): _MISLABEL.format(
+        bench=LLAMA_EDGE, scenario="Offline", key="result_samples_per_second"
     ),
     ("Variant-failed-samples", DSR1, "Server", "validity"): (
         "checker bug: loadgen_errors_check (performance_check.py:146-147) sets has_critical_errors only under "
@@ -130,6 +137,7 @@ def build_tree(root: Path) -> Path:
                 copy_scenario(scenario_dir, example, system, bench_dir.name, scenario_dir.name)
 
     def variant(name: str, bench: str, scenarios: dict[str, Path]) -> Path:
+        """A system of its own holding ``scenarios`` of ``bench``; the first one's folder, to change."""
         add_system(nvidia, name, "datacenter")
         return {s: copy_scenario(src, nvidia, name, bench, s) for s, src in scenarios.items()}[next(iter(scenarios))]
 
@@ -148,6 +156,11 @@ def build_tree(root: Path) -> Path:
     )
     tpot = variant("Variant-slow-tpot", DSR1, dsr1)
     edit(tpot / "performance" / "result_summary.json", "tpot/early_stopping_percentiles/99.0", 81e6)
+    made = MADE / "results" / "Example-DC_H200x8"
+    long = variant("Variant-long-outputs", GPT_OSS, {s: made / GPT_OSS / s for s in ("Server", "Offline")})
+    edit(long / "performance" / "result_summary.json", "output_sequence_lengths/avg", 1450.0)  # TEST09: > 1406.02
+    no_audit = variant("Variant-no-audit", WAN, {s: made / WAN / s for s in ("SingleStream", "Offline")})
+    shutil.rmtree(no_audit / "audit")  # TEST04's audit file, required of wan-2.2
     return root
 
 
@@ -279,6 +292,8 @@ def test_the_variants_are_rejected_by_the_checker_for_the_changed_rule(tmp_path:
         ("Variant-slow-e2e", QWEN, "Interactive"),
         ("Variant-wrong-seed", DSR1, "Server"),
         ("Variant-slow-tpot", DSR1, "Server"),
+        ("Variant-long-outputs", GPT_OSS, "Server"),
+        ("Variant-no-audit", WAN, "SingleStream"),
     }
     results = {(r.system, r.benchmark_full, r.scenario): r for r in collect(tree).results}
     reasons = {key: " / ".join(results[key].invalid_reasons) for key in rejected}
@@ -286,3 +301,11 @@ def test_the_variants_are_rejected_by_the_checker_for_the_changed_rule(tmp_path:
     assert "p99 latency 1610.00 ms is not below the limit 1500 ms" in reasons[("Variant-slow-e2e", QWEN, "Interactive")]
     assert "dataloader_random_seed is '42'" in reasons[("Variant-wrong-seed", DSR1, "Server")]
     assert "p99 tpot 81.00 ms is not below the limit 80 ms" in reasons[("Variant-slow-tpot", DSR1, "Server")]
+    assert (
+        "TEST09: the mean output length 1450.0 tokens is not within [1150.38, 1406.02]"
+        in reasons[("Variant-long-outputs", GPT_OSS, "Server")]
+    )
+    assert (
+        "compliance: audit/audit_output_caching_test.json (TEST04) is missing"
+        in reasons[("Variant-no-audit", WAN, "SingleStream")]
+    )

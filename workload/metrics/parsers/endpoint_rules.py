@@ -176,6 +176,18 @@ def required_audits(name: str | None) -> dict[str, str]:
     }
 
 
+def output_token_range(name: str | None) -> tuple[float, float] | None:
+    """TEST09's bounds of the mean output length for the models the round applies TEST09 to (gpt-oss-120b):
+    ``compliance_endpoints_check`` compares the result's ``mean_output_tokens`` (``output_sequence_lengths.avg``)
+    with ``TEST09_LOW``/``TEST09_HIGH``."""
+    rules_now = round_rules()
+    table = rules_now.endpoints
+    known = benchmark(name)
+    if table is None or table.test09_output_tokens is None or known is None:
+        return None
+    return table.test09_output_tokens if known.name in rules_now.compliance_models.get("TEST09", ()) else None
+
+
 def seeds() -> dict[str, int]:
     """The round's ``seeds``: the endpoints client's dataloader and scheduler seeds must be
     ``sample_index_rng_seed`` and ``schedule_rng_seed`` (``seeds_check``; ``qsl_rng_seed`` is not checked)."""

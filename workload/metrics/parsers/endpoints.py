@@ -153,8 +153,15 @@ def _pct_key(text: str) -> str | None:
         return None
 
 
+#: the percentiles the checker's ENDPOINTS_MAPPINGS takes, each from ``early_stopping_percentiles``
+_MAPPED_PERCENTILES = ("50.00", "90.00", "95.00", "99.00", "99.90")
+
+
 def _series(raw: RawResult, summary: dict[str, Any], path: str) -> dict[str, float]:
-    """Put the latency series into ``raw`` in LoadGen keys; return the early-stopping p99 of each series."""
+    """Put the latency series into ``raw`` in LoadGen keys as the checker maps them (``ENDPOINTS_MAPPINGS``: min,
+    max, avg, and the 50/90/95/99/99.9th percentiles from ``early_stopping_percentiles``, so that
+    ``result_90.00_percentile_latency_ns`` is the early-stopping estimate, as in a LoadGen log); return the
+    early-stopping p99 of each series."""
     early: dict[str, float] = {}
     for name, (pct_key, min_key, max_key, mean_key) in _SERIES.items():
         series = summary.get(name)
@@ -164,18 +171,14 @@ def _series(raw: RawResult, summary: dict[str, Any], path: str) -> dict[str, flo
             number = _number(series.get(field))
             if number is not None:
                 raw.put(key, number, PRIO_DETAIL, path)
-        percentiles = series.get("percentiles")
-        if isinstance(percentiles, dict):
-            for pct, value in percentiles.items():
-                label, number = _pct_key(str(pct)), _number(value)
-                if label is not None and number is not None:
-                    raw.put(pct_key.format(label), number, PRIO_DETAIL, path)
         es = series.get("early_stopping_percentiles")
         if isinstance(es, dict):
             for pct, value in es.items():
-                number = _number(value)
-                if _pct_key(str(pct)) == "99.00" and number is not None:
-                    early[name] = number
+                label, number = _pct_key(str(pct)), _number(value)
+                if label in _MAPPED_PERCENTILES and number is not None:
+                    raw.put(pct_key.format(label), number, PRIO_DETAIL, path)
+                    if label == "99.00":
+                        early[name] = number
     return early
 
 
@@ -289,6 +292,14 @@ def _judge(
             _within(early.get("latency"), bound, "latency", reasons)
         elif run.folder in ("Server", "Interactive"):
             notes.append(f"no {run.folder} latency limit for {run.benchmark} in the round's table: latency not judged")
+    tokens_range = endpoint_rules.output_token_range(run.benchmark)
+    lengths = summary.get("output_sequence_lengths")
+    mean_tokens = _number(lengths.get("avg")) if isinstance(lengths, dict) else None
+    if tokens_range is not None and (mean_tokens is None or not tokens_range[0] <= mean_tokens <= tokens_range[1]):
+        reasons.append(
+            f"TEST09: the mean output length {mean_tokens!r} tokens is not within "
+            f"[{tokens_range[0]:g}, {tokens_range[1]:g}]"
+        )
     for test, audit in endpoint_rules.required_audits(run.benchmark).items():
         if not os.path.isfile(os.path.join(run.directory, compliance.AUDIT_DIR, audit)):
             reasons.append(f"compliance: {compliance.AUDIT_DIR}/{audit} ({test}) is missing")

@@ -21,7 +21,7 @@ API (small on purpose; other modules read only this)::
     Benchmark.token_limits("Interactive") -> (ttft_ns, tpot_ns) | None; .min_queries, .headline, .unit
     Benchmark.server_latency_ns, .latency_ns ({scenario: ns}: the checker's latency-constraint)
     RoundRules.seeds, .llm_models, .compliance_models, .endpoints (EndpointsRules: allowed_models, result_fields,
-    headline_overrides, accuracy_compared, compliance_files, audits_required)
+    headline_overrides, accuracy_compared, compliance_files, audits_required, test09_output_tokens)
     detect_round(loadgen_version=, qsl_rng_seed=, path=, benchmark=, scheduled_headline=) -> (round, how)
     known_anywhere("qwen3.6-27b") -> bool    # False: a benchmark no round knows (reported with a warning)
     override_round("v5.0")                   # context manager: the round `workload results --round` forces
@@ -148,6 +148,8 @@ class EndpointsRules:
     compliance_files: Mapping[str, str] = field(default_factory=dict)
     #: the tests whose audit file must be there for the models the round applies them to (TEST04)
     audits_required: tuple[str, ...] = ()
+    #: ``TEST09_LOW``, ``TEST09_HIGH``: the mean output length a TEST09 model's result must have
+    test09_output_tokens: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -292,6 +294,9 @@ def _endpoints(data: Mapping[str, Any] | None) -> EndpointsRules | None:
         headline_overrides={m: dict(by) for m, by in data.get("headline_overrides", {}).items()},
         compliance_files=dict(data.get("compliance_files", {})),
         audits_required=tuple(data.get("audits_required", ())),
+        test09_output_tokens=(float(bounds[0]), float(bounds[1]))
+        if (bounds := data.get("test09_output_tokens")) is not None
+        else None,
     )
 
 

@@ -235,6 +235,8 @@ def round_rules(upstream: Path, round_name: str) -> dict[str, Any]:
             # ENDPOINTS_COMPLIANCE_MAPPING: test -> <name> of the result's audit/audit_<name>.json
             "compliance_files": table("ENDPOINTS_COMPLIANCE_MAPPING"),
             "audits_required": list(ENDPOINTS_AUDITS_REQUIRED),
+            # compliance_endpoints_check: a TEST09 model's mean output length within TEST09_LOW..TEST09_HIGH
+            "test09_output_tokens": [table("TEST09_LOW"), table("TEST09_HIGH")],
         }
     return rules
 
