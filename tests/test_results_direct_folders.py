@@ -159,3 +159,20 @@ def test_json_csv_and_summary_carry_the_system(capsys: pytest.CaptureFixture[str
     assert rows and all("system=1-node-2S-GNR_86C" in row["Metadata"] for row in rows)
     summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
     assert [r["system"] for r in summary["results"]] == ["1-node-2S-GNR_86C"]
+
+
+def test_the_grouped_table_keeps_systems_apart() -> None:
+    """Past MAX_ROWS results the table has a row per (host, system, benchmark, scenario, mode)."""
+    from rich.console import Console
+
+    from workload.metrics.collection import Collection
+    from workload.metrics.table import MAX_ROWS, render_table
+
+    (result,) = collect(DELL_RGAT / "TEST01").results
+    many = [result.model_copy(update={"system": f"Sys{i % 2}"}) for i in range(MAX_ROWS + 1)]
+    console = Console(width=200, record=True)
+    console.print(render_table(Collection(results=many)))
+    text = console.export_text()
+    rows = [line for line in text.splitlines() if "rgat" in line]
+    assert len(rows) == 2 and "Sys0" in rows[0] and "Sys1" in rows[1]
+    assert "51" in rows[0] and "50" in rows[1]  # the count of each group
