@@ -205,7 +205,7 @@ def build_data(
     validity = validity_raw if validity_raw in ("VALID", "INVALID") else None
     if test_mode == "AccuracyOnly":
         validity = None  # LoadGen does not judge accuracy runs
-    checks, accuracy_pass = judge.resolve_accuracy(raw, bench)
+    checks, accuracy_pass = judge.resolve_accuracy(raw, bench, scenario)
     open_taken: list[str] = []
     if accuracy_pass is False and submission.division_of(raw.directory) == "open":
         # the submission checker of every round: "accuracy not valid but taken for open" (the closed

@@ -104,18 +104,21 @@ def test_mode_is_accuracy(values: dict[str, Scalar]) -> bool:
     return values.get("effective_test_mode") == "AccuracyOnly"
 
 
-def resolve_accuracy(raw: RawResult, bench: Benchmark | None) -> tuple[list[AccuracyCheck], bool | None]:
+def resolve_accuracy(
+    raw: RawResult, bench: Benchmark | None, scenario: str | None = None
+) -> tuple[list[AccuracyCheck], bool | None]:
     """Every accuracy figure with its target and verdict, and the overall pass (None: not judged).
 
     A figure that already carries a verdict or a threshold (NVIDIA's metadata.json, accuracy.json) keeps
-    it; the others take the round's target of the benchmark. When accuracy.txt was read, a figure the
-    round requires but the script did not print is a failed check (the checker's ``acc_seen``).
+    it; the others take the round's target of the benchmark for ``scenario`` (``get_accuracy_values(model,
+    scenario)``: qwen3-vl's Interactive scores an 8k subset with its own target). When accuracy.txt was
+    read, a figure the round requires but the script did not print is a failed check (the checker's ``acc_seen``).
     """
     checks: list[AccuracyCheck] = []
     for check in raw.accuracy:
         value = check.value
         if check.passed is None and value is not None:
-            target = bench.target(check.name) if bench is not None and check.threshold is None else None
+            target = bench.target(check.name, scenario) if bench is not None and check.threshold is None else None
             if target is not None:
                 check = AccuracyCheck(
                     name=check.name,
@@ -130,7 +133,7 @@ def resolve_accuracy(raw: RawResult, bench: Benchmark | None) -> tuple[list[Accu
         checks.append(check)
     if bench is not None and raw.accuracy_texts and raw.accuracy_pass is None:
         have = {c.name.lower() for c in checks if c.value is not None}
-        for target in bench.targets:
+        for target in bench.targets_for(scenario):
             if target.required and target.metric.lower() not in have:
                 checks.append(
                     AccuracyCheck(
