@@ -10,10 +10,9 @@ only model whose endpoints score is compared) are checked against the checker's 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,14 +26,13 @@ RULES_DIR = Path(__file__).resolve().parent.parent / "workload" / "metrics" / "r
 CHECKER_ROUNDS = ("v5.0", "v5.1", "v6.0", "v6.1")
 
 
-def constants() -> ModuleType:
-    """The checker's constants.py loaded as a module (pure data: no imports, no code run but literals)."""
+def constants() -> SimpleNamespace:
+    """The checker's constants.py evaluated (pure data: literals and products, no imports), without writing
+    bytecode into the upstream copy."""
     path = upstream_root() / CHECKER_TOOLS / "submission_checker" / "constants.py"
-    spec = importlib.util.spec_from_file_location("checker_constants", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    namespace: dict[str, Any] = {}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+    return SimpleNamespace(**{k: v for k, v in namespace.items() if not k.startswith("__")})
 
 
 @pytest.mark.parametrize("round_name", CHECKER_ROUNDS)
