@@ -176,13 +176,15 @@ def test_endpoints_result_is_read_and_judged() -> None:
     assert metric(result, "samples_per_second") == 310.0842360889801
     assert metric(result, "ttft_p99_early_stopping_ns") == 304652135.0
     assert metric(result, "tpot_p99_early_stopping_ns") == 48224073.2417795
-    assert metric(result, "ttft_p99_ns") == 303546985.0
+    assert metric(result, "ttft_p99_ns") == 304652135.0  # the early-stopping p99, as ENDPOINTS_MAPPINGS maps it
     assert metric(result, "samples_failed") == 0.0 and metric(result, "duration_ns") == 2318929756903.0
     assert metric(result, "effective_min_duration_ms") == 1800000.0
+    # the checker takes an endpoints score of deepseek-r1 when present (accuracy_check.py: only qwen3-vl's is
+    # compared with a target), and checks that the accuracy run scored the whole set (4388 samples)
     checks = {c.name: c for c in result.accuracy_checks}
-    assert checks["exact_match"].value == 81.42661804922516
-    assert checks["exact_match"].threshold == pytest.approx(0.99 * 81.3582)
-    assert checks["TOKENS_PER_SAMPLE"].value == pytest.approx(16425558 / 4388)
+    assert checks["exact_match"].value == 81.42661804922516 and checks["exact_match"].threshold is None
+    assert metric(result, "tokens_per_sample") == pytest.approx(16425558 / 4388)
+    assert metric(result, "accuracy_samples") == 4388
     meta = result.metrics[0].metadata
     assert "computed" in str(meta["validity_rule"]) and meta["result_format"] == "mlcommons-endpoints"
     assert meta["submitter"] == "NVIDIA" and meta["number_of_nodes"] == 18 and meta["accelerators_per_node"] == 4
@@ -229,23 +231,31 @@ def test_endpoints_interactive_uses_its_own_limits(tmp_path: Path) -> None:
     (result,) = collect(tmp_path).results
     assert result.scenario == "Interactive" and result.validity == "INVALID"
     assert result.invalid_reasons == ["early-stopping p99 tpot 48.22 ms is not below the limit 15 ms"]
-    assert result.headline is not None and result.headline.name == "tokens_per_second"
+    # RESULT_FIELD_ENDPOINTS["v6.1"]["interactive"]: the checker's Interactive headline is samples/s
+    assert result.headline is not None and result.headline.name == "samples_per_second"
 
 
-def test_endpoints_accuracy_below_target_fails(tmp_path: Path) -> None:
+def test_endpoints_accuracy_of_an_llm_is_taken_when_present(tmp_path: Path) -> None:
+    """accuracy_check.py accuracy_result_check: of the endpoints models only qwen3-vl's score meets a target."""
     folder = endpoints_copy(tmp_path)
     edit_json(folder / "accuracy" / "accuracy_results.json", {"accuracy_scores/0/score": 79.0})
     (result,) = collect(tmp_path).results
+    assert result.accuracy_pass is True and result.validity == "VALID", result.invalid_reasons
+    assert any("accuracy.txt's target would be exact_match >= 80.5446" in n for n in result.notes)
+    edit_json(folder / "accuracy" / "accuracy_results.json", {"accuracy_scores/0/total_samples": 4000})
+    (result,) = collect(tmp_path).results  # dataset_check: the accuracy run must score the whole set
     assert result.accuracy_pass is False and result.validity == "INVALID"
-    assert "the accuracy is below its target" in result.invalid_reasons
+    assert "the accuracy run scored 4000 samples, the benchmark's accuracy set has 4388" in result.invalid_reasons
 
 
-def test_endpoints_without_known_target_cannot_be_valid(tmp_path: Path) -> None:
-    target = tmp_path / "results" / "SYS" / "some-new-llm" / "Offline"
+def test_endpoints_model_outside_the_allowed_list_is_invalid(tmp_path: Path) -> None:
+    target = tmp_path / "results" / "SYS" / "some-new-llm" / "Server"
     shutil.copytree(DSR1, target)
     (result,) = collect(tmp_path).results
     assert result.benchmark_full == "some-new-llm" and result.validity == "INVALID"
-    assert result.invalid_reasons == ["no accuracy target known for some-new-llm: the run cannot be judged valid"]
+    assert result.invalid_reasons[0].startswith(
+        "some-new-llm is not a model the checker accepts in the endpoints format (wan-2.2-t2v-a14b, "
+    )
 
 
 def test_single_endpoints_file_as_target() -> None:
@@ -337,10 +347,13 @@ def test_endpoints_audit_files_give_their_verdict(tmp_path: Path) -> None:
     assert ("Server", "audit") not in by_mode(collection.results)
 
 
-def test_endpoints_offline_has_no_latency_limit_and_offline_keys(tmp_path: Path) -> None:
+def test_endpoints_online_run_in_an_offline_folder_is_not_an_offline_result(tmp_path: Path) -> None:
+    """performance_check.py inferred_check: config.yaml's type online is a Server run; on a datacenter system an
+    Offline result cannot be inferred from it."""
     endpoints_copy(tmp_path, "Offline")
     (result,) = collect(tmp_path).results
-    assert result.scenario == "Offline" and result.validity == "VALID", result.invalid_reasons
-    assert result.headline is not None and result.headline.name == "tokens_per_second"
-    assert result.headline.description.startswith("Headline: Offline token throughput")
-    assert metric(result, "samples_per_second") == 310.0842360889801
+    assert result.scenario == "Offline" and result.validity == "INVALID"
+    assert result.invalid_reasons == [
+        "config.yaml's type makes this a Server run, from which the checker infers no Offline result on a datacenter "
+        "system"
+    ]

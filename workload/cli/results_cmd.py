@@ -22,12 +22,16 @@ if TYPE_CHECKING:
 
 #: what ``results`` needs after parsing (rich: ~0.25 s), imported while the workers parse
 _DISPLAY_MODULES = ("workload.cli.console", "workload.metrics.table", "workload.metrics.verdict", "rich.text")
-_RESULT_FILES = "metadata.json, mlperf_log_detail.txt, mlperf_log_summary.txt, accuracy.txt, accuracy.json"
+_RESULT_FILES = (
+    "metadata.json, mlperf_log_detail.txt, mlperf_log_summary.txt, accuracy.txt, accuracy.json, "
+    "verify_*.txt of TEST0x folders, performance/result_summary.json, accuracy/accuracy_results.json"
+)
 
 
 def _fail(ctx: click.Context, code: int, message: str) -> None:
+    """Say ``error: message`` and exit with ``code`` (never 0: an error is not a success)."""
     click.echo(f"error: {message}", err=True)
-    ctx.exit(code)
+    ctx.exit(code or 1)
 
 
 def _load(
@@ -69,6 +73,8 @@ def _load(
     if not collection.results:
         for issue in collection.issues:
             click.echo(f"warning: {issue}", err=True)
+        if collection.issues:  # files were found: the warnings say why none gave a result, not that none is there
+            _fail(ctx, EXIT_USAGE, f"{path}: no MLPerf result could be read (see the warnings above)")
         _fail(ctx, EXIT_USAGE, f"{path}: no MLPerf results found (looked for {_RESULT_FILES} at any depth)")
     return collection
 

@@ -42,7 +42,8 @@ SCENARIOS = {
     "interactive": "Interactive",
 }
 # v6.0 trees also file compliance inside the scenario folder: ``<scenario>/compliance/TEST01/verify_*.txt``
-_SKIP_DIRS = re.compile(r"^(run_\d+|performance|accuracy|compliance|TEST\d\d)$", re.IGNORECASE)
+_SKIP_DIRS = re.compile(r"^(run_\d+|performance|accuracy|compliance|ranging|TEST\d\d)$", re.IGNORECASE)
+_RUN_KIND = re.compile(r"^(TEST\d\d|ranging)$", re.IGNORECASE)
 _ACCURACY_LEVEL = re.compile(r"-99(\.9)?$")
 _PERF_KEYS = (
     "result_validity",
@@ -68,6 +69,18 @@ def layout_identity(directory: str) -> dict[str, str]:
     if len(parts) >= 3 and parts[-3] not in ("/", ""):
         found["system"] = parts[-3]
     return found
+
+
+def run_kind(directory: str) -> str | None:
+    """What kind of run a result folder below the scenario folder holds, when it is not the scenario's own:
+    ``TEST01`` (the LoadGen run of a compliance test: ``.../Offline/TEST01/performance/run_1``) or
+    ``ranging`` (a power submission's ranging run: ``.../Offline/performance/ranging``); None otherwise."""
+    parts = [p for p in directory.replace("\\", "/").split("/") if p]
+    while parts and _SKIP_DIRS.match(parts[-1]):
+        if _RUN_KIND.match(parts[-1]):
+            return parts[-1] if parts[-1].upper().startswith("TEST") else "ranging"
+        parts.pop()
+    return None
 
 
 def _scenario_name(value: str | None) -> str | None:
@@ -192,7 +205,7 @@ def build_data(
     validity = validity_raw if validity_raw in ("VALID", "INVALID") else None
     if test_mode == "AccuracyOnly":
         validity = None  # LoadGen does not judge accuracy runs
-    checks, accuracy_pass = judge.resolve_accuracy(raw, bench)
+    checks, accuracy_pass = judge.resolve_accuracy(raw, bench, scenario)
     open_taken: list[str] = []
     if accuracy_pass is False and submission.division_of(raw.directory) == "open":
         # the submission checker of every round: "accuracy not valid but taken for open" (the closed
@@ -230,6 +243,7 @@ def build_data(
         "mlperf_benchmark": bench.name if bench is not None else None,
         "mlperf_checker_unit": rules.unit(bench, scenario) if bench and test_mode != "AccuracyOnly" else None,
         "loadgen_validity": validity_raw if violations else None,
+        "run_kind": run_kind(raw.directory),
     }
     for extra in ("tensorrt_version", "sut_name"):
         if isinstance(values.get(extra), str):

@@ -81,7 +81,7 @@ class Collection:
 _ORDER = {name: i for i, name in enumerate(PARSERS)}
 #: endpoints files (v6.1): the file name -> the folder it sits in, below the scenario folder (a job of its own)
 _ENDPOINT_FILES = {"result_summary.json": "performance", "accuracy_results.json": "accuracy"}
-#: ``performance/ranging``: the power ranging run of a power submission, judged by the power checker, not a result
+#: ``performance/ranging``: a power submission's ranging run (the power checker's; read when it is all there is)
 _RANGING = "ranging"
 
 
@@ -92,15 +92,39 @@ def find_result_dirs(root: Path, issues: list[ParseIssue] | None = None) -> dict
     folder is one job of its verify files (its LoadGen logs and hash-only accuracy.txt are what those were
     computed from); the endpoints files of a v6.1 scenario folder (``performance/result_summary.json``,
     ``accuracy/accuracy_results.json``) are one job of that folder, named relative to it, and its
-    ``audit/audit_<test>.json`` files one job of their folder; ``performance/ranging`` is skipped.
-    ``root`` may itself be a ``TEST0x`` folder. A folder that cannot be listed is an issue in ``issues``.
+    ``audit/audit_<test>.json`` files one job of their folder; ``performance/ranging`` (a power
+    submission's ranging run) is skipped while anything else is found, and read when it is all there is.
+
+    ``root`` may itself be a ``TEST0x`` folder: then it is read as what it is, the verdict of its verify
+    files (where it has them) and the compliance run's own LoadGen result below ``performance/`` (the
+    v5.1+ layout keeps the verify files elsewhere, ``compliance/TEST0x`` or none). A folder that cannot be
+    listed is an issue in ``issues``.
     """
     found: dict[str, list[str]] = {}
     if compliance.TEST_DIR.match(root.name) and root.is_dir():
-        # `workload results .../TEST01` itself: the same one job as when the tree around it is walked
         _compliance_dir(str(root), found, issues)
-        return found
-    stack = [str(root)]
+        run = root / "performance"
+        if run.is_dir():
+            _walk(str(run), found, issues, [])
+        if not found:  # neither verify files nor a run: whatever is there, so that it is named
+            _walk(str(root), found, issues, [])
+            if issues is not None:
+                listed = ", ".join(compliance.VERIFY_FILES)
+                problem = f"a compliance folder without a verify file ({listed}) or a performance run: no verdict"
+                issues.append(ParseIssue(path=str(root), problem=problem))
+        return dict(sorted(found.items()))
+    ranging: list[str] = []
+    _walk(str(root), found, issues, ranging)
+    if not found:
+        for path in ranging:  # only ranging runs: they are the results there are
+            _walk(path, found, issues, [])
+    return dict(sorted(found.items()))
+
+
+def _walk(top: str, found: dict[str, list[str]], issues: list[ParseIssue] | None, ranging: list[str]) -> None:
+    """Add the result directories under ``top`` to ``found`` (see :func:`find_result_dirs`); the
+    ``performance/ranging`` folders passed over are appended to ``ranging``."""
+    stack = [top]
     while stack:
         current = stack.pop()
         base = os.path.basename(current)
@@ -122,7 +146,9 @@ def find_result_dirs(root: Path, issues: list[ParseIssue] | None = None) -> dict
                         elif name == compliance.AUDIT_DIR:
                             _audit_dir(entry.path, found, issues)
                             stack.append(entry.path)  # a harness's own audit/compliance/TEST0x may be below
-                        elif not (name == _RANGING and base == "performance"):
+                        elif name == _RANGING and base == "performance":
+                            ranging.append(entry.path)
+                        else:
                             stack.append(entry.path)
         except OSError as exc:
             if issues is not None:
@@ -130,7 +156,6 @@ def find_result_dirs(root: Path, issues: list[ParseIssue] | None = None) -> dict
             continue
         if names:
             found.setdefault(current, []).extend(sorted(names, key=_ORDER.__getitem__))
-    return dict(sorted(found.items()))
 
 
 def _compliance_dir(path: str, found: dict[str, list[str]], issues: list[ParseIssue] | None) -> None:

@@ -21,6 +21,10 @@ from workload.metrics.model import AccuracyCheck
 from workload.metrics.raw import RUNNER_LOADGEN, RawResult, Scalar, finite_float
 from workload.metrics.rules import ROUNDS, Benchmark, RoundRules, known_anywhere
 
+#: a result's own headline key, set by a parser whose format the checker reads by other rules than LoadGen's
+#: (the endpoints client: RESULT_FIELD_ENDPOINTS); :func:`headline_key` takes it before the round's table
+FORCED_HEADLINE = "workload_headline_key"
+
 
 def _has(values: dict[str, Scalar], key: str) -> bool:
     value = values.get(key)
@@ -64,9 +68,14 @@ def headline_key(
 ) -> tuple[str | None, list[str]]:
     """(the detail-log key of the official metric, notes). ``scenario`` is the MLPerf one (Interactive too)."""
     values = raw.values
+    notes: list[str] = []
+    forced = values.get(FORCED_HEADLINE)
+    if isinstance(forced, str):
+        if _has(values, forced):
+            return forced, notes
+        return None, [f"the checker's headline {forced} is not in the files: no headline"]
     logged = "Server" if scenario == "Interactive" else scenario
     own = loadgen_key(values, logged, raw.scheduled_headline)
-    notes: list[str] = []
     if bench is None:
         if raw.runner == RUNNER_LOADGEN:
             return own, notes  # our LoadGen runner's own model: no MLPerf benchmark to look up
@@ -95,18 +104,21 @@ def test_mode_is_accuracy(values: dict[str, Scalar]) -> bool:
     return values.get("effective_test_mode") == "AccuracyOnly"
 
 
-def resolve_accuracy(raw: RawResult, bench: Benchmark | None) -> tuple[list[AccuracyCheck], bool | None]:
+def resolve_accuracy(
+    raw: RawResult, bench: Benchmark | None, scenario: str | None = None
+) -> tuple[list[AccuracyCheck], bool | None]:
     """Every accuracy figure with its target and verdict, and the overall pass (None: not judged).
 
     A figure that already carries a verdict or a threshold (NVIDIA's metadata.json, accuracy.json) keeps
-    it; the others take the round's target of the benchmark. When accuracy.txt was read, a figure the
-    round requires but the script did not print is a failed check (the checker's ``acc_seen``).
+    it; the others take the round's target of the benchmark for ``scenario`` (``get_accuracy_values(model,
+    scenario)``: qwen3-vl's Interactive scores an 8k subset with its own target). When accuracy.txt was
+    read, a figure the round requires but the script did not print is a failed check (the checker's ``acc_seen``).
     """
     checks: list[AccuracyCheck] = []
     for check in raw.accuracy:
         value = check.value
         if check.passed is None and value is not None:
-            target = bench.target(check.name) if bench is not None and check.threshold is None else None
+            target = bench.target(check.name, scenario) if bench is not None and check.threshold is None else None
             if target is not None:
                 check = AccuracyCheck(
                     name=check.name,
@@ -121,7 +133,7 @@ def resolve_accuracy(raw: RawResult, bench: Benchmark | None) -> tuple[list[Accu
         checks.append(check)
     if bench is not None and raw.accuracy_texts and raw.accuracy_pass is None:
         have = {c.name.lower() for c in checks if c.value is not None}
-        for target in bench.targets:
+        for target in bench.targets_for(scenario):
             if target.required and target.metric.lower() not in have:
                 checks.append(
                     AccuracyCheck(

@@ -24,6 +24,20 @@ _MODES = {"PerformanceOnly": "perf", "AccuracyOnly": "accuracy", "SubmissionRun"
 MAX_ROWS = 100
 
 
+def _mode(result: BenchmarkResult) -> str:
+    """The Mode cell: ``perf``, ``accuracy``, ``TEST01`` (a compliance verdict) ... and, for the LoadGen run
+    of a compliance test or a power ranging run, that kind first (``TEST01 perf``, ``ranging perf``)."""
+    mode = _MODES.get(result.test_mode or "", result.test_mode or "?")
+    first = result.headline or (result.metrics[0] if result.metrics else None)
+    kind = first.metadata.get("run_kind") if first is not None else None
+    return f"{kind} {mode}" if isinstance(kind, str) and kind != mode else mode
+
+
+def _system(result: BenchmarkResult) -> str:
+    """The System cell: the system the result was measured on (``H200-SXM-141GBx8_TRT``), else ``-``."""
+    return result.system or "-"
+
+
 def _value(value: float, unit: str) -> str:
     if unit == "ns":
         return f"{value / 1e6:,.3f} ms"
@@ -31,7 +45,9 @@ def _value(value: float, unit: str) -> str:
 
 
 def render_table(collection: Collection) -> Table:
-    """One row per result: benchmark, scenario, mode, headline, validity, accuracy (grouped past MAX_ROWS)."""
+    """One row per result: [host], [system], benchmark, scenario, mode, headline, validity, accuracy (grouped
+    past MAX_ROWS). The System column is shown when any result names its system (the folder of a submission
+    tree or of NVIDIA's harness logs, or its metadata): two results of one benchmark on two systems differ."""
     from rich.table import Table
     from rich.text import Text
 
@@ -39,9 +55,12 @@ def render_table(collection: Collection) -> Table:
         return _grouped_table(collection)
 
     show_host = bool(collection.hosts)
+    show_system = any(r.system for r in collection.results)
     table = Table(title=Text("MLPerf results"), show_lines=False)
     if show_host:
         table.add_column("Host")
+    if show_system:
+        table.add_column("System")
     for name in ("Benchmark", "Scenario", "Mode", "Headline", "Validity", "Accuracy"):
         table.add_column(name, justify="right" if name == "Headline" else "left")
     for result in collection.results:
@@ -64,37 +83,41 @@ def render_table(collection: Collection) -> Table:
         row: list[str | Text] = [
             result.benchmark_full or result.model or result.label.split(" ")[0],
             result.scenario or "?",
-            _MODES.get(result.test_mode or "", result.test_mode or "?"),
+            _mode(result),
             headline,
             validity,
             accuracy,
         ]
-        cells = ([result.host or "-"] if show_host else []) + row
+        cells = ([result.host or "-"] if show_host else []) + ([_system(result)] if show_system else []) + row
         table.add_row(*[Text(c) if isinstance(c, str) else c for c in cells])
     return table
 
 
 def _grouped_table(collection: Collection) -> Table:
-    """One row per (host, benchmark, scenario, mode): count, headline median and range, VALID and PASS counts."""
+    """One row per (host, system, benchmark, scenario, mode): count, headline median and range, VALID, PASS counts."""
     from rich.table import Table
     from rich.text import Text
 
-    groups: dict[tuple[str, str, str, str], list[BenchmarkResult]] = {}
+    groups: dict[tuple[str, str, str, str, str], list[BenchmarkResult]] = {}
     for result in collection.results:
         key = (
             result.host or "-",
+            _system(result),
             result.benchmark_full or result.model or result.label.split(" ")[0],
             result.scenario or "?",
-            _MODES.get(result.test_mode or "", result.test_mode or "?"),
+            _mode(result),
         )
         groups.setdefault(key, []).append(result)
     show_host = bool(collection.hosts)
+    show_system = any(r.system for r in collection.results)
     table = Table(title=Text(f"MLPerf results ({len(collection.results)} results in {len(groups)} groups)"))
     if show_host:
         table.add_column("Host")
+    if show_system:
+        table.add_column("System")
     for name in ("Benchmark", "Scenario", "Mode", "Results", "Headline (median)", "Min - max", "Validity", "Accuracy"):
         table.add_column(name, justify="right" if name in ("Results", "Headline (median)", "Min - max") else "left")
-    for (host, benchmark, scenario, mode), results in groups.items():
+    for (host, system, benchmark, scenario, mode), results in groups.items():
         headlines = [m for m in map(headline_of, results) if m is not None]
         headline = spread = "-"
         if headlines:
@@ -109,7 +132,7 @@ def _grouped_table(collection: Collection) -> Table:
         passed = sum(1 for r in scored if r.accuracy_pass)
         accuracy = Text("-") if not scored else _counted(passed, len(scored), "PASS", "FAIL")
         row = [benchmark, scenario, mode, str(len(results)), headline, spread]
-        cells = [Text(c) for c in ([host] if show_host else []) + row]
+        cells = [Text(c) for c in ([host] if show_host else []) + ([system] if show_system else []) + row]
         table.add_row(*cells, validity, accuracy)
     return table
 

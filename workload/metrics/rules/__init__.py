@@ -1,7 +1,9 @@
 """MLPerf Inference's rules per round, kept as data: one ``vX.Y.json`` beside this module per round.
 
 Each file holds, for one round, what MLCommons' submission checker of that round says (the file
-names its source: repository, path, commit): the benchmarks with their scenarios, accuracy targets
+names its source: repository, path, commit; v5.0-v6.1 are made by :mod:`.from_checker` from the
+checker's own tables, the older rounds, which today's checker no longer holds, from the checker of
+their time): the benchmarks with their scenarios, accuracy targets
 (``reference x factor``, the 99 / 99.9 variants as benchmarks of their own) and upper limits, the
 Server latency bound, the LLM TTFT/TPOT limits per scenario (Server, Interactive), the minimum query
 counts, the headline key of each scenario (``result_fields`` plus per-benchmark ``headline``
@@ -15,8 +17,11 @@ API (small on purpose; other modules read only this)::
     RoundRules.benchmark("resnet50") -> Benchmark | None     # aliases and 99/99.9 variants resolved
     RoundRules.headline_key(benchmark, "Interactive") -> str # detail-log key of the official metric
     RoundRules.accuracy_figures(lines) -> dict[str, float]   # ACC_PATTERN over accuracy.txt lines
-    Benchmark.targets (Target: metric, lower, upper), .target("F1"), .scenarios, .server_latency_ns
+    Benchmark.targets (Target: metric, lower, upper), .target("F1", scenario), .targets_for(scenario), .scenarios
     Benchmark.token_limits("Interactive") -> (ttft_ns, tpot_ns) | None; .min_queries, .headline, .unit
+    Benchmark.server_latency_ns, .latency_ns ({scenario: ns}: the checker's latency-constraint)
+    RoundRules.seeds, .llm_models, .compliance_models, .endpoints (EndpointsRules: allowed_models, result_fields,
+    headline_overrides, accuracy_compared, compliance_files, audits_required, test09_output_tokens)
     detect_round(loadgen_version=, qsl_rng_seed=, path=, benchmark=, scheduled_headline=) -> (round, how)
     known_anywhere("qwen3.6-27b") -> bool    # False: a benchmark no round knows (reported with a warning)
     override_round("v5.0")                   # context manager: the round `workload results --round` forces
@@ -95,15 +100,56 @@ class Benchmark:
     min_queries: Mapping[str, int] = field(default_factory=dict)
     headline: Mapping[str, str] = field(default_factory=dict)
     unit: Mapping[str, str] = field(default_factory=dict)
+    #: the checker's ``latency-constraint`` per scenario (qwen3-vl: Server 12 s, Interactive 1.5 s)
+    latency_ns: Mapping[str, int] = field(default_factory=dict)
+    #: targets of a benchmark whose target depends on the scenario (qwen3-vl's Interactive scores an 8k subset)
+    targets_by_scenario: Mapping[str, tuple[Target, ...]] = field(default_factory=dict)
+    #: the samples an accuracy run scores: ``accuracy-sample-count`` by scenario ("" for every scenario)
+    accuracy_sample_count: Mapping[str, int] = field(default_factory=dict)
+    dataset_size: int | None = None
+
+    def accuracy_samples(self, scenario: str | None) -> int | None:
+        """How many samples an accuracy run of ``scenario`` scores (``get_accuracy_sample_count``: the
+        benchmark's ``accuracy-sample-count``, per scenario where it has one, else ``dataset-size``)."""
+        count = self.accuracy_sample_count
+        return count.get(scenario or "", count.get("", self.dataset_size))
 
     def token_limits(self, scenario: str | None) -> tuple[int, int] | None:
         """(TTFT, TPOT) limits in ns for ``scenario`` (Server or Interactive), or None for non-LLM benchmarks."""
         return self.token_latency_ns.get(scenario or "")
 
-    def target(self, metric: str) -> Target | None:
-        """The bounds of ``metric`` (case-insensitive), or None when the round sets none."""
+    def targets_for(self, scenario: str | None) -> tuple[Target, ...]:
+        """The targets that judge a ``scenario`` result (the scenario's own where the round sets them)."""
+        return self.targets_by_scenario.get(scenario or "", self.targets)
+
+    def target(self, metric: str, scenario: str | None = None) -> Target | None:
+        """The bounds of ``metric`` (case-insensitive) for ``scenario``, or None when the round sets none."""
         low = metric.lower()
-        return next((t for t in self.targets if t.metric.lower() == low), None)
+        return next((t for t in self.targets_for(scenario) if t.metric.lower() == low), None)
+
+
+@dataclass(frozen=True)
+class EndpointsRules:
+    """How the checker judges results of MLCommons' endpoints client (v6.1+; ``is_endpoints_submission``).
+
+    ``allowed_models``: ``ENDPOINTS_ALLOWED_MODELS`` (``endpoints_model_check``: another model is rejected);
+    ``result_fields``: ``RESULT_FIELD_ENDPOINTS[round]``, the headline key per lower-case scenario, replaced by
+    ``headline_overrides`` where the model has an entry for the scenario;
+    ``accuracy_compared``: the models whose score ``accuracy_result_check`` compares with the target (the
+    others pass when a score is there).
+    """
+
+    allowed_models: tuple[str, ...]
+    result_fields: Mapping[str, str]
+    accuracy_compared: tuple[str, ...]
+    #: ``RESULT_FIELD_BENCHMARK_OVERWRITE[round]`` by model name and scenario (models the round dropped too)
+    headline_overrides: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: ``ENDPOINTS_COMPLIANCE_MAPPING``: compliance test -> ``<name>`` of the result's ``audit/audit_<name>.json``
+    compliance_files: Mapping[str, str] = field(default_factory=dict)
+    #: the tests whose audit file must be there for the models the round applies them to (TEST04)
+    audits_required: tuple[str, ...] = ()
+    #: ``TEST09_LOW``, ``TEST09_HIGH``: the mean output length a TEST09 model's result must have
+    test09_output_tokens: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +166,13 @@ class RoundRules:
     model_mapping: Mapping[str, str]
     patterns: tuple[tuple[str, re.Pattern[str]], ...]
     benchmarks: Mapping[str, Benchmark]
+    #: ``MODEL_CONFIG[round]["seeds"]``: qsl_rng_seed, sample_index_rng_seed, schedule_rng_seed
+    seeds: Mapping[str, int] = field(default_factory=dict)
+    #: ``Config.get_llm_models()``: the benchmarks judged by TTFT/TPOT
+    llm_models: tuple[str, ...] = ()
+    endpoints: EndpointsRules | None = None
+    #: ``models_TEST0x``: compliance test -> the benchmarks it applies to
+    compliance_models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def benchmark(self, name: str | None) -> Benchmark | None:
         """The benchmark ``name`` means in this round, or None.
@@ -201,23 +254,49 @@ def _candidates(name: str) -> Iterator[str]:
         yield "resnet"
 
 
-def _targets(data: Mapping[str, Any]) -> tuple[Target, ...]:
-    lower = {entry["metric"]: float(entry["target"]) for entry in data.get("accuracy", [])}
-    upper = {entry["metric"]: float(entry["limit"]) for entry in data.get("upper_limits", [])}
+def _targets(accuracy: list[Mapping[str, Any]], upper_limits: list[Mapping[str, Any]]) -> tuple[Target, ...]:
+    lower = {entry["metric"]: float(entry["target"]) for entry in accuracy}
+    upper = {entry["metric"]: float(entry["limit"]) for entry in upper_limits}
     return tuple(Target(metric, lower.get(metric), upper.get(metric)) for metric in {**lower, **upper})
 
 
 def _benchmark(name: str, data: Mapping[str, Any]) -> Benchmark:
     limits = {s: (int(v["ttft_ns"]), int(v["tpot_ns"])) for s, v in data.get("token_latency_limits", {}).items()}
+    upper = data.get("upper_limits", [])
+    latency = {s: int(v) for s, v in data.get("server_latency_ns", {}).items()}
     return Benchmark(
         name=name,
         scenarios=tuple(data.get("scenarios", ())),
-        targets=_targets(data),
-        server_latency_ns=data.get("server_latency_ns", {}).get("Server"),
+        targets=_targets(data.get("accuracy", []), upper),
+        server_latency_ns=latency.get("Server"),
         token_latency_ns=limits,
         min_queries=dict(data.get("min_queries", {})),
         headline=dict(data.get("headline", {})),
         unit=dict(data.get("unit", {})),
+        latency_ns=latency,
+        targets_by_scenario={s: _targets(t, upper) for s, t in data.get("accuracy_by_scenario", {}).items()},
+        accuracy_sample_count=(
+            {s: int(n) for s, n in counted.items()} if isinstance(counted, dict) else {"": int(counted)}
+        )
+        if (counted := data.get("accuracy_sample_count")) is not None
+        else {},
+        dataset_size=int(data["dataset_size"]) if "dataset_size" in data else None,
+    )
+
+
+def _endpoints(data: Mapping[str, Any] | None) -> EndpointsRules | None:
+    if data is None:
+        return None
+    return EndpointsRules(
+        allowed_models=tuple(data["allowed_models"]),
+        result_fields=dict(data["result_fields"]),
+        accuracy_compared=tuple(data.get("accuracy_compared", ())),
+        headline_overrides={m: dict(by) for m, by in data.get("headline_overrides", {}).items()},
+        compliance_files=dict(data.get("compliance_files", {})),
+        audits_required=tuple(data.get("audits_required", ())),
+        test09_output_tokens=(float(bounds[0]), float(bounds[1]))
+        if (bounds := data.get("test09_output_tokens")) is not None
+        else None,
     )
 
 
@@ -252,6 +331,10 @@ def _load(name: str) -> RoundRules:
             model_mapping=data["model_mapping"],
             patterns=tuple((metric, re.compile(p)) for metric, p in data["accuracy_patterns"].items()),
             benchmarks={n: _benchmark(n, b) for n, b in data["benchmarks"].items()},
+            seeds={k: int(v) for k, v in data.get("seeds", {}).items()},
+            llm_models=tuple(data.get("llm_models", ())),
+            endpoints=_endpoints(data.get("endpoints")),
+            compliance_models={t: tuple(m) for t, m in data.get("compliance_models", {}).items()},
         )
     except (OSError, ValueError, KeyError, TypeError, re.error) as exc:
         raise RulesError(f"{path}: not a readable rules file ({exc})") from exc
