@@ -153,28 +153,30 @@ def test_b200x8_on_v60_says_nvidias_b200_values_scaled_and_no_untuned_note() -> 
     plan = plan_ops(params("llama2-70b", "v6.0", True, Scenarios="Interactive"), facts(B200X8))
     assert not untuned_notes(plan)
     summary = check_of(plan).summary()
-    assert summary.endswith("values: NVIDIA's v6.0 B200_SXM_180GB values for Interactive, scaled to 8 GPUs")
+    assert summary.endswith("values: NVIDIA's v6.0 B200_SXM_180GB values for Interactive, as published for 8 GPUs")
     files = V6_0Round().system_files(B200X8, "llama2-70b", ("Interactive",), ("k_99",), allow_untuned=True)
     ((_, _, provenance),) = files.provenance
-    assert provenance.tuned and provenance.skus == ("B200_SXM_180GB",) and provenance.scaled  # NVIDIA's x1, scaled
+    # NVIDIA's B200-SXM-180GBx8/Interactive/llama2-70b.py itself, not x1's scaled
+    assert provenance.tuned and provenance.skus == ("B200_SXM_180GB",) and not provenance.scaled
 
 
 def test_b200x8_on_v60_without_custom_support_names_the_configs_nvidia_publishes() -> None:
     plan = plan_ops(params("llama2-70b", "v6.0", False, Scenarios="Interactive"), facts(B200X8))
     assert check_of(plan).summary() == (
         f"{GENERIC_CHECK}; values: the harness's own configs for this system; gpuconfigs/v6.0 holds NVIDIA's "
-        "B200_SXM_180GB llama2-70b values for Interactive (x1)"
+        "B200_SXM_180GB llama2-70b values for Interactive (x1, x8)"
     )
     assert not untuned_notes(plan)
 
 
 def test_b200_scenarios_the_v60_table_lacks_are_said_untuned_as_the_run_marks_them() -> None:
-    plan = plan_ops(params("llama2-70b", "v6.0", True), facts(B200X8))  # Offline, Server: no B200 entry in v6.0
+    # NVIDIA's v6.0 tree has B200 gpt-oss-120b Offline and Server files, no Interactive one
+    plan = plan_ops(params("gpt-oss-120b", "v6.0", True, Scenarios="Offline,Interactive"), facts(B200X8))
     (note,) = untuned_notes(plan)
     assert note.startswith("NVIDIA's v6.0 configs tune NVIDIA B200, but gpuconfigs/v6.0 has no complete")
-    files = V6_0Round().system_files(B200X8, "llama2-70b", ("Offline", "Server"), ("k_99",), allow_untuned=True)
-    assert {s for s, _, p in files.provenance if not p.tuned} == {"Offline", "Server"}
-    donors = {sku for _, _, p in files.provenance for sku in p.skus}
+    files = V6_0Round().system_files(B200X8, "gpt-oss-120b", ("Offline", "Interactive"), ("k_99",), allow_untuned=True)
+    assert {s for s, _, p in files.provenance if not p.tuned} == {"Interactive"}
+    donors = {sku for s, _, p in files.provenance for sku in p.skus if s == "Interactive"}
     assert donors and "B200_SXM_180GB" not in donors and all(d in note for d in donors)
 
 
