@@ -191,3 +191,57 @@ def test_v60_generated_values_equal_nvidias_for_every_published_system(tmp_path:
     assert not mismatches, f"{len(mismatches)} values differ:\n" + "\n".join(mismatches)
     # 4 systems x their LLM files: every one compared (B200x8 alone has 13 of them).
     assert compared >= 30, compared
+
+
+def _values(tree: Any) -> list[Any]:
+    """Every leaf value of a resolved config (dict flags included)."""
+    if isinstance(tree, dict):
+        return [leaf for value in tree.values() for leaf in _values(value)]
+    return [tree]
+
+
+@pytest.mark.parametrize(("gpu", "mib", "count"), [("NVIDIA H200", 143771, 8), ("NVIDIA H100 80GB HBM3", 81559, 8)])
+def test_v60_hopper_untuned_files_are_hoppers_fp8_values_and_load_in_nvidias_code(
+    tmp_path: Path, gpu: str, mib: int, count: int
+) -> None:
+    # Issue 27 item 5: a Hopper on v6.0 (which tunes Blackwell only) runs the last Hopper values NVIDIA published
+    # (v5.0's, fp8), completed with the fields v6.0's files need, marked untuned, never with Blackwell's FP4.
+    upstream = upstream_root()
+    root = overlay(tmp_path, upstream)
+    table = load_table(harness_round="v6.0")
+    v50 = load_table(harness_round="v5.0")
+    host = HostSystem(gpu, mib, count, "AMD EPYC 9575F 64-Core Processor", 64, 2, 1, 2_200_000_000_000)
+    configs = tmp_path / "configs"
+    expected: dict[tuple[str, str], Any] = {}
+    sid = ""
+    for stem, scenarios in (("llama2-70b", ("Offline", "Server", "Interactive")), ("llama3_1-405b", ("Offline",))):
+        files = v60_files(host, table, stem, scenarios, ["k_99"], allow_untuned=True)
+        sid = files.system_id
+        assert not files.tuned
+        for generated in files.files:
+            assert "# UNTUNED: NVIDIA publishes no" in generated.text and "v5.0" in generated.text
+            assert "fp4" not in generated.text.split("import code.common.constants")[1]
+            path = configs / generated.path.removeprefix("configs/")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(generated.text)
+        for scenario in scenarios:
+            model, old = (f"{stem}-interactive", "Server") if scenario == "Interactive" else (stem, scenario)
+            if v50.entry_problem(gpu, model, old) is None:
+                resolved = v50.resolve(gpu, count, model, old)
+                if (
+                    resolved.fields.get("tensor_parallelism", 1) * resolved.fields.get("pipeline_parallelism", 1)
+                    <= count
+                ):
+                    expected[(scenario, stem)] = resolved.fields
+    assert expected, "no Hopper config of v5.0 to compare with"
+    resolved_all = resolve(upstream, root, configs, [sid])
+    assert resolved_all["errors"] == []
+    for (scenario, stem), theirs in expected.items():
+        ours = resolved_all[sid][scenario][stem]["k_99"]["fields"]
+        assert ours["model_fields.precision"] == "fp8" == theirs["precision"]
+        assert "fp4" not in _values(ours), (scenario, stem)
+        throughput = "offline_expected_qps" if scenario == "Offline" else "server_target_qps"
+        assert ours[f"loadgen_fields.{throughput}"] == pytest.approx(theirs[throughput])
+        assert list(ours["model_fields.gpu_batch_size"].values()) == list(theirs["gpu_batch_size"].values())
+        # what v6.0's harness needs and v5.0's classes never set comes from v6.0's own files
+        assert ours["llm_fields.llm_gen_config_path"].startswith(f"code/{stem}/")

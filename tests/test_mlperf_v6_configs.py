@@ -1097,9 +1097,10 @@ def test_v60_hopper_is_refused_naming_v50_or_runs_untuned_when_allowed(tmp_path:
         SYSTEM_NAME=files.system_id,
     )
     assert done.returncode == 0, done.stderr
-    # NVIDIA B200-SXM-180GBx8 llama2-70b Offline: 376 QPS for 8 GPUs, the nearest-memory donor as published.
+    # v5.0's H200_SXM_141GBx8 (the last Hopper values NVIDIA published): 8 x 14.4 QPS, fp8; never Blackwell's
+    assert "model_fields.precision: 'fp8'" in config.text and "'fp4'" not in config.text
     assert (
-        "target_qps = 376"
+        "target_qps = 115.2"
         in (nvidia / "build/loadgen-configs/WL_H200-SXM-141GBx8_TRT/llama2-70b-99/Offline/user.conf").read_text()
     )
 

@@ -8,10 +8,12 @@ support at run time (``values_for`` of :mod:`~workload.mlperf.rounds.v5_1`, :mod
   *tuned*;
 * it has not, in a round whose harness runs only per-system configs (v5.1 on: a system without them runs NVIDIA's
   minimal settings or nothing), another table's values, *untuned*: v5.1 takes the last round that tunes the GPU
-  (v5.0 for Hopper: ``rounds/v5_1.py``), v6.x the GPUs of its own table, the nearest in memory first
-  (``v6_systems.py``). Only with ``RequireCustomSystemSupport=true``, and the generated files and the metrics
-  metadata say so (``config_tuned=false``); without it the run is refused (:meth:`Tuning.refusal`), naming the last
-  round that tunes the GPU. The user chooses; nothing untuned runs silently;
+  (v5.0 for Hopper: ``rounds/v5_1.py``); v6.0 the GPUs of its own table of the same architecture, the nearest in
+  memory first, else the last round that tunes the GPU (Hopper: v5.0's fp8 values, never Blackwell's FP4;
+  ``v6_systems.py``, :mod:`~workload.mlperf.gpu_architecture`); v6.1 the GPUs of its own table, nearest first.
+  Only with ``RequireCustomSystemSupport=true``, and the generated files and the metrics metadata say so
+  (``config_tuned=false``); without it the run is refused (:meth:`Tuning.refusal`), naming the last round that tunes
+  the GPU. The user chooses; nothing untuned runs silently;
 * v4.1 and v5.0 take nothing from elsewhere: a GPU their table lacks has no values (decided at run time).
 
 Pure: the tables are read from ``gpuconfigs/`` (or given); nothing here touches a host.
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from workload.errors import ProfileError
+from workload.mlperf.gpu_architecture import architecture
 from workload.mlperf.gpuconfig_rounds import ROUNDS as TABLE_ROUNDS
 from workload.mlperf.gpuconfigs import GpuConfigTable, gpu_count_problem, load_table, spelled_as_in
 from workload.mlperf.gpuconfigs_v61 import ROUND as V61_ROUND
@@ -39,7 +42,9 @@ if TYPE_CHECKING:  # v6_systems builds on this module: its types only
 LAST_TUNED = {"H100": "v5.0", "H200": "v5.0", "GH200": "v5.0"}
 #: Where a round's untuned values come from for a GPU its table lacks: the last round that tunes the GPU (v5.1's
 #: Hopper fallback), or the GPU of the round's own table nearest in memory (v6.x). Rounds not named take nothing.
-UNTUNED_FROM: dict[str, str] = {"v5.1": "last tuned round", "v6.0": "nearest", "v6.1": "nearest"}
+#: v6.0 takes the nearest GPU of the same architecture in its own table, else (Hopper, which v6.0 does not tune at all)
+#: the last round that tunes the GPU: a Hopper never gets Blackwell's values (:mod:`~workload.mlperf.gpu_architecture`).
+UNTUNED_FROM: dict[str, str] = {"v5.1": "last tuned round", "v6.0": "same architecture", "v6.1": "nearest"}
 
 Table = GpuConfigTable | V61Table
 
@@ -87,6 +92,14 @@ def _nearest(table: Table, gpu_memory_mib: int) -> list[str]:
     if isinstance(table, V61Table):
         return [t.sku for t in table.nearest(gpu_memory_mib)]
     return nearest_v60(table, gpu_memory_mib)
+
+
+def same_architecture(table: GpuConfigTable, gpu_name: str, gpu_memory_mib: int) -> list[str]:
+    """The table's SKUs of ``gpu_name``'s architecture, the nearest in memory first (none for an unknown GPU)."""
+    arch = architecture(gpu_name)
+    if arch is None:
+        return []
+    return [s for s in nearest_v60(table, gpu_memory_mib) if architecture(table.skus[s].gpu_names[0]) == arch]
 
 
 def published_counts(table: Table, sku: str, model: str, scenario: str, accuracy: str) -> tuple[int, ...]:
@@ -169,6 +182,11 @@ def decide(
     if own is not None:
         return Tuning(harness_round, gpu_name, True, harness_round, own, last, skus)
     rule = UNTUNED_FROM.get(harness_round)
+    if rule == "same architecture" and isinstance(table, GpuConfigTable):
+        kin = same_architecture(table, gpu_name, gpu_memory_mib)
+        if kin:
+            return Tuning(harness_round, gpu_name, False, harness_round, kin[0], last, skus)
+        rule = "last tuned round"
     if rule == "nearest":
         nearest = _nearest(table, gpu_memory_mib)
         return Tuning(
@@ -370,6 +388,7 @@ __all__ = [
     "nearest_v60",
     "plan_values",
     "published_counts",
+    "same_architecture",
     "scenario_values",
     "sku_memory_gib",
 ]
