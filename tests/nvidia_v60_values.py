@@ -47,9 +47,9 @@ def plain(value: Any) -> Any:
         return {str(plain(k)): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)  # a path, or another object the harness made from a string
 
 
 def main(config_dir: Path, systems: list[str]) -> dict[str, Any]:

@@ -50,11 +50,12 @@ SHARED_V60_SYSTEMS = (
 )
 
 
-def upstream_root() -> Path:
-    """The upstream sources (``$WORKLOAD_UPSTREAM``, default ``<repo>/../shared/upstream``); skip (fail under CI)."""
+def upstream_root(harness_round: str = "v6.0") -> Path:
+    """The upstream sources (``$WORKLOAD_UPSTREAM``, default ``<repo>/../shared/upstream``) with NVIDIA's tree of
+    ``harness_round``; skip without it (fail under ``CI=true``)."""
     root = Path(os.environ.get("WORKLOAD_UPSTREAM", REPO.parent / "shared" / "upstream"))
-    if not (root / "nvidia-harness" / "v6.0" / "closed" / "NVIDIA" / "code").is_dir():
-        message = f"NVIDIA's v6.0 harness sources are not at {root} (set WORKLOAD_UPSTREAM)"
+    if not (root / "nvidia-harness" / harness_round / "closed" / "NVIDIA" / "code").is_dir():
+        message = f"NVIDIA's {harness_round} harness sources are not at {root} (set WORKLOAD_UPSTREAM)"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
