@@ -274,3 +274,44 @@ def test_workload_plan_shows_the_note_and_the_refusal(tmp_path: Path) -> None:
     assert "HarnessRound v6.1: NVIDIA's v6.1 harness has no tuned configs for NVIDIA H200" in text, text
     assert "note: NVIDIA's v6.1 configs do not tune NVIDIA H200 (v5.0 is the last round that tunes it)" in text, text
     assert "(config_tuned=false)" in text, text
+
+
+# -- one rule for "the round publishes no config for this GPU/benchmark/scenario" (issue 27 item 7) ---------------
+
+
+def test_a_gpu_the_round_tunes_without_the_config_follows_the_same_rule_as_one_it_does_not_tune() -> None:
+    from workload.mlperf.gpuconfigs import load_table
+    from workload.mlperf.tuning import decide, untuned_config
+
+    # v4.1 tunes the A100-SXM4-40GB but publishes no bert Server class for it; v5.1 tunes no Hopper at all
+    a100 = decide("v4.1", "NVIDIA A100-SXM4-40GB", 40960, config=("bert", "Server", "k_99"))
+    hopper = decide("v5.1", "NVIDIA H100 80GB HBM3", 81559)
+    assert a100 is not None and hopper is not None
+    for tuning in (a100, hopper):
+        assert not tuning.tuned and tuning.refuses  # untuned values exist: only with RequireCustomSystemSupport
+        assert "RequireCustomSystemSupport=true" in (tuning.refusal().hint or "")
+    assert a100.sku == "A100_SXM_80GB" and a100.values_round == "v4.1"  # the nearest Ampere with the config
+    assert hopper.sku == "H100_SXM_80GB" and hopper.values_round == "v5.0"  # the last round that tunes it
+    assert "no bert Server (k_99) config for NVIDIA A100-SXM4-40GB" in a100.refusal().message
+    # the config the rule gives: the 80 GB A100's bert Server class for 8 GPUs, marked untuned
+    table = load_table(harness_round="v4.1")
+    config = untuned_config("v4.1", table, ("NVIDIA A100-SXM4-40GB", 40960, 8), "bert", "Server", "k_99")
+    assert config is not None and config.sku == "A100_SXM_80GB" and config.untuned
+    assert config.fields == table.resolve("NVIDIA A100-SXM4-80GB", 8, "bert", "Server").fields
+    # a config the GPU has is its own, tuned; one no GPU of its architecture has gives nothing (never guessed)
+    own = decide("v4.1", "NVIDIA A100-SXM4-40GB", 40960, config=("bert", "Offline", "k_99"))
+    assert own is not None and own.tuned
+    none = decide("v4.1", "NVIDIA A100-SXM4-40GB", 40960, config=("gptj", "Offline", "k_99"))
+    assert none is not None and not none.tuned and not none.refuses and none.sku is None
+    assert untuned_config("v4.1", table, ("NVIDIA A100-SXM4-40GB", 40960, 8), "gptj", "Offline", "k_99") is None
+
+
+def test_v51_gb200_interactive_nvidia_does_not_publish_runs_b200s_values_untuned_only_when_allowed() -> None:
+    setting = workload_setting("llama2-70b", "default")
+    with pytest.raises(ProfileError, match=r"no llama2-70b Interactive \(k_99\) config for NVIDIA GB200"):
+        values_for("NVIDIA GB200", 4, "llama2-70b", "Interactive", setting, allow_untuned=False, gpu_memory_mib=189471)
+    config, provenance = values_for(
+        "NVIDIA GB200", 4, "llama2-70b", "Interactive", setting, allow_untuned=True, gpu_memory_mib=189471
+    )
+    assert config.sku == "B200_SXM_180GB" and not provenance.tuned
+    assert "values of B200_SXM_180GB (Blackwell" in (provenance.untuned or "")

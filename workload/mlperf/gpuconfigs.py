@@ -143,6 +143,8 @@ class ResolvedConfig:
     env: tuple[tuple[str, str], ...] = ()
     #: Fields NVIDIA writes as ``Precision`` members (:attr:`PublishedConfig.enums`).
     enums: tuple[str, ...] = ()
+    #: Why these are another GPU's values (:func:`workload.mlperf.tuning.decide`); None: NVIDIA's for this GPU.
+    untuned: str | None = None
 
     def source(self) -> str:
         """``closed/NVIDIA/configs/bert/Offline/__init__.py H100_SXM_80GBx8`` (+ ``scaled from x8``)."""

@@ -46,7 +46,7 @@ from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.system import HostSystem
-from workload.mlperf.tuning import LAST_TUNED, decide, nearest_v60
+from workload.mlperf.tuning import LAST_TUNED, decide, nearest_v60, untuned_config
 
 #: The last round whose NVIDIA configs tune Hopper (H100/H200): its table is where untuned values come from (the rule
 #: is :func:`workload.mlperf.tuning.decide`'s).
@@ -124,7 +124,18 @@ def values_for(
     if tuning is not None and tuning.tuned:
         problem = current.entry_problem(gpu_name, model, scenario, high_accuracy=high)
         if problem is not None:
-            raise ProfileError(current.label(current.sku_for_gpu(gpu_name).sku), problem)
+            # the one rule (tuning.decide with the config): the nearest same-architecture GPU's config, untuned
+            gap = decide(
+                "v5.1", gpu_name, gpu_memory_mib, tables={"v5.1": current}, config=(model, scenario, setting.accuracy)
+            )
+            if gap is None or gap.sku is None:
+                raise ProfileError(current.label(current.sku_for_gpu(gpu_name).sku), problem)
+            if not allow_untuned:
+                raise gap.refusal()
+            gpus = (gpu_name, gpu_memory_mib, gpu_count)
+            borrowed = untuned_config("v5.1", current, gpus, model, scenario, setting.accuracy)
+            assert borrowed is not None and borrowed.untuned
+            return borrowed, Provenance(borrowed.source(), untuned=borrowed.untuned)
         resolved = current.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
         return resolved, Provenance(resolved.source())
     if tuning is None or tuning.values_round is None:
