@@ -62,11 +62,13 @@ def upstream_root(harness_round: str = "v6.0") -> Path:
     return root
 
 
-def overlay(tmp_path: Path, upstream: Path) -> Path:
-    """closed/NVIDIA's code and VERSION (links) with the folders its ``code/common/paths.py`` insists on."""
-    tree = upstream / "nvidia-harness" / "v6.0" / "closed" / "NVIDIA"
+def overlay(tmp_path: Path, upstream: Path, harness_round: str = "v6.0") -> Path:
+    """closed/NVIDIA's code and VERSION (links) with the folders its ``code/common/paths.py`` insists on (v5.1:
+    ``build/``; v6.0: ``build/`` and the ``3rdparty/`` clones)."""
+    tree = upstream / "nvidia-harness" / harness_round / "closed" / "NVIDIA"
     root = tmp_path / "closed-NVIDIA"
-    for folder in ("3rdparty/trtllm", "3rdparty/mlc-inference", "build"):
+    folders = ("build",) if harness_round == "v5.1" else ("3rdparty/trtllm", "3rdparty/mlc-inference", "build")
+    for folder in folders:
         (root / folder).mkdir(parents=True)
     (root / "code").symlink_to(tree / "code")
     (root / "VERSION").symlink_to(tree / "VERSION")

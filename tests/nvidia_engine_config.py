@@ -1,18 +1,19 @@
-"""Run INSIDE NVIDIA's v5.1 harness environment (not by pytest): the config step of ``generate_engines`` on one of our
-config files, with NVIDIA's code, and print what it made of it as JSON.
+"""Run INSIDE NVIDIA's v5.1 or v6.0 harness environment (not by pytest): the config step of ``generate_engines`` on one
+of our config files, with NVIDIA's code, and print what it made of it as JSON.
 
-Usage: ``python nvidia_v51_engine_config.py CONFIG_DIR SYSTEM BENCHMARK SCENARIO ACCURACY`` with
-``PYTHONPATH=<stand-ins>:<overlay of closed/NVIDIA>:<nvmitten/src>``. What NVIDIA's v5.1 ``code/main.py`` does for
-``--action=generate_engines --core_type=trtllm_endpoint`` before any engine is built (lines 137-149: load
-``configs/<SYSTEM>/<Scenario>/<benchmark>.py`` into a ``ConfigurationIndex``; 163-191: get the setting's config,
-parse string values with each Field's ``from_string``, add the ``Workload`` and ``force_build_engines``; 193-249:
-under ``config.autoapply()`` read the core type from ``HarnessConfig`` and build ``TrtllmEndpointConfig``, whose
-``__post_init__`` chain, ``code/llmlib/config.py`` ``HarnessConfig`` line 178 among it, checks and completes the
-values), then the flag checks ``TRTLLMBuilderOp.__init__`` makes (``code/llmlib/builder.py`` lines 381-386).
+Usage: ``python nvidia_engine_config.py CONFIG_DIR SYSTEM BENCHMARK SCENARIO ACCURACY`` with
+``PYTHONPATH=<stand-ins>:<overlay of closed/NVIDIA>:<nvmitten/src>``. What NVIDIA's ``code/main.py`` does for
+``--action=generate_engines --core_type=trtllm_endpoint`` before any engine is built (v5.1 lines 137-149, v6.0 lines
+131-144: load ``configs/<SYSTEM>/<Scenario>/<benchmark>.py`` into a ``ConfigurationIndex``; v5.1 163-191, v6.0
+490-538: get the setting's config, parse string values with each Field's ``from_string``, add the ``Workload`` and
+``force_build_engines``; v5.1 193-249, v6.0 542-607: under ``config.autoapply()`` read the core type from
+``HarnessConfig`` and build ``TrtllmEndpointConfig``, whose ``__post_init__`` chain, v5.1 ``code/llmlib/config.py``
+``HarnessConfig`` line 178 among it, checks and completes the values), then the flag checks
+``TRTLLMBuilderOp.__init__`` makes (``code/llmlib/builder.py``: v5.1 lines 381-386, v6.0 388-392).
 
-``code.llmlib`` is imported as a bare package: its ``__init__.py`` line 29 imports ``code.ops.harness``, which the
-public v5.1 tree (and ``shared/upstream``) lacks, for the harness run, not the config step. CUDA, TensorRT, torch and
-nvtx are stand-ins (the caller's stand-in folder).
+``code.llmlib`` is imported as a bare package: its ``__init__.py`` (v5.1 line 29) imports ``code.ops.harness``,
+which the public trees (and ``shared/upstream``) lack, for the harness run, not the config step. CUDA, TensorRT,
+torch and nvtx are stand-ins (tests/upstream_standins/).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def main(config_dir: Path, system: str, bench: str, scenario_name: str, accuracy
         backend = endpoint.runtime_flags.get("trtllm_backend")
     for flag in ("tensor_parallelism", "pipeline_parallelism", "max_batch_size"):
         if flag in (config.get(importlib.import_module("code.llmlib.fields").trtllm_build_flags) or {}):
-            raise SystemExit(f"TRTLLMBuilderOp refuses {flag!r} in trtllm_build_flags (builder.py lines 381-386)")
+            raise SystemExit(f"TRTLLMBuilderOp refuses {flag!r} in trtllm_build_flags (code/llmlib/builder.py)")
     return {
         "system_id": systems.DETECTED_SYSTEM.extras.get("id"),
         "core_type": plain(core_type),
