@@ -315,3 +315,17 @@ def test_v51_gb200_interactive_nvidia_does_not_publish_runs_b200s_values_untuned
     )
     assert config.sku == "B200_SXM_180GB" and not provenance.tuned
     assert "values of B200_SXM_180GB (Blackwell" in (provenance.untuned or "")
+
+
+def test_plan_says_what_the_run_does_for_a100_bert_server_and_hopper_405b() -> None:
+    a100 = host_system(inventory(loaded="580.159.04", gpus=8, name="NVIDIA A100-SXM4-40GB", memory_mib=40960))
+    plan = plan_ops(params("bert", "v4.1", True, Scenarios="Offline,Server"), facts(a100))
+    (note,) = untuned_notes(plan)
+    assert "gpuconfigs/v4.1 has no complete A100_SXM4_40GB config of bert Server" in note and "A100_SXM_80GB" in note
+    # v5.1 on an H100: v5.0 is the last round that tunes it, but has no H100 llama3.1-405b class: the H200's, untuned
+    setting = workload_setting("llama3.1-405b", "default")
+    config, provenance = values_for(
+        "NVIDIA H100 80GB HBM3", 8, "llama3.1-405b", "Offline", setting, allow_untuned=True, gpu_memory_mib=81559
+    )
+    assert config.sku == "H200_SXM_141GB" and config.fields["precision"] == "fp8"
+    assert "values of H200_SXM_141GB (Hopper" in (provenance.untuned or "")

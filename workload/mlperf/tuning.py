@@ -308,16 +308,26 @@ def scenario_values(
     table = dict(tables or {}).get(tuning.values_round) or load(tuning.values_round)
     assert isinstance(table, GpuConfigTable)
     out = []
+    gpus = (system.gpu_name, system.gpu_memory_mib, system.gpu_count)
     for scenario in scenarios:
         resolved = []
         for accuracy in accuracies:
             high = accuracy == "k_99_9"
             if table.entry_problem(system.gpu_name, model, scenario, high_accuracy=high) is None:
-                config = table.resolve(system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high)
-                if gpu_count_problem(config) is None:
-                    resolved.append(config)
+                config: ResolvedConfig | None = table.resolve(
+                    system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high
+                )
+            else:  # the same rule as the run's (system_support, rounds/v5_1): another GPU's config, untuned
+                config = untuned_config(tuning.values_round, table, gpus, model, scenario, accuracy)
+            if config is not None and gpu_count_problem(config) is None:
+                resolved.append(config)
         out.append(
-            ScenarioValues(scenario, (tuning.sku,), tuning.tuned, any(c.scaled_from for c in resolved))
+            ScenarioValues(
+                scenario,
+                tuple(dict.fromkeys(c.sku for c in resolved)),
+                tuning.tuned and not any(c.untuned for c in resolved),
+                any(c.scaled_from for c in resolved),
+            )
             if len(resolved) == len(accuracies)
             else ScenarioValues(scenario, (), False)
         )

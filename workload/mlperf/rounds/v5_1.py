@@ -147,9 +147,14 @@ def values_for(
         raise tuning.refusal()
     older = tables.get(tuning.values_round) or load_table(harness_round=tuning.values_round)
     problem = older.entry_problem(gpu_name, model, scenario, high_accuracy=high)
-    if problem is not None:
-        raise ProfileError(older.label(older.sku_for_gpu(gpu_name).sku), problem)
-    resolved = older.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
+    if problem is None:
+        resolved = older.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
+    else:  # that round lacks it for this GPU too: the same rule there (another Hopper's config of that round)
+        gpus = (gpu_name, gpu_memory_mib, gpu_count)
+        kin = untuned_config(tuning.values_round, older, gpus, model, scenario, setting.accuracy)
+        if kin is None:
+            raise ProfileError(older.label(older.sku_for_gpu(gpu_name).sku), problem)
+        resolved = kin
     # v5.0's classes inherit what v5.1's files spell out (generation config, data path, run length, the full flag
     # dicts): those come from v5.1's nearest published file of the same config, the values from v5.0's
     frame = next(
@@ -169,6 +174,8 @@ def values_for(
         f"NVIDIA's v5.1 configs do not tune {gpu_name}; these are its {tuning.values_round} values "
         f"({resolved.source()}){completed}"
     )
+    if resolved.untuned:  # not even that round's values for this GPU: another of its architecture's
+        why += f"; {resolved.untuned}"
     return resolved, Provenance(f"{tuning.values_round} {resolved.source()}{completed}", untuned=why)
 
 
