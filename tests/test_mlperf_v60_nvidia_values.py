@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from workload.mlperf.gpuconfigs import load_table
+from workload.mlperf.gpuconfigs import deep_merge, load_table
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import v60_files
 
@@ -105,15 +105,6 @@ def published_systems(upstream: Path) -> list[str]:
         if match and match["prefix"] in GPUS and int(match["count"]) <= GPUS[match["prefix"]][2]:
             found.append(folder.name)
     return found
-
-
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """``over`` on ``base`` dict by dict, as NVIDIA's ``MainRunner._deep_merge`` (v6.0 code/main.py lines 352-363)."""
-    merged = dict(base)
-    for key, value in over.items():
-        old = merged.get(key)
-        merged[key] = deep_merge(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
-    return merged
 
 
 def compare(ours: dict[str, Any], nvidia: dict[str, Any], file: str) -> list[str]:
