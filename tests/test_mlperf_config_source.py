@@ -163,8 +163,9 @@ def test_v60_hopper_runs_the_nearest_gpus_values_and_its_results_say_untuned() -
     assert reason.startswith(
         "NVIDIA publishes no NVIDIA H200 config in v6.0 (the last round NVIDIA tunes it in is v5.0)"
     )
-    donor = reason.split("values of ", 1)[1].split(" ", 1)[0]  # the donor SKU the reason names ...
-    assert donor.replace("_", "-") in str(labels["config_from"]).replace("_", "-")  # ... is where the values are from
+    # Hopper's own last values (v5.0's, fp8), never a Blackwell GPU's; config_from names v5.0's class
+    assert "v5.0's H200_SXM_141GB values (Hopper, precision fp8)" in reason
+    assert "v5.0 closed/NVIDIA/configs/llama2-70b/Offline/__init__.py H200_SXM_141GBx8" in str(labels["config_from"])
     # blocked results get no source (they have no result)
     assert _generated(files, "llama2-70b", ("llama2-70b-99",), {("Offline", "llama2-70b-99"): "x"}) == {}
 

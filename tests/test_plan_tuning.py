@@ -153,28 +153,30 @@ def test_b200x8_on_v60_says_nvidias_b200_values_scaled_and_no_untuned_note() -> 
     plan = plan_ops(params("llama2-70b", "v6.0", True, Scenarios="Interactive"), facts(B200X8))
     assert not untuned_notes(plan)
     summary = check_of(plan).summary()
-    assert summary.endswith("values: NVIDIA's v6.0 B200_SXM_180GB values for Interactive, scaled to 8 GPUs")
+    assert summary.endswith("values: NVIDIA's v6.0 B200_SXM_180GB values for Interactive, as published for 8 GPUs")
     files = V6_0Round().system_files(B200X8, "llama2-70b", ("Interactive",), ("k_99",), allow_untuned=True)
     ((_, _, provenance),) = files.provenance
-    assert provenance.tuned and provenance.skus == ("B200_SXM_180GB",) and provenance.scaled  # NVIDIA's x1, scaled
+    # NVIDIA's B200-SXM-180GBx8/Interactive/llama2-70b.py itself, not x1's scaled
+    assert provenance.tuned and provenance.skus == ("B200_SXM_180GB",) and not provenance.scaled
 
 
 def test_b200x8_on_v60_without_custom_support_names_the_configs_nvidia_publishes() -> None:
     plan = plan_ops(params("llama2-70b", "v6.0", False, Scenarios="Interactive"), facts(B200X8))
     assert check_of(plan).summary() == (
         f"{GENERIC_CHECK}; values: the harness's own configs for this system; gpuconfigs/v6.0 holds NVIDIA's "
-        "B200_SXM_180GB llama2-70b values for Interactive (x1)"
+        "B200_SXM_180GB llama2-70b values for Interactive (x1, x8)"
     )
     assert not untuned_notes(plan)
 
 
 def test_b200_scenarios_the_v60_table_lacks_are_said_untuned_as_the_run_marks_them() -> None:
-    plan = plan_ops(params("llama2-70b", "v6.0", True), facts(B200X8))  # Offline, Server: no B200 entry in v6.0
+    # NVIDIA's v6.0 tree has B200 gpt-oss-120b Offline and Server files, no Interactive one
+    plan = plan_ops(params("gpt-oss-120b", "v6.0", True, Scenarios="Offline,Interactive"), facts(B200X8))
     (note,) = untuned_notes(plan)
     assert note.startswith("NVIDIA's v6.0 configs tune NVIDIA B200, but gpuconfigs/v6.0 has no complete")
-    files = V6_0Round().system_files(B200X8, "llama2-70b", ("Offline", "Server"), ("k_99",), allow_untuned=True)
-    assert {s for s, _, p in files.provenance if not p.tuned} == {"Offline", "Server"}
-    donors = {sku for _, _, p in files.provenance for sku in p.skus}
+    files = V6_0Round().system_files(B200X8, "gpt-oss-120b", ("Offline", "Interactive"), ("k_99",), allow_untuned=True)
+    assert {s for s, _, p in files.provenance if not p.tuned} == {"Interactive"}
+    donors = {sku for s, _, p in files.provenance for sku in p.skus if s == "Interactive"}
     assert donors and "B200_SXM_180GB" not in donors and all(d in note for d in donors)
 
 
@@ -274,3 +276,58 @@ def test_workload_plan_shows_the_note_and_the_refusal(tmp_path: Path) -> None:
     assert "HarnessRound v6.1: NVIDIA's v6.1 harness has no tuned configs for NVIDIA H200" in text, text
     assert "note: NVIDIA's v6.1 configs do not tune NVIDIA H200 (v5.0 is the last round that tunes it)" in text, text
     assert "(config_tuned=false)" in text, text
+
+
+# -- one rule for "the round publishes no config for this GPU/benchmark/scenario" (issue 27 item 7) ---------------
+
+
+def test_a_gpu_the_round_tunes_without_the_config_follows_the_same_rule_as_one_it_does_not_tune() -> None:
+    from workload.mlperf.gpuconfigs import load_table
+    from workload.mlperf.tuning import decide, untuned_config
+
+    # v4.1 tunes the A100-SXM4-40GB but publishes no bert Server class for it; v5.1 tunes no Hopper at all
+    a100 = decide("v4.1", "NVIDIA A100-SXM4-40GB", 40960, config=("bert", "Server", "k_99"))
+    hopper = decide("v5.1", "NVIDIA H100 80GB HBM3", 81559)
+    assert a100 is not None and hopper is not None
+    for tuning in (a100, hopper):
+        assert not tuning.tuned and tuning.refuses  # untuned values exist: only with RequireCustomSystemSupport
+        assert "RequireCustomSystemSupport=true" in (tuning.refusal().hint or "")
+    assert a100.sku == "A100_SXM_80GB" and a100.values_round == "v4.1"  # the nearest Ampere with the config
+    assert hopper.sku == "H100_SXM_80GB" and hopper.values_round == "v5.0"  # the last round that tunes it
+    assert "no bert Server (k_99) config for NVIDIA A100-SXM4-40GB" in a100.refusal().message
+    # the config the rule gives: the 80 GB A100's bert Server class for 8 GPUs, marked untuned
+    table = load_table(harness_round="v4.1")
+    config = untuned_config("v4.1", table, ("NVIDIA A100-SXM4-40GB", 40960, 8), "bert", "Server", "k_99")
+    assert config is not None and config.sku == "A100_SXM_80GB" and config.untuned
+    assert config.fields == table.resolve("NVIDIA A100-SXM4-80GB", 8, "bert", "Server").fields
+    # a config the GPU has is its own, tuned; one no GPU of its architecture has gives nothing (never guessed)
+    own = decide("v4.1", "NVIDIA A100-SXM4-40GB", 40960, config=("bert", "Offline", "k_99"))
+    assert own is not None and own.tuned
+    none = decide("v4.1", "NVIDIA A100-SXM4-40GB", 40960, config=("gptj", "Offline", "k_99"))
+    assert none is not None and not none.tuned and not none.refuses and none.sku is None
+    assert untuned_config("v4.1", table, ("NVIDIA A100-SXM4-40GB", 40960, 8), "gptj", "Offline", "k_99") is None
+
+
+def test_v51_gb200_interactive_nvidia_does_not_publish_runs_b200s_values_untuned_only_when_allowed() -> None:
+    setting = workload_setting("llama2-70b", "default")
+    with pytest.raises(ProfileError, match=r"no llama2-70b Interactive \(k_99\) config for NVIDIA GB200"):
+        values_for("NVIDIA GB200", 4, "llama2-70b", "Interactive", setting, allow_untuned=False, gpu_memory_mib=189471)
+    config, provenance = values_for(
+        "NVIDIA GB200", 4, "llama2-70b", "Interactive", setting, allow_untuned=True, gpu_memory_mib=189471
+    )
+    assert config.sku == "B200_SXM_180GB" and not provenance.tuned
+    assert "values of B200_SXM_180GB (Blackwell" in (provenance.untuned or "")
+
+
+def test_plan_says_what_the_run_does_for_a100_bert_server_and_hopper_405b() -> None:
+    a100 = host_system(inventory(loaded="580.159.04", gpus=8, name="NVIDIA A100-SXM4-40GB", memory_mib=40960))
+    plan = plan_ops(params("bert", "v4.1", True, Scenarios="Offline,Server"), facts(a100))
+    (note,) = untuned_notes(plan)
+    assert "gpuconfigs/v4.1 has no complete A100_SXM4_40GB config of bert Server" in note and "A100_SXM_80GB" in note
+    # v5.1 on an H100: v5.0 is the last round that tunes it, but has no H100 llama3.1-405b class: the H200's, untuned
+    setting = workload_setting("llama3.1-405b", "default")
+    config, provenance = values_for(
+        "NVIDIA H100 80GB HBM3", 8, "llama3.1-405b", "Offline", setting, allow_untuned=True, gpu_memory_mib=81559
+    )
+    assert config.sku == "H200_SXM_141GB" and config.fields["precision"] == "fp8"
+    assert "values of H200_SXM_141GB (Hopper" in (provenance.untuned or "")

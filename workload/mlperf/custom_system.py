@@ -163,6 +163,8 @@ def custom_config(
         suffix = _suffix(setting, info.harness)
         lines += ["", ""]
         lines.append(f"# From {config.source()}")
+        if config.untuned:
+            lines.append(f"# untuned: {config.untuned}")
         if dropped:
             lines.append(
                 f"# Not set: {', '.join(dropped)} (NVIDIA's fields.py allows {'them' if len(dropped) > 1 else 'it'} "

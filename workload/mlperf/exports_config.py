@@ -101,6 +101,22 @@ def config_path(system_id: str, model: str, scenario: str) -> str:
     return f"configs/{system_id}/{scenario}/{file_name}.py"
 
 
+def lifted_parallelism(fields: dict[str, Any]) -> dict[str, Any]:
+    """v5.0's ``trtllm_build_flags`` tensor/pipeline parallelism as the fields they are from v5.1 on (the flags
+    dict without them, field order kept; a field already set wins)."""
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name == "trtllm_build_flags" and isinstance(value, dict):
+            flags = dict(value)
+            for key in _PARALLELISM:
+                if key in flags:
+                    out.setdefault(key, flags.pop(key))
+            out[name] = flags
+        else:
+            out[name] = value
+    return out
+
+
 def v51_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Fields as v5.1 spells them, and the names it has no field for (left out, listed in a comment).
 
@@ -109,14 +125,8 @@ def v51_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """
     out: dict[str, Any] = {}
     dropped: list[str] = []
-    for name, value in fields.items():
-        if name == "trtllm_build_flags" and isinstance(value, dict):
-            flags = dict(value)
-            for key in _PARALLELISM:
-                if key in flags:
-                    out.setdefault(key, flags.pop(key))
-            out[name] = flags
-        elif name in FIELD_MODULES:
+    for name, value in lifted_parallelism(fields).items():
+        if name in FIELD_MODULES:
             out[name] = value
         else:
             dropped.append(name)

@@ -78,6 +78,7 @@ __all__ = [
     "ResolvedConfig",
     "SkuTable",
     "TableModel",
+    "deep_merge",
     "entry_fields",
     "entry_source",
     "gpu_count_problem",
@@ -91,12 +92,13 @@ __all__ = [
 TableModel = TypeVar("TableModel", bound=BaseModel)
 
 
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """``over`` on ``base``, dicts merged key by key (as NVIDIA's harness merges its override sections)."""
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` on ``base``, dicts merged key by key (as NVIDIA's harness merges its override sections: v6.0
+    ``code/main.py`` ``MainRunner._deep_merge``)."""
     merged = dict(base)
     for key, value in over.items():
         old = merged.get(key)
-        merged[key] = _deep_merge(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+        merged[key] = deep_merge(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
     return merged
 
 
@@ -110,7 +112,7 @@ def entry_fields(counts: dict[int, PublishedConfig], count: int) -> dict[str, An
     fields = entry.fields.set_fields()
     if entry.atomic is None:
         return fields
-    return _deep_merge(counts[entry.atomic].fields.set_fields(), fields)
+    return deep_merge(counts[entry.atomic].fields.set_fields(), fields)
 
 
 def entry_source(counts: dict[int, PublishedConfig], count: int) -> str:
@@ -143,6 +145,8 @@ class ResolvedConfig:
     env: tuple[tuple[str, str], ...] = ()
     #: Fields NVIDIA writes as ``Precision`` members (:attr:`PublishedConfig.enums`).
     enums: tuple[str, ...] = ()
+    #: Why these are another GPU's values (:func:`workload.mlperf.tuning.decide`); None: NVIDIA's for this GPU.
+    untuned: str | None = None
 
     def source(self) -> str:
         """``closed/NVIDIA/configs/bert/Offline/__init__.py H100_SXM_80GBx8`` (+ ``scaled from x8``)."""

@@ -25,6 +25,7 @@ from workload.mlperf.registrations import Registration, registrations
 from workload.mlperf.rounds.base import HarnessRound
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
 from workload.mlperf.system import HostSystem, parse_system_description
+from workload.mlperf.tuning import untuned_config
 from workload.steps import Step, StepContext
 
 #: What NVIDIA's ``scripts/get_system_id.py`` prints (v4.1: ``print(MATCHED_SYSTEM)``): ``None`` for a
@@ -304,10 +305,17 @@ class SystemSupport:
                         continue
                     high = setting.accuracy == "k_99_9"
                     problem = table.entry_problem(system.gpu_name, model, scenario, high_accuracy=high)
+                    resolved = None
                     if problem is not None:
-                        problems.append(problem)
-                        continue
-                    resolved = table.resolve(system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high)
+                        # the one rule (issue 27 item 7): the nearest same-architecture GPU's config, untuned
+                        gpus = (system.gpu_name, system.gpu_memory_mib, system.gpu_count)
+                        resolved = untuned_config(self.round.name, table, gpus, model, scenario, setting.accuracy)
+                        if resolved is None:
+                            problems.append(problem)
+                            continue
+                    resolved = resolved or table.resolve(
+                        system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high
+                    )
                     unrunnable = gpu_count_problem(resolved)
                     if unrunnable is not None:
                         problems.append(f"not generated: {unrunnable}")
@@ -318,7 +326,8 @@ class SystemSupport:
                     blocked[(scenario, benchmark)] = problems[0]
                 elif (scenario, benchmark) not in self.sources:  # not NVIDIA's (or the user's): ours, this GPU's values
                     origins = [c.source() for s, c in classes if s in wanted]
-                    self.sources[(scenario, benchmark)] = config_sources.generated(member, origins)
+                    untuned = "; ".join(dict.fromkeys(c.untuned for s, c in classes if s in wanted and c.untuned))
+                    self.sources[(scenario, benchmark)] = config_sources.generated(member, origins, untuned or None)
             if classes:
                 files.append(self.round.custom_config(model, scenario, member, class_base, classes, version))
         self._install(ctx, facts.nvidia_dir, block, files, settings, what)

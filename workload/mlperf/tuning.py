@@ -8,10 +8,12 @@ support at run time (``values_for`` of :mod:`~workload.mlperf.rounds.v5_1`, :mod
   *tuned*;
 * it has not, in a round whose harness runs only per-system configs (v5.1 on: a system without them runs NVIDIA's
   minimal settings or nothing), another table's values, *untuned*: v5.1 takes the last round that tunes the GPU
-  (v5.0 for Hopper: ``rounds/v5_1.py``), v6.x the GPUs of its own table, the nearest in memory first
-  (``v6_systems.py``). Only with ``RequireCustomSystemSupport=true``, and the generated files and the metrics
-  metadata say so (``config_tuned=false``); without it the run is refused (:meth:`Tuning.refusal`), naming the last
-  round that tunes the GPU. The user chooses; nothing untuned runs silently;
+  (v5.0 for Hopper: ``rounds/v5_1.py``); v6.0 the GPUs of its own table of the same architecture, the nearest in
+  memory first, else the last round that tunes the GPU (Hopper: v5.0's fp8 values, never Blackwell's FP4;
+  ``v6_systems.py``, :mod:`~workload.mlperf.gpu_architecture`); v6.1 the GPUs of its own table, nearest first.
+  Only with ``RequireCustomSystemSupport=true``, and the generated files and the metrics metadata say so
+  (``config_tuned=false``); without it the run is refused (:meth:`Tuning.refusal`), naming the last round that tunes
+  the GPU. The user chooses; nothing untuned runs silently;
 * v4.1 and v5.0 take nothing from elsewhere: a GPU their table lacks has no values (decided at run time).
 
 Pure: the tables are read from ``gpuconfigs/`` (or given); nothing here touches a host.
@@ -21,12 +23,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from workload.errors import ProfileError
+from workload.mlperf.gpu_architecture import architecture
 from workload.mlperf.gpuconfig_rounds import ROUNDS as TABLE_ROUNDS
-from workload.mlperf.gpuconfigs import GpuConfigTable, gpu_count_problem, load_table, spelled_as_in
+from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, gpu_count_problem, load_table, spelled_as_in
 from workload.mlperf.gpuconfigs_v61 import ROUND as V61_ROUND
 from workload.mlperf.gpuconfigs_v61 import V61Table, load_table61
 from workload.mlperf.system import HostSystem
@@ -39,7 +42,9 @@ if TYPE_CHECKING:  # v6_systems builds on this module: its types only
 LAST_TUNED = {"H100": "v5.0", "H200": "v5.0", "GH200": "v5.0"}
 #: Where a round's untuned values come from for a GPU its table lacks: the last round that tunes the GPU (v5.1's
 #: Hopper fallback), or the GPU of the round's own table nearest in memory (v6.x). Rounds not named take nothing.
-UNTUNED_FROM: dict[str, str] = {"v5.1": "last tuned round", "v6.0": "nearest", "v6.1": "nearest"}
+#: v6.0 takes the nearest GPU of the same architecture in its own table, else (Hopper, which v6.0 does not tune at all)
+#: the last round that tunes the GPU: a Hopper never gets Blackwell's values (:mod:`~workload.mlperf.gpu_architecture`).
+UNTUNED_FROM: dict[str, str] = {"v5.1": "last tuned round", "v6.0": "same architecture", "v6.1": "nearest"}
 
 Table = GpuConfigTable | V61Table
 
@@ -89,6 +94,14 @@ def _nearest(table: Table, gpu_memory_mib: int) -> list[str]:
     return nearest_v60(table, gpu_memory_mib)
 
 
+def same_architecture(table: GpuConfigTable, gpu_name: str, gpu_memory_mib: int) -> list[str]:
+    """The table's SKUs of ``gpu_name``'s architecture, the nearest in memory first (none for an unknown GPU)."""
+    arch = architecture(gpu_name)
+    if arch is None:
+        return []
+    return [s for s in nearest_v60(table, gpu_memory_mib) if architecture(table.skus[s].gpu_names[0]) == arch]
+
+
 def published_counts(table: Table, sku: str, model: str, scenario: str, accuracy: str) -> tuple[int, ...]:
     """The GPU counts NVIDIA publishes ``sku``'s (model, scenario, accuracy) config for in ``table`` (none: ())."""
     configs = table.tables[sku].configs if isinstance(table, V61Table) else table.skus[sku].configs
@@ -112,6 +125,8 @@ class Tuning:
     last_tuned: str | None
     #: The SKUs the round's table has (the GPUs its configs tune).
     round_skus: tuple[str, ...] = ()
+    #: The (model, scenario, accuracy) asked about, when the GPU is tuned but NVIDIA publishes no such config for it.
+    config: tuple[str, str, str] | None = None
 
     @property
     def refuses(self) -> bool:
@@ -119,12 +134,22 @@ class Tuning:
         return not self.tuned and self.values_round is not None
 
     def _untuned_values(self) -> str:
+        if self.config is not None:
+            return f"the values of NVIDIA's {self.sku} config of the same architecture"
         if self.values_round != self.harness_round:
             return f"{self.values_round}'s values for {self.gpu_name}"
         return f"the {self.harness_round} values of the GPUs it tunes, the nearest in memory first"
 
     def refusal(self) -> ProfileError:
         """The refusal of a run without RequireCustomSystemSupport (:attr:`refuses`), at ``plan`` and at run time."""
+        if self.config is not None:
+            model, scenario, accuracy = self.config
+            return ProfileError(
+                f"HarnessRound {self.harness_round}",
+                f"NVIDIA's {self.harness_round} harness has no {model} {scenario} ({accuracy}) config for "
+                f"{self.gpu_name}",
+                hint=f"set RequireCustomSystemSupport=true to run it with {self._untuned_values()}, marked untuned",
+            )
         problem = f"NVIDIA's {self.harness_round} harness has no tuned configs for {self.gpu_name}"
         if self.round_skus:
             problem += f" (its configs tune {', '.join(self.round_skus)})"
@@ -148,10 +173,15 @@ def decide(
     gpu_memory_mib: int = 0,
     *,
     tables: Mapping[str, Table] | None = None,
+    config: tuple[str, str, str] | None = None,
 ) -> Tuning | None:
     """The rule for ``gpu_name`` in ``harness_round`` (None: the round has no gpuconfigs table).
 
     ``tables``: round -> table to use instead of the shipped one (tests, callers that hold one already).
+    ``config``: (model, scenario, accuracy target) a run needs. For a GPU the round tunes but for which NVIDIA
+    publishes no such config (v4.1: no A100_SXM4_40GB bert Server class), the same rule as for a GPU it does not
+    tune: the values of the nearest GPU of the same architecture that has the config, untuned, only with
+    RequireCustomSystemSupport (:attr:`Tuning.refuses`); none when no GPU of the architecture has it.
     """
     if not has_table(harness_round):
         return None
@@ -166,9 +196,18 @@ def decide(
     skus = tuple(sorted(table.tables if isinstance(table, V61Table) else table.skus))
     last = last_tuned_round(gpu_name)
     own = _own(table, gpu_name)
-    if own is not None:
+    if own is not None and (config is None or isinstance(table, V61Table) or published_counts(table, own, *config)):
         return Tuning(harness_round, gpu_name, True, harness_round, own, last, skus)
+    if own is not None and config is not None and isinstance(table, GpuConfigTable):
+        kin = [s for s in same_architecture(table, gpu_name, gpu_memory_mib) if published_counts(table, s, *config)]
+        donor = kin[0] if kin else None
+        return Tuning(harness_round, gpu_name, False, harness_round if donor else None, donor, last, skus, config)
     rule = UNTUNED_FROM.get(harness_round)
+    if rule == "same architecture" and isinstance(table, GpuConfigTable):
+        kin = same_architecture(table, gpu_name, gpu_memory_mib)
+        if kin:
+            return Tuning(harness_round, gpu_name, False, harness_round, kin[0], last, skus)
+        rule = "last tuned round"
     if rule == "nearest":
         nearest = _nearest(table, gpu_memory_mib)
         return Tuning(
@@ -179,6 +218,28 @@ def decide(
         if older is not None:
             return Tuning(harness_round, gpu_name, False, last, older, last, skus)
     return Tuning(harness_round, gpu_name, False, None, None, last, skus)
+
+
+def untuned_config(
+    harness_round: str, table: GpuConfigTable, gpus: tuple[str, int, int], model: str, scenario: str, accuracy: str
+) -> ResolvedConfig | None:
+    """The config :func:`decide` gives a GPU the round tunes but publishes no (model, scenario, accuracy) config for:
+    the nearest same-architecture GPU's, for this machine's GPU count (throughput scaled), with why it is untuned.
+    ``gpus``: (nvidia-smi name, MiB, count). None when no GPU of the architecture has one (nothing is guessed)."""
+    gpu_name, gpu_memory_mib, gpu_count = gpus
+    tuning = decide(
+        harness_round, gpu_name, gpu_memory_mib, tables={harness_round: table}, config=(model, scenario, accuracy)
+    )
+    if tuning is None or tuning.tuned or tuning.config is None or tuning.sku is None:
+        return None
+    donor = table.skus[tuning.sku]
+    resolved = table.resolve(donor.gpu_names[0], gpu_count, model, scenario, high_accuracy=accuracy == "k_99_9")
+    why = (
+        f"NVIDIA's {harness_round} configs have no {model} {scenario} ({accuracy}) config for {gpu_name}; "
+        f"values of {donor.sku} ({architecture(gpu_name)}, the nearest GPU of its architecture that has one: "
+        f"{resolved.source()})"
+    )
+    return replace(resolved, untuned=why)
 
 
 # ---- what plan shows -----------------------------------------------------------------------------------------
@@ -247,16 +308,26 @@ def scenario_values(
     table = dict(tables or {}).get(tuning.values_round) or load(tuning.values_round)
     assert isinstance(table, GpuConfigTable)
     out = []
+    gpus = (system.gpu_name, system.gpu_memory_mib, system.gpu_count)
     for scenario in scenarios:
         resolved = []
         for accuracy in accuracies:
             high = accuracy == "k_99_9"
             if table.entry_problem(system.gpu_name, model, scenario, high_accuracy=high) is None:
-                config = table.resolve(system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high)
-                if gpu_count_problem(config) is None:
-                    resolved.append(config)
+                config: ResolvedConfig | None = table.resolve(
+                    system.gpu_name, system.gpu_count, model, scenario, high_accuracy=high
+                )
+            else:  # the same rule as the run's (system_support, rounds/v5_1): another GPU's config, untuned
+                config = untuned_config(tuning.values_round, table, gpus, model, scenario, accuracy)
+            if config is not None and gpu_count_problem(config) is None:
+                resolved.append(config)
         out.append(
-            ScenarioValues(scenario, (tuning.sku,), tuning.tuned, any(c.scaled_from for c in resolved))
+            ScenarioValues(
+                scenario,
+                tuple(dict.fromkeys(c.sku for c in resolved)),
+                tuning.tuned and not any(c.untuned for c in resolved),
+                any(c.scaled_from for c in resolved),
+            )
             if len(resolved) == len(accuracies)
             else ScenarioValues(scenario, (), False)
         )
@@ -370,6 +441,8 @@ __all__ = [
     "nearest_v60",
     "plan_values",
     "published_counts",
+    "same_architecture",
     "scenario_values",
     "sku_memory_gib",
+    "untuned_config",
 ]

@@ -16,11 +16,22 @@ from typing import Any
 
 from workload.mlperf import configgen_v6 as gen
 from workload.mlperf.custom_system import SYSTEM_ID_PREFIX, GeneratedFile
-from workload.mlperf.gpuconfigs import GpuConfigTable, PublishedConfig, SkuTable, entry_fields, entry_source
+from workload.mlperf.exports_config import lifted_parallelism
+from workload.mlperf.gpu_architecture import architecture, borrowed_fields
+from workload.mlperf.gpuconfig_rounds import ROUND_MODELS
+from workload.mlperf.gpuconfigs import (
+    GpuConfigTable,
+    PublishedConfig,
+    SkuTable,
+    entry_fields,
+    entry_source,
+    gpu_count_problem,
+    load_table,
+)
 from workload.mlperf.gpuconfigs_v61 import BENCHMARKS as V61_BENCHMARKS
 from workload.mlperf.gpuconfigs_v61 import V61Table
 from workload.mlperf.system import HostSystem
-from workload.mlperf.tuning import LAST_TUNED, decide, gpu_family, last_tuned_round, nearest_v60
+from workload.mlperf.tuning import LAST_TUNED, decide, gpu_family, last_tuned_round, nearest_v60, same_architecture
 
 # The rule's names (issue 18) live in workload.mlperf.tuning, shared with the planner; importable here as before.
 __all__ = ["LAST_TUNED", "NotTuned", "SystemFiles", "gpu_family", "last_tuned_round", "v60_files", "v61_files"]
@@ -136,8 +147,11 @@ def v60_files(
     notes: list[str] = []
     written: list[tuple[str, tuple[str, ...], gen.Provenance]] = []
     skipped: list[tuple[str, str]] = []
-    tuned_all = True
-    donors = [table.skus[sku] for sku in nearest_v60(table, system.gpu_memory_mib)]
+    tuned_all = own is not None  # a GPU the round does not tune has no tuned file, even when it gets none
+    # The rule's donors (workload.mlperf.tuning.decide): the same architecture's GPUs of this table, nearest first;
+    # for a GPU of an architecture v6.0 does not tune (Hopper), the last round that tunes it.
+    donors = [table.skus[sku] for sku in same_architecture(table, system.gpu_name, system.gpu_memory_mib)]
+    older = _older_round(system, table) if own is None and not donors else None
     for scenario in scenarios:
         settings: dict[str, dict[str, Any]] = {}
         sources: list[str] = []
@@ -156,6 +170,21 @@ def v60_files(
                     if found:
                         donor = candidate
                         break
+            if found is None and older is not None:
+                borrowed = _borrowed(system, table, older, stem, scenario, accuracy)
+                if isinstance(borrowed, str):
+                    lacking.append(accuracy)
+                    notes.append(f"{benchmark} {scenario} ({accuracy}): {borrowed}")
+                    continue
+                if not allow_untuned:
+                    raise refuse_untuned(system, "v6.0", table, f"{benchmark} {scenario} ({accuracy})")
+                fields, source, sku, was_scaled, why = borrowed
+                settings[accuracy] = fields
+                sources.append(source)
+                used.append(sku)
+                scaled_any = scaled_any or was_scaled
+                tuned_all = False
+                continue
             if found is None or donor is None:
                 lacking.append(accuracy)
                 continue
@@ -186,6 +215,11 @@ def v60_files(
                 )
         if lacking:
             missing = f"no published v6.0 config of {benchmark} {scenario} ({', '.join(lacking)}) for any GPU"
+            if older is not None:
+                missing = (
+                    f"no {architecture(system.gpu_name)} config of {benchmark} {scenario} ({', '.join(lacking)}) "
+                    f"in v6.0 or {older[0]}"
+                )
             if not settings:
                 skipped.append((scenario, missing))
                 continue
@@ -212,6 +246,62 @@ def _v60_prefix(sku: SkuTable) -> str:
                     if folder.endswith(f"x{count}"):
                         return folder[: -len(f"x{count}")]
     return sku.sku.replace("_", "-")
+
+
+def _older_round(system: HostSystem, table: GpuConfigTable) -> tuple[str, GpuConfigTable] | None:
+    """The last round that tunes this GPU and its table, when the rule takes values from it (Hopper on v6.0)."""
+    tuning = decide("v6.0", system.gpu_name, system.gpu_memory_mib, tables={"v6.0": table})
+    if tuning is None or tuning.values_round in (None, "v6.0"):
+        return None
+    assert tuning.values_round is not None
+    return tuning.values_round, load_table(harness_round=tuning.values_round)
+
+
+def _borrowed(
+    system: HostSystem,
+    table: GpuConfigTable,
+    older: tuple[str, GpuConfigTable],
+    stem: str,
+    scenario: str,
+    accuracy: str,
+) -> tuple[dict[str, Any], str, str, bool, str] | str:
+    """Untuned v6.0 fields of a GPU v6.0 does not tune, from the last round that tunes it (same architecture): that
+    round's config for the GPU, completed with the fields only v6.0's files carry from v6.0's nearest published file
+    (:func:`~workload.mlperf.gpu_architecture.borrowed_fields`). Returns (fields, source, SKU, scaled, why), or why
+    there are none."""
+    round_name, old = older
+    high = accuracy == "k_99_9"
+    model, old_scenario = stem, scenario
+    if scenario == "Interactive" and f"{stem}-interactive" in ROUND_MODELS[round_name]:
+        # before v5.1's Interactive scenario, NVIDIA ran it as a benchmark of its own in Server (v5.0's Benchmark
+        # ``llama2-70b-interactive``)
+        model, old_scenario = f"{stem}-interactive", "Server"
+    problem = old.entry_problem(system.gpu_name, model, old_scenario, high_accuracy=high)
+    if problem is not None:
+        return f"no {architecture(system.gpu_name)} config in v6.0 or {round_name} ({problem})"
+    resolved = old.resolve(system.gpu_name, system.gpu_count, model, old_scenario, high_accuracy=high)
+    count_problem = gpu_count_problem(resolved)
+    if count_problem is not None:
+        return count_problem
+    frame = next(
+        (
+            found
+            for sku in nearest_v60(table, system.gpu_memory_mib)
+            if (found := _v60_entry(table, table.skus[sku], stem, scenario, accuracy, system.gpu_count))
+        ),
+        None,
+    )
+    if frame is None:
+        return f"no v6.0 config of {stem} {scenario} ({accuracy}) for any GPU to take v6.0's fields from"
+    arch = architecture(system.gpu_name)
+    fields = borrowed_fields(frame[2], lifted_parallelism(resolved.fields), arch)
+    source = f"{round_name} {resolved.source()}, with v6.0's fields its files lack from {frame[3]}"
+    why = (
+        f"NVIDIA publishes no {system.gpu_name} config in v6.0 (the last round NVIDIA tunes it in is {round_name}); "
+        f"{round_name}'s {resolved.sku} values ({arch}, precision {resolved.fields.get('precision')}), "
+        f"completed with v6.0's {frame[1].file} for the fields {round_name} files lack"
+    )
+    return fields, source, resolved.sku, resolved.scaled_from is not None, why
 
 
 # ---- v6.1 -----------------------------------------------------------------------------------------------------

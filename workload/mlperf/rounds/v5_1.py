@@ -35,7 +35,8 @@ from workload.mlperf.catalog import (
     model_info,
 )
 from workload.mlperf.custom_system import GeneratedFile
-from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, render
+from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, lifted_parallelism, render
+from workload.mlperf.gpu_architecture import architecture, borrowed_fields
 from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
 from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make_argv
 from workload.mlperf.llm_server import ServerSpec
@@ -45,7 +46,7 @@ from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.system import HostSystem
-from workload.mlperf.tuning import LAST_TUNED, decide
+from workload.mlperf.tuning import LAST_TUNED, decide, nearest_v60, untuned_config
 
 #: The last round whose NVIDIA configs tune Hopper (H100/H200): its table is where untuned values come from (the rule
 #: is :func:`workload.mlperf.tuning.decide`'s).
@@ -107,8 +108,11 @@ def values_for(
     *,
     allow_untuned: bool,
     tables: dict[str, GpuConfigTable] | None = None,
+    gpu_memory_mib: int = 0,
 ) -> tuple[ResolvedConfig, Provenance]:
-    """NVIDIA's v5.1 values for this GPU, or (Hopper, ``allow_untuned``) v5.0's marked untuned.
+    """NVIDIA's v5.1 values for this GPU, or (Hopper, ``allow_untuned``) v5.0's marked untuned, completed with the
+    fields only v5.1's files carry from v5.1's published file nearest in memory (``gpu_memory_mib``; 0: the smallest
+    GPU's) without its precision-specific flags (:func:`~workload.mlperf.gpu_architecture.borrowed_fields`).
 
     ProfileError (exit 2: the user chooses) when v5.1 has no values for the GPU: naming the last round that tunes it
     and the parameter that runs it untuned; or when neither round has values for (model, scenario, accuracy).
@@ -120,7 +124,18 @@ def values_for(
     if tuning is not None and tuning.tuned:
         problem = current.entry_problem(gpu_name, model, scenario, high_accuracy=high)
         if problem is not None:
-            raise ProfileError(current.label(current.sku_for_gpu(gpu_name).sku), problem)
+            # the one rule (tuning.decide with the config): the nearest same-architecture GPU's config, untuned
+            gap = decide(
+                "v5.1", gpu_name, gpu_memory_mib, tables={"v5.1": current}, config=(model, scenario, setting.accuracy)
+            )
+            if gap is None or gap.sku is None:
+                raise ProfileError(current.label(current.sku_for_gpu(gpu_name).sku), problem)
+            if not allow_untuned:
+                raise gap.refusal()
+            gpus = (gpu_name, gpu_memory_mib, gpu_count)
+            borrowed = untuned_config("v5.1", current, gpus, model, scenario, setting.accuracy)
+            assert borrowed is not None and borrowed.untuned
+            return borrowed, Provenance(borrowed.source(), untuned=borrowed.untuned)
         resolved = current.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
         return resolved, Provenance(resolved.source())
     if tuning is None or tuning.values_round is None:
@@ -132,14 +147,36 @@ def values_for(
         raise tuning.refusal()
     older = tables.get(tuning.values_round) or load_table(harness_round=tuning.values_round)
     problem = older.entry_problem(gpu_name, model, scenario, high_accuracy=high)
-    if problem is not None:
-        raise ProfileError(older.label(older.sku_for_gpu(gpu_name).sku), problem)
-    resolved = older.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
+    if problem is None:
+        resolved = older.resolve(gpu_name, gpu_count, model, scenario, high_accuracy=high)
+    else:  # that round lacks it for this GPU too: the same rule there (another Hopper's config of that round)
+        gpus = (gpu_name, gpu_memory_mib, gpu_count)
+        kin = untuned_config(tuning.values_round, older, gpus, model, scenario, setting.accuracy)
+        if kin is None:
+            raise ProfileError(older.label(older.sku_for_gpu(gpu_name).sku), problem)
+        resolved = kin
+    # v5.0's classes inherit what v5.1's files spell out (generation config, data path, run length, the full flag
+    # dicts): those come from v5.1's nearest published file of the same config, the values from v5.0's
+    frame = next(
+        (
+            current.resolve(sku.gpu_names[0], gpu_count, model, scenario, high_accuracy=high)
+            for sku in (current.skus[name] for name in nearest_v60(current, gpu_memory_mib))
+            if current.entry_problem(sku.gpu_names[0], model, scenario, high_accuracy=high) is None
+        ),
+        None,
+    )
+    completed = ""
+    if frame is not None:
+        fields = borrowed_fields(frame.fields, lifted_parallelism(resolved.fields), architecture(gpu_name))
+        resolved = replace(resolved, fields=fields)
+        completed = f", with the fields v5.1's files carry from {frame.source()}"
     why = (
         f"NVIDIA's v5.1 configs do not tune {gpu_name}; these are its {tuning.values_round} values "
-        f"({resolved.source()})"
+        f"({resolved.source()}){completed}"
     )
-    return resolved, Provenance(f"{tuning.values_round} {resolved.source()}", untuned=why)
+    if resolved.untuned:  # not even that round's values for this GPU: another of its architecture's
+        why += f"; {resolved.untuned}"
+    return resolved, Provenance(f"{tuning.values_round} {resolved.source()}{completed}", untuned=why)
 
 
 def custom_files(
@@ -158,7 +195,13 @@ def custom_files(
         entries = []
         for setting in settings:
             resolved, provenance = values_for(
-                system.gpu_name, system.gpu_count, model, scenario, setting, allow_untuned=allow_untuned
+                system.gpu_name,
+                system.gpu_count,
+                model,
+                scenario,
+                setting,
+                allow_untuned=allow_untuned,
+                gpu_memory_mib=system.gpu_memory_mib,
             )
             entries.append((setting, resolved, provenance))
         out.append((render(system_id, model, scenario, entries), tuple(p for _, _, p in entries)))
