@@ -44,6 +44,7 @@ from workload.commands import Command, cmd
 from workload.errors import WorkloadError
 from workload.hosts.base import CommandResult, Host
 from workload.loadgen.settings import CONF_MODEL, MODES, SCENARIOS, Mode, RunSettings, Scenario
+from workload.safefile import atomic_write_text
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
 
 #: Files a run leaves in its folder (copied back from remote hosts when present).
@@ -408,7 +409,7 @@ class LoadGenExecutor(Step):
             ],
         }
         local.mkdir(parents=True, exist_ok=True)
-        (local / ATTEMPTS_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(local / ATTEMPTS_FILE, json.dumps(record, indent=2) + "\n")
         ctx.log(
             f"{scenario} PerformanceOnly: attempt 1 {first.get('result_validity', '?')}, "
             f"attempt 2 {second.get('result_validity', 'no result')} (with {fix.describe()})"
