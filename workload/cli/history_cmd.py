@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from workload.cli.history_hook import history_option
+from workload.commands import mask_text
 
 if TYPE_CHECKING:
     from workload.history import RunRow, TrendPoint
@@ -77,7 +78,7 @@ def history_command(
 
 def _print_runs(rows: list[RunRow], as_json: bool, url: str) -> None:
     if as_json:
-        click.echo(json.dumps({"history": url, "runs": [r.as_dict() for r in rows]}, indent=2))
+        click.echo(mask_text(json.dumps({"history": url, "runs": [r.as_dict() for r in rows]}, indent=2)))
         return
     from rich.table import Table
 
@@ -108,7 +109,8 @@ def _print_runs(rows: list[RunRow], as_json: bool, url: str) -> None:
 
 def _print_trend(metric: str, points: list[TrendPoint], as_json: bool, url: str) -> None:
     if as_json:
-        click.echo(json.dumps({"history": url, "metric": metric, "points": [p.as_dict() for p in points]}, indent=2))
+        document = {"history": url, "metric": metric, "points": [p.as_dict() for p in points]}
+        click.echo(mask_text(json.dumps(document, indent=2)))
         return
     from rich.table import Table
 

@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from workload.commands import mask_url_passwords
+from workload.commands import Secrets, mask_text, mask_url_passwords, url_passwords, userinfo_end
 from workload.errors import HistoryError, UsageError
 from workload.history.migrations import HEAD
 
@@ -45,10 +45,37 @@ def default_url() -> str:
 
 
 def display_url(url: str | URL) -> str:
-    """The URL as it may be shown: its password masked."""
+    """The URL as it may be shown: its secrets (password, secret query parameters) masked."""
     if isinstance(url, URL):
-        return url.render_as_string(hide_password=True)
+        url = url.render_as_string(hide_password=False)
     return mask_url_passwords(url)
+
+
+def url_secrets(text: str) -> Secrets:
+    """The secrets of the history URL ``text``, to mask in what a database driver says about it.
+
+    A driver's error may quote a part of the URL outside any URL (``failed to resolve host ...``).
+    """
+    return Secrets(url_passwords(text))
+
+
+def masked(text: str, url_text: str) -> str:
+    """``text`` (a driver's message) with the secrets of the history URL ``url_text`` masked."""
+    return mask_text(text, url_secrets(url_text))
+
+
+def _encoded_userinfo(text: str) -> str:
+    """``text`` with the ``@`` of its user information percent-encoded, as SQLAlchemy needs it.
+
+    SQLAlchemy ends a password at its first ``@`` (``bob:p@ss@host`` would connect to the host
+    ``ss@host`` and name it in errors); the user information ends at the last one
+    (:func:`workload.commands.userinfo_end`). SQLAlchemy decodes the password again.
+    """
+    start = text.index("://") + 3
+    at = userinfo_end(text, start, len(text))
+    if at is None or "@" not in text[start:at]:
+        return text
+    return text[:start] + text[start:at].replace("@", "%40") + text[at:]
 
 
 def parse_url(text: str) -> URL:
@@ -59,7 +86,7 @@ def parse_url(text: str) -> URL:
     if "://" not in text:
         return URL.create("sqlite", database=str(Path(text).expanduser().absolute()))
     try:
-        url = make_url(text)
+        url = make_url(_encoded_userinfo(text))
     except (ArgumentError, ValueError) as exc:
         raise UsageError(f"--history {display_url(text)}: not a database URL ({exc})") from None
     backend = url.get_backend_name()
@@ -121,7 +148,7 @@ def open_engine(text: str) -> Engine:
         migrate(engine)
     except SQLAlchemyError as exc:
         engine.dispose()
-        raise HistoryError(f"history {display_url(url)}: {_first_line(exc)}") from None
+        raise HistoryError(f"history {display_url(url)}: {masked(_first_line(exc), text)}") from None
     return engine
 
 

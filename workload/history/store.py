@@ -17,7 +17,7 @@ from sqlalchemy import Engine, Select, and_, delete, desc, exists, func, insert,
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from workload.errors import HistoryError, UsageError
-from workload.history.db import display_url, open_engine
+from workload.history.db import display_url, masked, open_engine
 from workload.history.schema import hosts, metrics, results, runs
 from workload.metrics.collection import Collection
 from workload.metrics.model import BenchmarkResult, Categorization, Metric, Relativity
@@ -152,6 +152,7 @@ class History:
 
     def __init__(self, url: str) -> None:
         self.url = display_url(url)
+        self._url_text = url
         self.engine: Engine = open_engine(url)
 
     def close(self) -> None:
@@ -166,7 +167,7 @@ class History:
     def _fail(self, exc: SQLAlchemyError) -> HistoryError:
         orig = getattr(exc, "orig", None)
         text = str(orig if orig is not None else exc).strip().splitlines()
-        return HistoryError(f"history {self.url}: {text[0] if text else type(exc).__name__}")
+        return HistoryError(f"history {self.url}: {masked(text[0], self._url_text) if text else type(exc).__name__}")
 
     # -- writing --------------------------------------------------------------------------------------
 
