@@ -6,13 +6,17 @@ a careless hand could leave, and checks the real code path (the CLI where the us
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import re
 import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -417,3 +421,129 @@ def test_fuzz_junit_of_any_text_is_valid_xml_with_the_text_kept(texts: list[str]
     assert (case.findtext("failure") or "") == xml_char.sub("\ufffd", failure or "x").replace("\r\n", "\n").replace(
         "\r", "\n"
     ) or "\r" in failure
+
+
+# -- 6. exit codes and side effects of the history --------------------------------------------------
+def test_a_corrupt_history_file_exits_with_the_history_code_not_the_unreachable_host_code(tmp_path: Path) -> None:
+    from workload.errors import EXIT_CONNECT, EXIT_HISTORY
+
+    broken = tmp_path / "h.sqlite"
+    broken.write_bytes(b"this is not a database file\n" * 200)
+    done = _bounded_cli(["history", "--history", f"sqlite:///{broken}"])
+    assert done.returncode == EXIT_HISTORY == 9 != EXIT_CONNECT, done.stderr
+    assert f"history sqlite:///{broken}: file is not a database" in done.stderr
+    assert "| 9 | the run history could not be opened" in (ROOT / "README.md").read_text()
+
+
+def test_reading_commands_create_no_history_and_no_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "nonexist" / "x.sqlite"
+    done = _bounded_cli(["history", "--history", f"sqlite:///{missing}"])
+    assert done.returncode == 9 and "no such history" in done.stderr, done.stderr
+    folder = tmp_path / "run"
+    write_outputs(folder, collect(OFFLINE, host="h1").results, OutputContext())
+    done = _bounded_cli(["compare", "--baseline", "last-good", str(folder), "--history", f"sqlite:///{missing}"])
+    assert done.returncode == 9, done.stderr
+    assert not (tmp_path / "nonexist").exists()
+
+
+# -- 3. waits on a locked history: bounded, interruptible -------------------------------------------
+def _recorded_history(tmp_path: Path) -> tuple[str, Path]:
+    """A SQLite history with one run in it, and a results folder to record."""
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    folder = tmp_path / "20261129-000000-P"
+    write_outputs(folder, collect(OFFLINE, host="h1").results, OutputContext())
+    assert _bounded_cli(["results", str(folder), "--record", "--history", url]).returncode == 0
+    return url, folder
+
+
+def _locked(path: Path) -> sqlite3.Connection:
+    """A second writer that holds the database's write lock (as a concurrent ``--record`` does)."""
+    holder = sqlite3.connect(path, isolation_level=None, timeout=0)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("DELETE FROM runs WHERE run_id = 'nothing'")
+    return holder
+
+
+def _signalled(args: list[str], signum: int, *, after_s: float = 2.0) -> tuple[int, float, str]:
+    """Run the CLI, send it ``signum`` after ``after_s``; (exit code, seconds from the signal to the exit, stderr)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "workload", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=after_s)
+    assert process.returncode is None, "the command ended before the signal: it did not wait on the lock"
+    process.send_signal(signum)
+    signalled = time.monotonic()
+    try:
+        _, err = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+    return process.returncode, time.monotonic() - signalled, err
+
+
+def test_history_readers_never_wait_for_a_sqlite_writer(tmp_path: Path) -> None:
+    url, _ = _recorded_history(tmp_path)
+    holder = _locked(tmp_path / "h.sqlite")
+    try:
+        done = _bounded_cli(["history", "--history", url, "--json"], timeout=20)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert done.returncode == 0, done.stderr
+    assert [r["run_id"] for r in json.loads(done.stdout)["runs"]] == ["20261129-000000-P"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_record_on_a_locked_sqlite_history_ends_on_a_signal_with_the_results_kept(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    url, folder = _recorded_history(tmp_path)
+    out = tmp_path / "out"
+    holder = _locked(tmp_path / "h.sqlite")
+    try:
+        code, seconds, err = _signalled(["results", str(folder), "--record", "--history", url, "-o", str(out)], signum)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert code == 130 and seconds < 10, (code, seconds, err)
+    assert json.loads((out / "summary.json").read_text())["counts"]["results"] == 1
+
+
+def test_record_on_a_locked_postgresql_history_ends_on_sigterm_with_the_results_kept(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    import psycopg
+
+    database = postgres_server.create_database()
+    try:
+        url = postgres_server.url(database)
+        folder = tmp_path / "20261129-000000-P"
+        write_outputs(folder, collect(OFFLINE, host="h1").results, OutputContext())
+        assert _bounded_cli(["results", str(folder), "--record", "--history", url]).returncode == 0
+        out = tmp_path / "out"
+        with psycopg.connect(host=str(postgres_server.root), user=postgres_server.user, dbname=database) as holder:
+            holder.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")  # held until the block ends
+            code, seconds, err = _signalled(
+                ["results", str(folder), "--record", "--history", url, "-o", str(out)], signal.SIGTERM
+            )
+            holder.rollback()
+        assert code == 130 and seconds < 10, (code, seconds, err)
+        assert json.loads((out / "summary.json").read_text())["counts"]["results"] == 1
+    finally:
+        postgres_server.drop_database(database)
+
+
+def test_postgresql_sessions_carry_lock_and_statement_timeouts(postgres_server: PostgresServer) -> None:
+    from sqlalchemy import text
+
+    from workload.history import open_history
+
+    database = postgres_server.create_database()
+    try:
+        with open_history(postgres_server.url(database)) as history, history.engine.connect() as conn:
+            lock = conn.execute(text("SHOW lock_timeout")).scalar_one()
+            statement = conn.execute(text("SHOW statement_timeout")).scalar_one()
+        assert (lock, statement) == ("30s", "5min")
+    finally:
+        postgres_server.drop_database(database)

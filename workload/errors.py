@@ -21,6 +21,7 @@ EXIT_REBOOT_REQUIRED = 5
 EXIT_INVALID_RESULTS = 6
 EXIT_REGRESSION = 7
 EXIT_OUTPUT = 8
+EXIT_HISTORY = 9
 EXIT_INTERRUPTED = 130
 
 
@@ -262,6 +263,10 @@ def join_errors(errors: Sequence[WorkloadError]) -> str:
 
 
 class HistoryError(WorkloadError):
-    """The run-history database could not be opened, migrated, read or written (names its URL, masked)."""
+    """The run-history database could not be opened, migrated, read or written (names its URL, masked).
 
-    exit_code = EXIT_CONNECT
+    Its own exit code (9): 3 means a host could not be reached, and CI must tell the two apart.
+    ``run`` and ``results --record`` never exit with it (they warn and keep their verdict).
+    """
+
+    exit_code = EXIT_HISTORY

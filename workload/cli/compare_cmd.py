@@ -163,7 +163,7 @@ def _from_history(
     from workload.errors import EXIT_USAGE
     from workload.history import open_history
 
-    with open_history(url) as store:
+    with open_history(url, read_only=True) as store:
         exclude = None
         if run is not None:
             b = _load(ctx, run)

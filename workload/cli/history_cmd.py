@@ -71,7 +71,7 @@ def history_command(
     if (benchmark or scenario) and trend is None:
         raise UsageError("--benchmark and --scenario filter a --trend: give --trend METRIC")
     when = parse_since(since) if since else None
-    with open_history(history) as store:
+    with open_history(history, read_only=True) as store:
         if trend is not None:
             points = store.trend(trend, sku=sku, profile=profile, since=when, benchmark=benchmark, scenario=scenario)
             _print_trend(trend, points, as_json, store.url)

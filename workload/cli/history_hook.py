@@ -196,7 +196,7 @@ def history_trends(folder: Path, history: str | None) -> dict[str, list[tuple[An
         from workload.history import open_history
 
         series: dict[str, list[tuple[Any, float]]] = {}
-        with open_history(history) as store:
+        with open_history(history, read_only=True) as store:
             for metric, _model, scenario in sorted(wanted, key=str):
                 for point in store.trend(metric, scenario=scenario):
                     if point.started_at is None:

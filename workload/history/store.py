@@ -17,7 +17,7 @@ from sqlalchemy import Engine, Select, and_, delete, desc, exists, func, insert,
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from workload.errors import HistoryError, UsageError
-from workload.history.db import display_url, masked, open_engine
+from workload.history.db import display_url, masked, open_engine, retry_busy, writing
 from workload.history.schema import hosts, metrics, results, runs
 from workload.metrics.collection import Collection
 from workload.metrics.model import BenchmarkResult, Categorization, Metric, Relativity
@@ -165,10 +165,10 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
 class History:
     """A run history (see :func:`workload.history.open_history`). Close it, or use it as a context manager."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = display_url(url)
         self._url_text = url
-        self.engine: Engine = open_engine(url)
+        self.engine: Engine = open_engine(url, read_only=read_only)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -192,12 +192,16 @@ class History:
         A run id already recorded from the same source (``results --record`` of the same folder
         again) is replaced; one from elsewhere gets a ``-2``, ``-3``... suffix.
         """
+
+        def write(attempt: int) -> str:
+            with writing(self.engine).begin() as conn:
+                run_id = self._free_run_id(conn, run, attempt)
+                self._insert(conn, run, run_id)
+                return run_id
+
         for attempt in range(20):
             try:
-                with self.engine.begin() as conn:
-                    run_id = self._free_run_id(conn, run, attempt)
-                    self._insert(conn, run, run_id)
-                    return run_id
+                return retry_busy(lambda: write(attempt))  # noqa: B023 (called at once, in this iteration)
             except IntegrityError:
                 continue  # another process took that run id between our check and our insert
             except SQLAlchemyError as exc:
