@@ -547,3 +547,68 @@ def test_postgresql_sessions_carry_lock_and_statement_timeouts(postgres_server: 
         assert (lock, statement) == ("30s", "5min")
     finally:
         postgres_server.drop_database(database)
+
+
+# -- 7. nodes that share a home directory -----------------------------------------------------------
+def test_hosts_sharing_a_home_run_loadgen_in_folders_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two "remote" nodes with one $HOME (as on NFS or a Slurm cluster) run at once: each gets its own results."""
+    import threading
+
+    from tests.test_loadgen_executor import QUICK, ForeignHost, make_ctx, make_step
+    from workload.hosts.base import HostIdentity
+
+    class Node(ForeignHost):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+            self._identity = HostIdentity(user="u", uid=os.getuid(), home=str(tmp_path / "home"), node=name)
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the package "installed" on the nodes
+    runs = {"n1": 96, "n2": 64}  # sample counts that tell the two nodes' results apart
+    contexts, errors = {}, []
+
+    def run(name: str) -> None:
+        try:
+            params = {**QUICK, "SampleCount": runs[name]}
+            step = make_step(Scenarios="Offline", TestModes="PerformanceOnly", Python=sys.executable, **params)
+            contexts[name] = ctx = make_ctx(Node(name), tmp_path)
+            step.apply(ctx, step.plan(ctx))
+            step.verify(ctx)
+        except Exception as exc:  # reported below, with the node
+            errors.append(f"{name}: {exc}")
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=170)
+    assert not errors, errors
+    for name, samples in runs.items():
+        (folder,) = contexts[name].results
+        assert json.loads((folder / "settings.json").read_text())["sample_count"] == samples
+        remote = tmp_path / "home/.local/state/workload/nodes" / name / "loadgen/run-1/loadgen/minilm-int8"
+        copied = (folder / "mlperf_log_detail.txt").read_bytes()
+        assert copied == (remote / "Offline/performance/run_1/mlperf_log_detail.txt").read_bytes()
+    details = [(contexts[n].results[0] / "mlperf_log_detail.txt").read_bytes() for n in runs]
+    assert details[0] != details[1]
+
+
+def test_host_state_of_nodes_sharing_a_home_is_one_file_per_node(tmp_path: Path) -> None:
+    from tests.test_loadgen_executor import ForeignHost
+    from workload.hosts.base import HostIdentity
+    from workload.hoststate import HostState
+
+    home = tmp_path / "home"
+    earlier = home / ".local/state/workload/state.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text('{"kept": 1}')
+    states = {}
+    for name in ("n1", "n/2"):
+        host = ForeignHost()
+        host._identity = HostIdentity(user="u", uid=os.getuid() or 1000, home=str(home), node=name)
+        states[name] = HostState(host)
+    assert states["n1"].path == f"{home}/.local/state/workload/nodes/n1/state.json"
+    assert states["n/2"].path == f"{home}/.local/state/workload/nodes/n_2/state.json"  # a name is never a path
+    assert states["n1"].get("kept") == 1  # the home's earlier state seeds a node that has none yet
