@@ -612,3 +612,96 @@ def test_host_state_of_nodes_sharing_a_home_is_one_file_per_node(tmp_path: Path)
     assert states["n1"].path == f"{home}/.local/state/workload/nodes/n1/state.json"
     assert states["n/2"].path == f"{home}/.local/state/workload/nodes/n_2/state.json"  # a name is never a path
     assert states["n1"].get("kept") == 1  # the home's earlier state seeds a node that has none yet
+
+
+# -- fuzzing the new input surfaces: history filters, run folders for report --------------------------
+@settings(max_examples=150, deadline=None)
+@given(
+    since=st.one_of(
+        st.text(max_size=40),
+        st.from_regex(r"\A[0-9]{1,30} ?[mhdwMHDW]\Z"),
+        st.datetimes(timezones=st.timezones()).map(lambda d: d.isoformat()),
+        st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}[+-][0-9]{2}:[0-9]{2}\Z"),
+    ),
+    limit=st.integers(min_value=1, max_value=1_000_000),
+)
+def test_fuzz_history_filters_are_a_time_or_a_usage_error(since: str, limit: int) -> None:
+    from workload.errors import UsageError
+    from workload.history import parse_since
+
+    try:
+        when = parse_since(since)
+    except UsageError as exc:
+        assert "--since" in str(exc)
+        return
+    assert when.tzinfo is not None and when.utcoffset() is not None
+    _FUZZ_HISTORY["store"].runs(since=when, limit=limit)  # the database takes what the parser gave
+
+
+_FUZZ_HISTORY: dict[str, Any] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fuzz_history(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from workload.history import open_history
+
+    with open_history(f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'h.sqlite'}") as store:
+        _FUZZ_HISTORY["store"] = store
+        yield
+    _FUZZ_HISTORY.clear()
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=10)
+    | st.sampled_from(["1e999", "9" * 5000]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_PLACES = [
+    ("summary.json", ("results",)),
+    ("summary.json", ("results", 0)),
+    ("summary.json", ("results", 0, "headline")),
+    ("summary.json", ("results", 0, "headline", "value")),
+    ("summary.json", ("results", 0, "invalid_reasons")),
+    ("summary.json", ("verdict",)),
+    ("summary.json", ("issues",)),
+    ("run.json", ("controller",)),
+    ("run.json", ("controller", "packages")),
+    ("run.json", ("command_line",)),
+    ("run.json", ("tool",)),
+    ("run.json", ("exit_code",)),
+    ("telemetry/summary.json", ("hosts",)),
+    ("telemetry/summary.json", ("hosts", "h1", "devices", "gpu0", "metrics", "power")),
+    ("telemetry/summary.json", ("hosts", "h1", "throttling")),
+]
+
+
+@settings(max_examples=120, deadline=None)
+@given(place=st.sampled_from(_PLACES), value=_JSON, raw_number=st.sampled_from(["", "1e999", "Infinity", "9" * 5000]))
+def test_fuzz_report_of_a_damaged_run_folder_is_a_report_or_a_usage_error(
+    tmp_path_factory: pytest.TempPathFactory, place: tuple[str, tuple[str | int, ...]], value: Any, raw_number: str
+) -> None:
+    from workload.errors import UsageError
+    from workload.report.write import write_report
+
+    folder = _run_folder(tmp_path_factory.mktemp("fuzz"))
+    name, path = place
+    document = json.loads((folder / name).read_text())
+    node = document
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    text = json.dumps(document)
+    if raw_number:  # a number json.dumps cannot write: spliced into the text as a damaged file holds it
+        text = text.replace("3}", f"{raw_number}}}", 1)
+    (folder / name).write_text(text)
+    try:
+        report = write_report([folder])
+    except UsageError as exc:
+        assert str(folder) in str(exc)
+        return
+    assert report.read_text().startswith("<!DOCTYPE html>")

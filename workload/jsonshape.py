@@ -6,8 +6,9 @@ the file; a damaged or hand-edited one (``"results": 5``, ``"controller": [1]``)
 these values and call :func:`shape_problem` first: the first place that does not fit comes back as
 (JSON path, what was expected), for an error naming the file and that path.
 
-Shapes are permissive where readers are: a field that is absent or ``null`` always fits (readers
-use their defaults); fields not declared are not checked.
+Shapes are permissive where readers are: a field of an object that is absent or ``null`` fits
+(readers use their defaults); fields not declared are not checked. An item of an array or a value
+of a map must have its shape (readers walk them: a ``null`` there is damage).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class Shape:
     fields: Mapping[str, Shape] = field(default_factory=dict)
     item: Shape | None = None
     required: frozenset[str] = frozenset()
+    #: null fits also as an item of an array or a value of a map
+    nullable: bool = False
 
 
 ANY = Shape("any")
@@ -36,6 +39,8 @@ NUMBER = Shape("number")
 TEXT = Shape("text")
 #: a text, number or boolean (shown as text)
 SCALAR = Shape("scalar")
+#: a text, number, boolean or null, wherever it stands
+SCALAR_OR_NULL = Shape("scalar", nullable=True)
 
 
 def obj(**fields: Shape) -> Shape:
@@ -89,8 +94,10 @@ def _fits(value: Any, kind: str) -> bool:
     return True
 
 
-def _problems(value: Any, shape: Shape, loc: list[str | int]) -> Iterator[tuple[list[str | int], str]]:
-    if value is None or shape.kind == "any":
+def _problems(
+    value: Any, shape: Shape, loc: list[str | int], *, null_fits: bool = True
+) -> Iterator[tuple[list[str | int], str]]:
+    if (value is None and (null_fits or shape.nullable)) or shape.kind == "any":
         return
     if not _fits(value, shape.kind):
         yield loc, f"expected {_EXPECTED[shape.kind]}, not {json_type(value)}"
@@ -104,7 +111,7 @@ def _problems(value: Any, shape: Shape, loc: list[str | int]) -> Iterator[tuple[
             yield from _problems(value.get(name), sub, [*loc, name])
     elif shape.kind == "map" and shape.item is not None:
         for key, item in value.items():
-            yield from _problems(item, shape.item, [*loc, str(key)])
+            yield from _problems(item, shape.item, [*loc, str(key)], null_fits=False)
     elif shape.kind == "list" and shape.item is not None:
         for index, item in enumerate(value):
-            yield from _problems(item, shape.item, [*loc, index])
+            yield from _problems(item, shape.item, [*loc, index], null_fits=False)

@@ -21,7 +21,19 @@ from typing import Any
 
 from workload.errors import UsageError
 from workload.jsonloc import format_loc
-from workload.jsonshape import ANY, NUMBER, SCALAR, TEXT, Shape, array, mapping, needs, obj, shape_problem
+from workload.jsonshape import (
+    ANY,
+    NUMBER,
+    SCALAR,
+    SCALAR_OR_NULL,
+    TEXT,
+    Shape,
+    array,
+    mapping,
+    needs,
+    obj,
+    shape_problem,
+)
 from workload.numbers import load_json, unbounded_numbers
 from workload.safefile import read_regular
 
@@ -68,12 +80,10 @@ RUN_SHAPE = obj(
     ended_at=SCALAR,
     exit_code=NUMBER,
     tool=obj(name=SCALAR, version=SCALAR),
-    controller=obj(cpu_model=SCALAR, cpu_count=SCALAR, load_average=_TEXTS, packages=mapping(SCALAR)),
+    controller=obj(cpu_model=SCALAR, cpu_count=SCALAR, load_average=_TEXTS, packages=mapping(SCALAR_OR_NULL)),
     command_line=_TEXTS,
 )
-ATTEMPTS_SHAPE = obj(
-    attempts=array(obj(attempt=SCALAR, validity=SCALAR, retried_because=SCALAR, changed=mapping(SCALAR)))
-)
+ATTEMPTS_SHAPE = obj(attempts=array(obj(attempt=SCALAR, validity=SCALAR, retried_because=SCALAR, changed=mapping(ANY))))
 _STAT = needs(obj(min=NUMBER, avg=NUMBER, max=NUMBER, unit=SCALAR), "min", "avg", "max")
 _HOST_TELEMETRY = {
     "throttling": obj(devices=mapping(_TEXTS)),
