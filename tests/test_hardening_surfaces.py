@@ -534,6 +534,35 @@ def test_record_on_a_locked_postgresql_history_ends_on_sigterm_with_the_results_
         postgres_server.drop_database(database)
 
 
+def test_record_behind_a_held_postgresql_lock_gives_up_with_a_warning_and_keeps_the_exit_code(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """No signal: the server's lock_timeout ends the wait (it used to last as long as the lock)."""
+    import psycopg
+
+    from workload.history.db import PG_LOCK_TIMEOUT_MS
+
+    database = postgres_server.create_database()
+    try:
+        url = postgres_server.url(database)
+        folder = tmp_path / "20261129-000000-P"
+        write_outputs(folder, collect(OFFLINE, host="h1").results, OutputContext())
+        assert _bounded_cli(["results", str(folder), "--record", "--history", url]).returncode == 0
+        with psycopg.connect(host=str(postgres_server.root), user=postgres_server.user, dbname=database) as holder:
+            holder.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+            started = time.monotonic()
+            done = _bounded_cli(
+                ["results", str(folder), "--record", "--history", url], timeout=PG_LOCK_TIMEOUT_MS / 1000 + 60
+            )
+            waited = time.monotonic() - started
+            holder.rollback()
+        assert done.returncode == 0, done.stderr
+        assert "warning: the run was not recorded in the history" in done.stderr and "lock timeout" in done.stderr
+        assert waited < PG_LOCK_TIMEOUT_MS / 1000 + 30
+    finally:
+        postgres_server.drop_database(database)
+
+
 def test_postgresql_sessions_carry_lock_and_statement_timeouts(postgres_server: PostgresServer) -> None:
     from sqlalchemy import text
 
