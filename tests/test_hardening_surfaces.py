@@ -17,7 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -433,6 +433,7 @@ def test_a_corrupt_history_file_exits_with_the_history_code_not_the_unreachable_
     assert done.returncode == EXIT_HISTORY == 9 != EXIT_CONNECT, done.stderr
     assert f"history sqlite:///{broken}: file is not a database" in done.stderr
     assert "| 9 | the run history could not be opened" in (ROOT / "README.md").read_text()
+    assert "9 the run history could not be opened" in " ".join(_bounded_cli(["--help"]).stdout.split())
 
 
 def test_reading_commands_create_no_history_and_no_folder(tmp_path: Path) -> None:
@@ -644,6 +645,15 @@ def test_host_state_of_nodes_sharing_a_home_is_one_file_per_node(tmp_path: Path)
 
 
 # -- fuzzing the new input surfaces: history filters, run folders for report --------------------------
+@pytest.fixture(scope="module")
+def fuzz_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One SQLite history for every example of the filter fuzzing (opening one per example is slow)."""
+    from workload.history import open_history
+
+    with open_history(f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'h.sqlite'}") as store:
+        yield store
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     since=st.one_of(
@@ -654,7 +664,7 @@ def test_host_state_of_nodes_sharing_a_home_is_one_file_per_node(tmp_path: Path)
     ),
     limit=st.integers(min_value=1, max_value=1_000_000),
 )
-def test_fuzz_history_filters_are_a_time_or_a_usage_error(since: str, limit: int) -> None:
+def test_fuzz_history_filters_are_a_time_or_a_usage_error(fuzz_history: Any, since: str, limit: int) -> None:
     from workload.errors import UsageError
     from workload.history import parse_since
 
@@ -664,20 +674,7 @@ def test_fuzz_history_filters_are_a_time_or_a_usage_error(since: str, limit: int
         assert "--since" in str(exc)
         return
     assert when.tzinfo is not None and when.utcoffset() is not None
-    _FUZZ_HISTORY["store"].runs(since=when, limit=limit)  # the database takes what the parser gave
-
-
-_FUZZ_HISTORY: dict[str, Any] = {}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _fuzz_history(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from workload.history import open_history
-
-    with open_history(f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'h.sqlite'}") as store:
-        _FUZZ_HISTORY["store"] = store
-        yield
-    _FUZZ_HISTORY.clear()
+    fuzz_history.runs(since=when, limit=limit)  # the database takes what the parser gave
 
 
 _JSON = st.recursive(

@@ -62,7 +62,8 @@ Start here:
 
 Exit codes: 0 ok, 2 bad input, 3 cannot connect, 4 a step failed, 5 reboot needed (re-run to
 resume), 6 results INVALID or accuracy failed, 7 regression (compare), 8 an output file could
-not be written (disk full), 130 interrupted (Ctrl-C or SIGTERM).
+not be written (disk full), 9 the run history could not be opened, read or written (history,
+compare --baseline), 130 interrupted (Ctrl-C or SIGTERM).
 """
 
 
