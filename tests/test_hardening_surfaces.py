@@ -159,7 +159,7 @@ def test_fuzz_no_url_secret_survives_masking(password: str, query_name: str, que
     url = f"postgresql://bob:{password}@db.example/db?{query_name}={query_value}"
     shown = mask_url_passwords(prefix + url + " done")
     assert password not in shown and query_value not in shown
-    assert shown.endswith(" done") and shown.startswith(prefix + "postgresql://bob:***@")
+    assert shown.endswith(" done") and shown.startswith(prefix + "postgresql://bob:***")
     if not set("?#") & set(password) and "@" not in query_value:  # unambiguous: it connects as written
         parsed = parse_url(url)
         assert parsed.password == password.replace("%40", "@") or "%" in password

@@ -76,7 +76,9 @@ def url_secret_spans(text: str) -> list[tuple[int, int]]:
       (after the first ``:``) or, without a ``:``, the user itself when the scheme is not SSH's
       (``https://TOKEN@github.com``; an SSH login name stays visible). This errs on the side of
       masking: ``https://host:443/a@b`` shows as ``https://host:***@b``.
-    * the value of every query parameter named like a secret (:func:`secret_query_name`).
+    * the value of every query parameter named like a secret (:func:`secret_query_name`); with
+      several ``@`` the query is also read as if the user information ended at the first one, and
+      what either reading finds is masked.
     """
     if "://" not in text:
         return []
@@ -88,6 +90,11 @@ def url_secret_spans(text: str) -> list[tuple[int, int]]:
         userinfo, host_start = _userinfo_span(text, match.group(1).lower(), start, end)
         spans += userinfo
         spans += _query_spans(text, host_start, end)
+        first_at = text.find("@", start, end)
+        if 0 <= first_at < host_start - 1:
+            # several "@": read the URL also as if its user information ended at the first one, so
+            # that a secret query value holding an "@" (``?password=a@b``) is masked whole too
+            spans += _query_spans(text, first_at + 1, end)
     return _merged(spans)
 
 
