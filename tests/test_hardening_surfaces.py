@@ -511,53 +511,48 @@ def test_record_on_a_locked_sqlite_history_ends_on_a_signal_with_the_results_kep
     assert json.loads((out / "summary.json").read_text())["counts"]["results"] == 1
 
 
-def test_record_on_a_locked_postgresql_history_ends_on_sigterm_with_the_results_kept(
-    postgres_server: PostgresServer, tmp_path: Path
-) -> None:
+@contextlib.contextmanager
+def _locked_postgresql_history(server: PostgresServer, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """(URL, results folder): a history on the test server with that folder recorded, whose ``runs``
+    table another session holds locked (a long transaction, a DBA's ``LOCK TABLE``) while the block runs."""
     import psycopg
 
-    database = postgres_server.create_database()
+    database = server.create_database()
     try:
-        url = postgres_server.url(database)
+        url = server.url(database)
         folder = tmp_path / "20261129-000000-P"
         write_outputs(folder, collect(OFFLINE, host="h1").results, OutputContext())
         assert _bounded_cli(["results", str(folder), "--record", "--history", url]).returncode == 0
-        out = tmp_path / "out"
-        with psycopg.connect(host=str(postgres_server.root), user=postgres_server.user, dbname=database) as holder:
-            holder.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")  # held until the block ends
-            code, seconds, err = _signalled(
-                ["results", str(folder), "--record", "--history", url, "-o", str(out)], signal.SIGTERM
-            )
+        with psycopg.connect(host=str(server.root), user=server.user, dbname=database) as holder:
+            holder.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+            yield url, folder
             holder.rollback()
-        assert code == 130 and seconds < 10, (code, seconds, err)
-        assert json.loads((out / "summary.json").read_text())["counts"]["results"] == 1
     finally:
-        postgres_server.drop_database(database)
+        server.drop_database(database)
+
+
+def test_record_on_a_locked_postgresql_history_ends_on_sigterm_with_the_results_kept(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    with _locked_postgresql_history(postgres_server, tmp_path) as (url, folder):
+        args = ["results", str(folder), "--record", "--history", url, "-o", str(out)]
+        code, seconds, err = _signalled(args, signal.SIGTERM)
+    assert code == 130 and seconds < 10, (code, seconds, err)
+    assert json.loads((out / "summary.json").read_text())["counts"]["results"] == 1
 
 
 def test_record_behind_a_held_postgresql_lock_gives_up_with_a_warning_and_keeps_the_exit_code(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
     """No signal: the server's lock_timeout ends the wait (it used to last as long as the lock)."""
-    import psycopg
-
-    database = postgres_server.create_database()
-    try:
-        url = postgres_server.url(database)
-        folder = tmp_path / "20261129-000000-P"
-        write_outputs(folder, collect(OFFLINE, host="h1").results, OutputContext())
-        assert _bounded_cli(["results", str(folder), "--record", "--history", url]).returncode == 0
-        with psycopg.connect(host=str(postgres_server.root), user=postgres_server.user, dbname=database) as holder:
-            holder.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
-            started = time.monotonic()
-            done = _bounded_cli(["results", str(folder), "--record", "--history", url], timeout=120)
-            waited = time.monotonic() - started
-            holder.rollback()
-        assert done.returncode == 0, done.stderr
-        assert "warning: the run was not recorded in the history" in done.stderr and "lock timeout" in done.stderr
-        assert waited < 90  # the 30 s lock timeout, two CLI start-ups and the rest of the command
-    finally:
-        postgres_server.drop_database(database)
+    with _locked_postgresql_history(postgres_server, tmp_path) as (url, folder):
+        started = time.monotonic()
+        done = _bounded_cli(["results", str(folder), "--record", "--history", url], timeout=120)
+        waited = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert "warning: the run was not recorded in the history" in done.stderr and "lock timeout" in done.stderr
+    assert waited < 90  # the 30 s lock timeout, a CLI start-up and the rest of the command
 
 
 def test_postgresql_sessions_carry_lock_and_statement_timeouts(postgres_server: PostgresServer) -> None:
