@@ -19,6 +19,9 @@ FOUNDATIONS = {
     "workload.rundir",
     "workload.safefile",
     "workload.jsonkeys",
+    "workload.numbers",
+    "workload.jsonshape",
+    "workload.jsonloc",
 }
 
 #: package prefix -> prefixes it must not import (ARCHITECTURE.md, "Import rules")

@@ -192,7 +192,9 @@ def test_remote_host_results_are_copied_back(tmp_path: Path, monkeypatch: pytest
     step.apply(ctx, step.plan(ctx))
     step.verify(ctx)
     (folder,) = ctx.results
-    remote = tmp_path / "home" / ".local/state/workload/loadgen/run-1/loadgen/minilm-int8/Offline/performance/run_1"
+    node = ctx.host.identity.node
+    state = tmp_path / "home" / ".local/state/workload/nodes" / node
+    remote = state / "loadgen/run-1/loadgen/minilm-int8/Offline/performance/run_1"
     assert (remote / "mlperf_log_detail.txt").is_file()
     assert folder == ctx.host_dir / "results" / "loadgen" / "minilm-int8" / "Offline" / "performance" / "run_1"
     assert (folder / "mlperf_log_detail.txt").read_bytes() == (remote / "mlperf_log_detail.txt").read_bytes()

@@ -186,12 +186,12 @@ MALFORMED: list[tuple[str, Any, str]] = [
     (
         "number too large",
         '{"Description": "x", "Parameters": {"A": 1e999}}',
-        "bad.json: Parameters.A: inf is not a finite",
+        "bad.json: Parameters.A: '1e999' is not a finite",
     ),
     (
         "NaN in a step",
         '{"Description": "x", "Actions": [{"Type": "EchoStep", "Parameters": {"Count": NaN}}]}',
-        "Actions[0].Parameters.Count: nan is not a finite number",
+        "Actions[0].Parameters.Count: 'NaN' is not a finite number",
     ),
     (
         "misspelled parameter",

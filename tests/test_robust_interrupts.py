@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -104,7 +105,7 @@ def test_signal_during_the_cpu_profile_stops_the_whole_run(
         (folder,) = runs.iterdir()
         wait_for(
             lambda: bool(
-                processes_mentioning(f"--out {Path.home()}/.local/state/workload/loadgen/{folder.name}/")
+                processes_mentioning(f"/.local/state/workload/nodes/{socket.gethostname()}/loadgen/{folder.name}/")
                 or processes_mentioning(f"--out {folder}/")
             ),
             60,

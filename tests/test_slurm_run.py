@@ -73,12 +73,15 @@ def run_json(output: Path) -> dict:
     return json.loads((folder / "run.json").read_text())
 
 
-def test_cpu_profile_on_four_nodes_merges_every_nodes_results(
-    cluster: SlurmCluster, cpu_profile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "runs"
-    argv = ["run", "--profile", str(cpu_profile), "-p", SMALL, "--output-dir", str(out)]
-    argv += target(cluster, "--nodes", "4")
+def run_valid_on_every_node(
+    cluster: SlurmCluster, profile: Path, out: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[Path, str]:
+    """Run the small CPU profile on every node of ``cluster``; check each node's step and VALID headline.
+
+    Returns the run folder and what the run wrote to stderr.
+    """
+    argv = ["run", "--profile", str(profile), "-p", SMALL, "--output-dir", str(out)]
+    argv += target(cluster, "--nodes", str(len(cluster.node_names)))
     assert invoke(argv) == 0, capsys.readouterr()
     err = capsys.readouterr().err
     record = run_json(out)
@@ -90,6 +93,13 @@ def test_cpu_profile_on_four_nodes_merges_every_nodes_results(
     headline = {m["host"]: m for m in metrics if m["name"] == "samples_per_second"}
     assert sorted(headline) == sorted(cluster.node_names)
     assert all(m["metadata"]["validity"] == "VALID" and m["value"] > 0 for m in headline.values())
+    return folder, err
+
+
+def test_cpu_profile_on_four_nodes_merges_every_nodes_results(
+    cluster: SlurmCluster, cpu_profile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, err = run_valid_on_every_node(cluster, cpu_profile, tmp_path / "runs", capsys)
     run_1 = Path("results/loadgen/minilm-int8/Offline/performance/run_1")
     for node in cluster.node_names:
         assert (folder / node / run_1 / "mlperf_log_summary.txt").is_file()
@@ -203,3 +213,29 @@ def test_with_requeue_a_lost_nodes_work_runs_again_on_another_node(
     # The lost node's own log says what happened to it.
     assert "failed in slurm job" in (folder / down / "host.log").read_text()
     assert cluster.queue() == []
+
+
+def test_cpu_profile_on_three_nodes_sharing_one_home_gives_three_result_sets(
+    slurm_cluster: Callable[..., SlurmCluster], cpu_profile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30: the usual HPC setup, one $HOME on every node (here a folder every VM mounts as the
+    user's home). Each node's LoadGen results were written to one folder under that home and three
+    nodes reported the same detail log; now each node writes in its own folder and reports its own."""
+    import os
+
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, 1000, 1000)  # the uid of the user on every VM
+    cluster = slurm_cluster(nodes=3, gpus_per_node=1, shared=shared_paths(), user="hpc", shared_home=home)
+    for vm in [cluster.login, *cluster.computes.values()]:
+        assert vm.check(["id", "-u", "hpc"]).strip() == "1000"
+    folder, _err = run_valid_on_every_node(cluster, cpu_profile, tmp_path / "runs", capsys)
+    run_1 = Path("loadgen/minilm-int8/Offline/performance/run_1")
+    details = {}
+    for node in cluster.node_names:
+        copied = (folder / node / "results" / run_1 / "mlperf_log_detail.txt").read_bytes()
+        # the node's own folder in the shared home holds exactly what was copied back for that node
+        remote = home / ".local/state/workload/nodes" / node / "loadgen" / folder.name / run_1
+        assert (remote / "mlperf_log_detail.txt").read_bytes() == copied
+        details[node] = copied
+    assert len(set(details.values())) == 3, "two nodes reported the same detail log"

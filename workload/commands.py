@@ -8,9 +8,10 @@ unquoted. A deliberate shell pipeline is spelled :func:`shell` so it can be foun
 Secrets (passwords, tokens) are wrapped in :class:`Secret`; they render as ``***`` in
 :meth:`Command.display` (logs, ``plan`` output, error messages) and as their value only in
 :meth:`Command.shell_line`. Two kinds of secret also hide inside plain text, and
-:func:`mask_text` masks both: the password of a URL (``https://user:TOKEN@host/...``) or a token
-given as its user (``https://TOKEN@host/...``; not an SSH login name), see
-:func:`mask_url_passwords`, and the values of a run's :class:`Secrets` (the values of profile
+:func:`mask_text` masks both: the secrets of a URL, found by parsing it (the password of
+``https://user:TOKEN@host/...`` with any characters, a token given as its user
+``https://TOKEN@host/...`` but not an SSH login name, query parameters named like secrets such as
+``?password=``), see :func:`url_secret_spans`, and the values of a run's :class:`Secrets` (the values of profile
 parameters named like secrets, passwords read from the environment). A :class:`Secrets` is held by
 the run (``ResolvedProfile.secrets``, the engine) and passed to what displays or logs text (step
 logs, host logs, the console, ``run.json``, ``plan``/``show``); there is no process-wide registry,
@@ -45,12 +46,112 @@ class Secret:
 
 Arg = str | Secret
 
-#: ``scheme://user:PASSWORD@`` (the user part may be empty); group 2 is the password.
-_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*:)([^/\s@]+)@")
-#: ``scheme://TOKEN@`` (a user part without a password) for schemes other than SSH's: over HTTP(S) a
-#: lone user name is how a token travels (``https://ghp_xxx@github.com/org/repo.git``); an SSH login
-#: name (``ssh://azureuser@10.0.0.4``) is not a secret and stays visible. Group 2 is the token.
-_URL_TOKEN_USER = re.compile(r"(?i)\b((?!(?:ssh|sftp|scp|git\+ssh|ssh\+git)://)[a-z][a-z0-9+.\-]*://)([^/\s:@]+)@")
+#: where a URL starts (``scheme://``); its end is the first character below that no URL holds unquoted
+_URL_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*)://")
+_URL_END = re.compile(r"[\s\"'<>`]")
+#: schemes whose lone user name (``ssh://azureuser@10.0.0.4``) is a login name, not a token
+_LOGIN_SCHEMES = frozenset({"ssh", "sftp", "scp", "git+ssh", "ssh+git"})
+#: query parameter names that hold a secret: the name contains one of these (any case) ...
+_SECRET_QUERY_PARTS = ("password", "passwd", "passphrase", "secret", "token", "credential", "apikey", "api_key")
+#: ... or is one of these (an Azure SAS ``sig``, libpq's ``sslkey`` is a path and stays visible)
+_SECRET_QUERY_NAMES = frozenset({"sig", "signature", "key", "pass", "pwd", "auth", "authorization", "access_key"})
+
+
+def secret_query_name(name: str) -> bool:
+    """Whether a URL query parameter named ``name`` holds a secret (``password``, ``sslpassword``, ``sig``)."""
+    lowered = name.strip().lower()
+    return lowered in _SECRET_QUERY_NAMES or any(part in lowered for part in _SECRET_QUERY_PARTS)
+
+
+def url_secret_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets of every secret inside the URLs of ``text``, in order, not overlapping.
+
+    Found by parsing each URL (``scheme://`` up to white space or a quote), not by a pattern of what
+    a password may contain, because people type passwords with any character:
+
+    * the user information is everything up to the **last** ``@`` of the URL (a password may hold
+      ``/``, ``@``, ``?`` or ``#``; RFC 3986 wants them percent-encoded, but libpq, SQLAlchemy and
+      git accept many of them as typed), provided the user name (before the first ``:``) has no
+      ``/`` - else that ``@`` is in a path (``https://host/pkg@1.0``). Its secret is the password
+      (after the first ``:``) or, without a ``:``, the user itself when the scheme is not SSH's
+      (``https://TOKEN@github.com``; an SSH login name stays visible). This errs on the side of
+      masking: ``https://host:443/a@b`` shows as ``https://host:***@b``.
+    * the value of every query parameter named like a secret (:func:`secret_query_name`); with
+      several ``@`` the query is also read as if the user information ended at the first one, and
+      what either reading finds is masked.
+    """
+    if "://" not in text:
+        return []
+    spans: list[tuple[int, int]] = []
+    for match in _URL_SCHEME.finditer(text):
+        start = match.end()
+        end_match = _URL_END.search(text, start)
+        end = end_match.start() if end_match else len(text)
+        userinfo, host_start = _userinfo_span(text, match.group(1).lower(), start, end)
+        spans += userinfo
+        spans += _query_spans(text, host_start, end)
+        first_at = text.find("@", start, end)
+        if 0 <= first_at < host_start - 1:
+            # several "@": read the URL also as if its user information ended at the first one, so
+            # that a secret query value holding an "@" (``?password=a@b``) is masked whole too
+            spans += _query_spans(text, first_at + 1, end)
+    return _merged(spans)
+
+
+def userinfo_end(text: str, start: int, end: int) -> int | None:
+    """The offset of the ``@`` that ends the user information of the URL whose authority starts at
+    ``start`` (just after ``://``) and which ends at ``end``; None when it has none.
+
+    The rule of :func:`url_secret_spans`: the last ``@``, unless the user name before it holds a ``/``.
+    """
+    at = text.rfind("@", start, end)
+    if at < start:
+        return None
+    colon = text.find(":", start, at)
+    if "/" in text[start : colon if colon >= 0 else at]:
+        return None  # an "@" in a path or query: no user information
+    return at
+
+
+def _userinfo_span(text: str, scheme: str, start: int, end: int) -> tuple[list[tuple[int, int]], int]:
+    """(the secret of the URL's user information, where its host starts) for the URL at ``start:end``."""
+    at = userinfo_end(text, start, end)
+    if at is None:
+        return [], start
+    colon = text.find(":", start, at)
+    if colon >= 0:
+        return ([(colon + 1, at)] if at > colon + 1 else []), at + 1
+    return ([] if scheme in _LOGIN_SCHEMES or at == start else [(start, at)]), at + 1
+
+
+def _query_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The values of the secret query parameters of the URL whose host starts at ``start``."""
+    question = text.find("?", start, end)
+    if question < 0:
+        return []
+    hash_mark = text.find("#", question, end)
+    stop = hash_mark if hash_mark >= 0 else end
+    spans = []
+    position = question + 1
+    while position < stop:
+        amp = text.find("&", position, stop)
+        item_end = amp if amp >= 0 else stop
+        equals = text.find("=", position, item_end)
+        if equals > position and item_end > equals + 1 and secret_query_name(text[position:equals]):
+            spans.append((equals + 1, item_end))
+        position = item_end + 1
+    return spans
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
 
 #: Secret values shorter than this are not masked inside other text: masking every "abc" or "true"
 #: in every log line would garble logs and hide nothing (such values are still masked as whole
@@ -104,19 +205,19 @@ class Secrets:
 
 
 def mask_url_passwords(text: str) -> str:
-    """``text`` with the password of every URL replaced: ``https://user:***@host/path``."""
-    if "://" not in text or "@" not in text:
-        return text
-    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}@", text)
-    return _URL_TOKEN_USER.sub(lambda m: m.group(0) if m.group(2) == MASK else f"{m.group(1)}{MASK}@", text)
+    """``text`` with the secrets of every URL replaced (``https://user:***@host/db?password=***``).
+
+    What counts as a URL's secret: :func:`url_secret_spans`.
+    """
+    spans = url_secret_spans(text)
+    for start, end in reversed(spans):
+        text = text[:start] + MASK + text[end:]
+    return text
 
 
 def url_passwords(text: str) -> list[str]:
-    """The passwords (and lone-user tokens, see :func:`mask_url_passwords`) of the URLs in ``text``."""
-    if "://" not in text or "@" not in text:
-        return []
-    found = [m.group(2) for m in _URL_PASSWORD.finditer(text)]
-    return found + [m.group(2) for m in _URL_TOKEN_USER.finditer(text) if m.group(2) != MASK]
+    """The secrets of the URLs in ``text`` (passwords, lone-user tokens, secret query values)."""
+    return [text[start:end] for start, end in url_secret_spans(text) if text[start:end] != MASK]
 
 
 def mask_text(text: str, secrets: Secrets | None = None) -> str:

@@ -56,7 +56,7 @@ from workload.outcomes import (
 )
 from workload.profile import ResolvedProfile
 from workload.rundir import RunFolder
-from workload.safefile import append_text
+from workload.safefile import append_text, atomic_write_text
 from workload.stepdrive import PREFLIGHT_NOTE, DrivenStep, _with_preflight_note, describe_plan, drive_step, read_boot_id
 from workload.steps import CancelToken, HostState, Step, StepContext
 
@@ -236,7 +236,7 @@ class Engine:
         text = traceback.format_exc()
         try:
             path = self.folder.host_dir(name) / "traceback.txt"
-            path.write_text(text, encoding="utf-8")
+            atomic_write_text(path, text)
         except OSError:
             with tempfile.NamedTemporaryFile("w", prefix="workload-debug-", suffix=".log", delete=False) as fh:
                 fh.write(text)

@@ -22,6 +22,7 @@ EXIT_REBOOT_REQUIRED = _codes.EXIT_REBOOT_REQUIRED
 EXIT_INVALID_RESULTS = _codes.EXIT_INVALID_RESULTS
 EXIT_REGRESSION = _codes.EXIT_REGRESSION
 EXIT_OUTPUT = _codes.EXIT_OUTPUT
+EXIT_HISTORY = _codes.EXIT_HISTORY
 EXIT_INTERRUPTED = _codes.EXIT_INTERRUPTED
 
 
@@ -263,6 +264,10 @@ def join_errors(errors: Sequence[WorkloadError]) -> str:
 
 
 class HistoryError(WorkloadError):
-    """The run-history database could not be opened, migrated, read or written (names its URL, masked)."""
+    """The run-history database could not be opened, migrated, read or written (names its URL, masked).
 
-    exit_code = EXIT_CONNECT
+    Its own exit code (9): 3 means a host could not be reached, and CI must tell the two apart.
+    ``run`` and ``results --record`` never exit with it (they warn and keep their verdict).
+    """
+
+    exit_code = EXIT_HISTORY

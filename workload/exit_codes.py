@@ -19,6 +19,7 @@ EXIT_REBOOT_REQUIRED = 5
 EXIT_INVALID_RESULTS = 6
 EXIT_REGRESSION = 7
 EXIT_OUTPUT = 8
+EXIT_HISTORY = 9
 EXIT_INTERRUPTED = 130
 
 
@@ -71,6 +72,13 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "an output file could not be written (disk full)",
         "a file of the run folder could not be written (disk full, read-only): the path is named; the verdict of "
         "what was collected is still printed",
+    ),
+    ExitCode(
+        EXIT_HISTORY,
+        "the run history could not be opened, read or written",
+        "the run history could not be opened, read or written (`history`, `compare --baseline`: a corrupt or "
+        "non-SQLite file, a history that does not exist, an unreachable or locked database past its timeout; the "
+        "URL is named with its secrets masked); `run` and `results --record` only warn and keep their own exit code",
     ),
     ExitCode(
         EXIT_INTERRUPTED,

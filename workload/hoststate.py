@@ -1,12 +1,15 @@
 """``HostState``: small persistent key/value state kept ON the target host (it survives reboots).
 
-Stored as JSON at ``/var/lib/workload/state.json`` (root) or ``~/.local/state/workload/state.json``
-(``WORKLOAD_STATE_PATH`` moves it). Two runs may work on one host at once (a fleet run and a
-``doctor``, two profiles side by side), so a change is never "write back what was read at the
-start": every change is one read-modify-write on the host, under an exclusive ``flock`` of the
-state file's folder (no lock file), written to a temporary made with ``O_EXCL``, flushed and
-renamed over the file (:data:`UPDATE_SCRIPT`, run by the host's Python). A change that finds the
-file unreadable (not JSON, not an object) says so with the file's name and starts from empty.
+Stored as JSON at ``/var/lib/workload/state.json`` (root) or in the node's own folder under the
+home, ``~/.local/state/workload/nodes/<node>/state.json`` (``WORKLOAD_STATE_PATH`` moves it): nodes
+that share a home (NFS, a Slurm cluster) keep a state each. A node without one yet starts from the
+file earlier versions kept for the whole home, ``~/.local/state/workload/state.json``, if any.
+Two runs may work on one host at once (a fleet run and a ``doctor``, two profiles side by side),
+so a change is never "write back what was read at the start": every change is one
+read-modify-write on the host, under an exclusive ``flock`` of the state file's folder (no lock
+file), written to a temporary made with ``O_EXCL``, flushed and renamed over the file
+(:data:`UPDATE_SCRIPT`, run by the host's Python). A change that finds the file unreadable (not
+JSON, not an object) says so with the file's name and starts from empty.
 
 Values of the wrong shape (a list where a mapping belongs, written by hand or by another version)
 never stop a run: :meth:`HostState.mapping` gives an empty mapping and a warning naming the file
@@ -88,7 +91,7 @@ class HostState:
         try:
             loaded = json.loads(host.read_text(self.path))
         except FileNotFoundError:
-            loaded = {}
+            loaded = self._earlier(host) if path is None and not host.is_root else {}
         except ValueError as exc:
             # A corrupt state file must not block a run: facts decide what is installed anyway.
             self._warn(f"it is not JSON ({exc}); starting from an empty state")
@@ -102,7 +105,15 @@ class HostState:
     def _default_path(host: Host) -> str:
         if host.is_root:
             return "/var/lib/workload/state.json"
-        return f"{host.identity.home}/.local/state/workload/state.json"
+        return f"{host.identity.state_root}/state.json"
+
+    @staticmethod
+    def _earlier(host: Host) -> Any:
+        """The state an earlier version kept for the whole home (read once, never written again)."""
+        try:
+            return json.loads(host.read_text(f"{host.identity.home}/.local/state/workload/state.json"))
+        except (OSError, ValueError):
+            return {}
 
     def _warn(self, problem: str) -> None:
         text = f"host state {self.path}: {problem}"

@@ -31,19 +31,25 @@ from typing import Any
 
 from workload.errors import UsageError
 from workload.hosts.base import HostSpec, parse_host_spec
+from workload.jsonloc import format_loc
+from workload.numbers import NumberProblem, load_json, parse_int, unbounded_numbers
+from workload.safefile import read_regular
 
 _KNOWN = {"key", "user", "port", "name", "password_env"}
+#: an inventory of thousands of hosts is a few hundred KiB; more is not an inventory
+_MAX_INVENTORY_BYTES = 16 * 1024 * 1024
 _JSON_KEYS = _KNOWN | {"host", "labels"}
 
 
 def load_inventory(path: Path) -> list[HostSpec]:
     """Parse an inventory file; errors name the file and line."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        data = read_regular(path, _MAX_INVENTORY_BYTES)
+        text = data.decode("utf-8-sig")
     except OSError as exc:
         raise UsageError(f"--inventory {path}: cannot read the file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        line = text_line_of(path.read_bytes(), exc.start)
+        line = text_line_of(data, exc.start)
         raise UsageError(
             f"--inventory {path}:{line}: the file is not UTF-8 text (byte {exc.object[exc.start]:#04x})",
             hint="save the inventory as UTF-8",
@@ -106,13 +112,14 @@ def _text(value: Any, where: str, key: str) -> str:
 
 def _port(value: Any, where: str) -> int:
     # ASCII digits only: int() would also read "２２" (fullwidth) and " 22 " as 22.
-    if isinstance(value, str):
-        port = int(value) if value.isascii() and value.isdigit() and len(value) <= 5 else None
-    else:
-        port = value if isinstance(value, int) and not isinstance(value, bool) else None
-    if port is None or not 1 <= port <= 65535:
-        raise UsageError(f"{where}: port {value!r} is not a number between 1 and 65535")
-    return port
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    try:
+        if not isinstance(text, str) or not text.isascii() or text != text.strip():
+            raise NumberProblem("not a whole number")
+        return parse_int(text, minimum=1, maximum=65535)
+    except NumberProblem:
+        shown = repr(value) if len(str(text)) <= 20 else f"{str(text)[:20]!r}..."
+        raise UsageError(f"{where}: port {shown} is not a number between 1 and 65535") from None
 
 
 def strip_comment(line: str) -> str:
@@ -173,13 +180,15 @@ def _from_json(path: Path, text: str) -> list[HostSpec]:
     from workload.jsonkeys import DuplicateKeyError, refuse_duplicate_keys
 
     try:
-        data = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+        data = load_json(text, object_pairs_hook=refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}:{exc.lineno}: column {exc.colno}: invalid JSON: {exc.msg}") from None
     except DuplicateKeyError as exc:
         raise UsageError(f"{path}: {exc}") from None
     except RecursionError:
         raise UsageError(f"{path}: invalid JSON: nested too deeply") from None
+    for loc, why in unbounded_numbers(data):
+        raise UsageError(f"{path}: {format_loc(loc)}: {why}")
     hosts = data.get("hosts") if isinstance(data, dict) else None
     if not isinstance(hosts, list):
         raise UsageError(f'{path}: expected an object with a "hosts" array')

@@ -7,21 +7,8 @@ overrides.
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-
-def non_finite_numbers(value: Any, loc: list[str | int]) -> Iterator[tuple[list[str | int], float]]:
-    """Every float that is infinite or NaN in a JSON document, with its path."""
-    if isinstance(value, float) and not math.isfinite(value):
-        yield loc, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from non_finite_numbers(item, [*loc, str(key)])
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from non_finite_numbers(item, [*loc, index])
 
 
 def json_type(value: Any) -> str:

@@ -143,10 +143,11 @@ def unfinished_hosts(run_folder: Path) -> list[str]:
     import json
 
     from workload.errors import UsageError
+    from workload.safefile import read_regular
 
     path = run_folder / "run.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path))
         outcomes = data["outcomes"]
         return [str(o["host"]) for o in outcomes if o["status"] != "ok"]
     except OSError as exc:

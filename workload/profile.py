@@ -19,9 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workload.commands import Secrets
 from workload.errors import ProfileError, UsageError
-from workload.jsonloc import format_loc, json_type, key_path, non_finite_numbers
+from workload.jsonloc import format_loc, json_type, key_path
+from workload.numbers import load_json, unbounded_numbers
 from workload.params import CaseInsensitiveDict, display_parameters, display_tree, secret_values
 from workload.resources import profile_dir, shipped_profiles
+from workload.safefile import read_regular_text
 from workload.steps import Step, StepKind, StepParameters, unknown_parameter_problem
 from workload.timespan import MAX_TIMESPAN_DAYS, format_timespan, parse_timespan
 
@@ -29,6 +31,8 @@ from workload.timespan import MAX_TIMESPAN_DAYS, format_timespan, parse_timespan
 __all__ = ["MAX_TIMESPAN_DAYS", "format_timespan", "key_path", "parse_timespan"]
 
 REFERENCE_PREFIX = "$.parameters."
+#: the largest profile read (the shipped ones are a few KiB)
+_MAX_PROFILE_BYTES = 16 * 1024 * 1024
 SECTIONS: tuple[tuple[str, StepKind], ...] = (
     ("Dependencies", "dependency"),
     ("Actions", "action"),
@@ -162,7 +166,7 @@ def load_profile(ref: str) -> LoadedProfile:
     path = find_profile(ref)
     label = path.name
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_regular_text(path, _MAX_PROFILE_BYTES)
     except OSError as exc:
         raise ProfileError(label, f"cannot read the file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -172,7 +176,7 @@ def load_profile(ref: str) -> LoadedProfile:
     from workload.jsonkeys import DuplicateKeyError, refuse_duplicate_keys
 
     try:
-        raw = json.loads(text, object_pairs_hook=refuse_duplicate_keys)
+        raw = load_json(text, object_pairs_hook=refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise ProfileError(f"{label}: line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
     except DuplicateKeyError as exc:
@@ -181,9 +185,9 @@ def load_profile(ref: str) -> LoadedProfile:
         raise ProfileError(label, "invalid JSON: nested too deeply") from None
     if not isinstance(raw, dict):
         raise ProfileError(label, f"the top level must be a JSON object, not {json_type(raw)}")
-    for loc, number in non_finite_numbers(raw, []):
-        # Python's json reads 1e999 as inf (and NaN/Infinity literals); no JSON writer can write them back.
-        raise ProfileError(f"{label}: {format_loc(loc)}", f"{number!r} is not a finite number")
+    for loc, why in unbounded_numbers(raw):
+        # Python's json reads 1e999 as inf (and NaN/Infinity literals) and crashes on 5,000 digits
+        raise ProfileError(f"{label}: {format_loc(loc)}", why)
     try:
         document = ProfileDocument.model_validate(raw)
     except ValidationError as exc:

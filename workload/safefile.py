@@ -1,4 +1,4 @@
-"""Writing files safely in folders that other users may be able to write to.
+"""Writing files safely in folders that other users may be able to write to, and reading input trees.
 
 Every file ``workload`` writes on the controller goes through here: the run folder (``profile.json``,
 ``run.json``, step and host logs, result files), ``results --output`` folders (``metrics.*``,
@@ -14,6 +14,11 @@ else can write (a shared ``/tmp/out``); whoever plants a symbolic link there mus
   place makes the write fail instead of landing elsewhere.
 * Writers of one folder are serialised with ``flock`` on the folder itself (:func:`locked_folder`),
   so no lock file is created, followed or left behind.
+
+Every file of an input tree (a results folder, a run folder for ``report``, a profile, an inventory)
+is read with :func:`read_regular`: a FIFO, a device or a socket planted under a name ``workload``
+reads is refused without blocking (opened ``O_NONBLOCK``, judged by ``fstat`` before any read),
+and the read stops past a size limit instead of filling the memory.
 """
 
 from __future__ import annotations
@@ -28,7 +33,87 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["append_text", "atomic_write_bytes", "atomic_write_text", "current_umask", "locked_folder", "new_temporary"]
+__all__ = [
+    "NotRegularFile",
+    "TooLarge",
+    "append_text",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "current_umask",
+    "locked_folder",
+    "new_temporary",
+    "read_regular",
+    "read_regular_text",
+]
+
+#: what :func:`read_regular` reads at most unless told otherwise (every input file is far smaller)
+DEFAULT_READ_LIMIT = 64 * 1024 * 1024
+
+
+class NotRegularFile(OSError):
+    """The path is a FIFO, a device, a socket or a folder: nothing an input tree's file may be.
+
+    An ``OSError`` (``EINVAL``), so every reader's ``except OSError`` names the file and this reason.
+    """
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"not a regular file ({kind})", path)
+
+
+class TooLarge(OSError):
+    """The file is larger than its reader's limit (``EFBIG``); ``size`` is what was seen."""
+
+    def __init__(self, path: str, limit: int, size: int) -> None:
+        super().__init__(errno.EFBIG, f"larger than {limit} bytes, not read", path)
+        self.size = size
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def read_regular(path: Path | str, limit: int = DEFAULT_READ_LIMIT) -> bytes:
+    """The bytes of the regular file ``path`` (a link to one is followed), read without blocking on anything else.
+
+    Raises ``FileNotFoundError`` and the other ``OSError`` of ``open`` as they are, :class:`NotRegularFile`
+    for a FIFO/device/socket/folder (opened ``O_NONBLOCK``, so a FIFO without a writer never blocks,
+    and closed unread), :class:`TooLarge` past ``limit`` bytes. One ``read`` of the size ``fstat``
+    gives: ``read(limit)`` would allocate ``limit`` bytes up front.
+    """
+    name = os.fspath(path)
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(name, _kind(st.st_mode))
+        if st.st_size > limit:
+            raise TooLarge(name, limit, st.st_size)
+        data = os.read(fd, st.st_size + 1)
+        if len(data) != st.st_size:  # short read, or the file changed under us: read on to the end (or the limit)
+            parts, total = [data], len(data)
+            while chunk := os.read(fd, 1 << 20):
+                parts.append(chunk)
+                total += len(chunk)
+                if total > limit:
+                    raise TooLarge(name, limit, total)
+            data = b"".join(parts)
+        return data
+    finally:
+        os.close(fd)
+
+
+def read_regular_text(path: Path | str, limit: int = DEFAULT_READ_LIMIT, *, errors: str = "strict") -> str:
+    """:func:`read_regular` decoded as UTF-8 (a byte-order mark dropped); ``UnicodeDecodeError`` if not UTF-8."""
+    return read_regular(path, limit).decode("utf-8-sig", errors=errors)
 
 
 def new_temporary(directory: Path | str, name: str) -> tuple[int, Path]:

@@ -158,6 +158,7 @@ class FreshVM:
         hostname: str | None = None,
         shared: Sequence[Path] = (),
         shared_rw: Sequence[Path] = (),
+        home: Path | None = None,
     ) -> None:
         if os_release != "debian-12" and os_release not in OS_RELEASES:
             raise TestbedError(
@@ -176,6 +177,10 @@ class FreshVM:
         self.shared = tuple(shared)
         #: The same, writable (a node's work folder that a Docker daemon outside the node also binds).
         self.shared_rw = tuple(shared_rw)
+        #: A host folder mounted (writable) as the login user's home, ``/home/<user>``: machines given
+        #: the same folder share one home, as cluster nodes do over NFS (the user gets the same uid on
+        #: each: the first user ``useradd`` makes on the image). None: the VM's own home.
+        self.home = home
         self.port = 0
         self.config_dir = state_dir() / "vms" / self.name
         self.key_path = user_key()
@@ -233,6 +238,7 @@ class FreshVM:
                     str(self.config_dir): {"bind": VM_CONFIG_MOUNT, "mode": "ro"},
                     **{str(path): {"bind": str(path), "mode": "ro"} for path in self.shared},
                     **{str(path): {"bind": str(path), "mode": "rw"} for path in self.shared_rw},
+                    **({str(self.home): {"bind": f"/home/{self.user}", "mode": "rw"}} if self.home else {}),
                 },
                 restart_policy={"Name": "on-failure"},
                 labels={LABEL: "1", OWNER_LABEL: str(os.getpid())},

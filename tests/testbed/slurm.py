@@ -133,7 +133,12 @@ class SlurmCluster:
         cpus_per_node: int = 2,
         shared: tuple[Path, ...] = (),
         shared_rw: tuple[Path, ...] = (),
+        user: str = "root",
+        shared_home: Path | None = None,
     ) -> None:
+        """``user``: who logs in to the login node (and exists on every node, as Slurm needs);
+        ``shared_home``: a host folder that is that user's home on every machine (the usual HPC
+        setup: one ``$HOME`` over NFS); it must belong to uid 1000, the user's uid on the VMs."""
         if nodes < 1:
             raise TestbedError("SlurmCluster: at least one compute node")
         self.engine = engine
@@ -142,6 +147,8 @@ class SlurmCluster:
         self.partition = partition
         self.gpus_per_node = gpus_per_node
         self.cpus_per_node = cpus_per_node
+        self.user = user
+        self.shared = shared
         tag = uuid.uuid4().hex[:5]
         self.cluster_name = f"tb{tag}"
         self.node_names = [f"tb{tag}n{i + 1}" for i in range(nodes)]
@@ -156,6 +163,8 @@ class SlurmCluster:
             name=f"slurm-{os.getpid()}-{self.controller_name}",
             hostname=self.controller_name,
             shared=shared,
+            user=user,
+            home=shared_home,
         )
         self.computes = {
             name: FreshVM(
@@ -167,6 +176,8 @@ class SlurmCluster:
                 gpus=gpus_per_node,
                 shared=shared,
                 shared_rw=shared_rw,
+                user=user,
+                home=shared_home,
             )
             for name in self.node_names
         }
@@ -248,6 +259,12 @@ class SlurmCluster:
         return self
 
     def _configure(self, vm: FreshVM, role: str) -> None:
+        if self.user != "root":
+            # the login user reaches what the machines share (a Python under /root, the repository)
+            # through folders the VM made root-only
+            for path in self.shared:
+                for parent in reversed(path.parents):
+                    vm.exec(["chmod", "o+x", str(parent)])
         vm.write_file("/etc/slurm/slurm.conf", self.slurm_conf())
         vm.write_file("/etc/slurm/gres.conf", self.gres_conf())
         vm.write_file("/etc/slurm/testbed-role", f"ROLE={role}\nGPUS={self.gpus_per_node}\n")

@@ -13,7 +13,8 @@ Result folders (local), in the layout the metrics collector reads
     <host dir>/results/loadgen/<model>/<Scenario>/performance/run_<iteration>/
     <host dir>/results/loadgen/<model>/<Scenario>/accuracy/run_<iteration>/
 
-On a remote host the runner writes under ``~/.local/state/workload/loadgen/<run id>/`` and the files
+On a remote host the runner writes under ``~/.local/state/workload/nodes/<node>/loadgen/<run id>/``
+(the node's own folder, see ``HostIdentity.state_root``) and the files
 are copied back; the host needs this package with its ``cpu`` extra installed.
 
 A performance test that LoadGen marks INVALID because of a target find-performance picked (never
@@ -44,6 +45,7 @@ from workload.commands import Command, cmd
 from workload.errors import WorkloadError
 from workload.hosts.base import CommandResult, Host
 from workload.loadgen.settings import CONF_MODEL, MODES, SCENARIOS, Mode, RunSettings, Scenario
+from workload.safefile import atomic_write_text
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
 
 #: Files a run leaves in its folder (copied back from remote hosts when present).
@@ -252,7 +254,8 @@ class LoadGenExecutor(Step):
         if _is_local(ctx.host):
             return str(local)
         relative = local.relative_to(ctx.host_dir / "results").as_posix()
-        return f"{ctx.host.identity.home}/.local/state/workload/loadgen/{ctx.host_dir.parent.name}/{relative}"
+        # the node's own folder: hosts that share a home (NFS, a Slurm cluster's $HOME) never share one
+        return f"{ctx.host.identity.state_root}/loadgen/{ctx.host_dir.parent.name}/{relative}"
 
     def python(self, ctx: StepContext) -> str:
         return self.p.Python or (sys.executable if _is_local(ctx.host) else "python3")
@@ -408,7 +411,7 @@ class LoadGenExecutor(Step):
             ],
         }
         local.mkdir(parents=True, exist_ok=True)
-        (local / ATTEMPTS_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(local / ATTEMPTS_FILE, json.dumps(record, indent=2) + "\n")
         ctx.log(
             f"{scenario} PerformanceOnly: attempt 1 {first.get('result_validity', '?')}, "
             f"attempt 2 {second.get('result_validity', 'no result')} (with {fix.describe()})"

@@ -14,6 +14,7 @@ import click
 
 from workload.cli.history_hook import history_option
 from workload.cli.numbers import FiniteFloatRange
+from workload.safefile import read_regular
 
 if TYPE_CHECKING:
     from workload.metrics.compare import Comparison, MetricChange, MetricKey
@@ -162,13 +163,13 @@ def _from_history(
     from workload.errors import EXIT_USAGE
     from workload.history import open_history
 
-    with open_history(url) as store:
+    with open_history(url, read_only=True) as store:
         exclude = None
         if run is not None:
             b = _load(ctx, run)
             name_b = str(run)
             try:
-                info = json.loads((run / "run.json").read_text(encoding="utf-8"))
+                info = json.loads(read_regular(run / "run.json"))
                 exclude = info.get("run_id") if isinstance(info, dict) else None
                 profile = profile or (info.get("profile") if isinstance(info, dict) else None)
             except (OSError, ValueError):

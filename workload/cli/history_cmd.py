@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from workload.cli.history_hook import history_option
+from workload.commands import mask_text
+
+#: the most runs one listing shows (a bound the databases' integers hold: SQLite overflows past 2**63)
+MAX_LIMIT = 1_000_000
 
 if TYPE_CHECKING:
     from workload.history import RunRow, TrendPoint
@@ -27,7 +31,9 @@ def _when(row_time: Any) -> str:
 @click.option("--metric", default=None, help="Only runs that measured this metric (e.g. samples_per_second).")
 @click.option("--since", default=None, metavar="WHEN", help="Only runs started since: 2026-11-01, 12h, 7d, 2w.")
 @click.option("--tag", default=None, help="Only runs with this --tag.")
-@click.option("--limit", type=click.IntRange(1), default=50, show_default=True, help="At most this many runs.")
+@click.option(
+    "--limit", type=click.IntRange(1, MAX_LIMIT), default=50, show_default=True, help="At most this many runs."
+)
 @click.option("--trend", "trend", default=None, metavar="METRIC", help="METRIC of every run, per SKU, oldest first.")
 @click.option("--benchmark", default=None, help="With --trend: only this benchmark (bert-99, minilm...).")
 @click.option("--scenario", default=None, help="With --trend: only this scenario (Offline, Server...).")
@@ -65,7 +71,7 @@ def history_command(
     if (benchmark or scenario) and trend is None:
         raise UsageError("--benchmark and --scenario filter a --trend: give --trend METRIC")
     when = parse_since(since) if since else None
-    with open_history(history) as store:
+    with open_history(history, read_only=True) as store:
         if trend is not None:
             points = store.trend(trend, sku=sku, profile=profile, since=when, benchmark=benchmark, scenario=scenario)
             _print_trend(trend, points, as_json, store.url)
@@ -77,7 +83,7 @@ def history_command(
 
 def _print_runs(rows: list[RunRow], as_json: bool, url: str) -> None:
     if as_json:
-        click.echo(json.dumps({"history": url, "runs": [r.as_dict() for r in rows]}, indent=2))
+        click.echo(mask_text(json.dumps({"history": url, "runs": [r.as_dict() for r in rows]}, indent=2)))
         return
     from rich.table import Table
 
@@ -108,7 +114,8 @@ def _print_runs(rows: list[RunRow], as_json: bool, url: str) -> None:
 
 def _print_trend(metric: str, points: list[TrendPoint], as_json: bool, url: str) -> None:
     if as_json:
-        click.echo(json.dumps({"history": url, "metric": metric, "points": [p.as_dict() for p in points]}, indent=2))
+        document = {"history": url, "metric": metric, "points": [p.as_dict() for p in points]}
+        click.echo(mask_text(json.dumps(document, indent=2)))
         return
     from rich.table import Table
 

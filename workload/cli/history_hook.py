@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from workload.safefile import read_regular
+
 if TYPE_CHECKING:
     from workload.metrics.collection import Collection
 
@@ -156,7 +158,7 @@ def after_run(
         collection = load_run(folder)
     if junit is not None:
         try:
-            outcomes = json.loads((folder / "run.json").read_text(encoding="utf-8")).get("outcomes", [])
+            outcomes = json.loads(read_regular(folder / "run.json")).get("outcomes", [])
         except (OSError, ValueError, AttributeError):
             outcomes = []
         from workload.errors import WorkloadError
@@ -189,7 +191,7 @@ def history_trends(folder: Path, history: str | None) -> dict[str, list[tuple[An
     import json
 
     try:
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        summary = json.loads(read_regular(folder / "summary.json"))
         wanted = {
             (str(r["headline"]["name"]), r.get("model"), r.get("scenario"))
             for r in summary.get("results", [])
@@ -203,7 +205,7 @@ def history_trends(folder: Path, history: str | None) -> dict[str, list[tuple[An
         from workload.history import open_history
 
         series: dict[str, list[tuple[Any, float]]] = {}
-        with open_history(history) as store:
+        with open_history(history, read_only=True) as store:
             for metric, _model, scenario in sorted(wanted, key=str):
                 for point in store.trend(metric, scenario=scenario):
                     if point.started_at is None:

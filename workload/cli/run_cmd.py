@@ -17,6 +17,7 @@ from workload.cli.options import (
     profile_options,
     resolve_from_options,
 )
+from workload.safefile import read_regular
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -259,7 +260,7 @@ def _mark_interrupted(folder: Any, profile_name: str, reason: str) -> None:
 
     path = folder.root / "summary.json"
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary = json.loads(read_regular(path))
     except (OSError, ValueError):
         summary = {"experiment_id": folder.run_id, "profile_name": profile_name}
     if not isinstance(summary, dict):

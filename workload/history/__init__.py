@@ -36,10 +36,11 @@ __all__ = [
 ]
 
 
-def open_history(url: str | None = None) -> History:
+def open_history(url: str | None = None, *, read_only: bool = False) -> History:
     """Open (creating and migrating as needed) the history at ``url``, or the default one.
 
-    Raises UsageError for a URL that is not SQLite or PostgreSQL, HistoryError when the database
-    cannot be reached or migrated (both name the URL with its password masked).
+    ``read_only`` (commands that only read): a history that does not exist is a HistoryError, and
+    nothing is created. Raises UsageError for a URL that is not SQLite or PostgreSQL, HistoryError
+    when the database cannot be reached or migrated (both name the URL with its password masked).
     """
-    return History(url or default_url())
+    return History(url or default_url(), read_only=read_only)

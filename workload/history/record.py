@@ -26,6 +26,7 @@ from workload import __version__
 from workload.history.store import HostFacts, RunRecord
 from workload.metrics.collection import Collection
 from workload.params import display_parameters
+from workload.safefile import read_regular
 
 #: ``H200-SXM-141GBx8`` / ``DGX-H100_H100-SXM-80GBx8_TRT``: the GPU and its count in a system name
 _SYSTEM_GPUS = re.compile(r"(?:^|_)([A-Za-z0-9][A-Za-z0-9.-]*?)x(\d+)(?=_|$)")
@@ -45,7 +46,7 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, Select, and_, delete, desc, exists, func, insert,
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from workload.errors import HistoryError, UsageError
-from workload.history.db import display_url, open_engine
+from workload.history.db import display_url, masked, open_engine, retry_busy, writing
 from workload.history.schema import hosts, metrics, results, runs
 from workload.metrics.collection import Collection
 from workload.metrics.model import BenchmarkResult, Categorization, Metric, Relativity
@@ -128,31 +128,47 @@ def _utc(when: datetime | None) -> datetime | None:
 
 _RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
 _UNIT_S = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+#: the oldest age ``--since`` takes: no history is older than a century
+MAX_SINCE_S = 100 * 366 * 86400
+_SINCE_HINT = "e.g. 2026-11-01, 2026-11-01T12:00, 12h, 7d, 2w"
 
 
 def parse_since(text: str, *, now: datetime | None = None) -> datetime:
-    """``--since``: an ISO date/time (UTC unless it says otherwise) or an age (``30m``, ``12h``, ``7d``, ``2w``)."""
+    """``--since``: an ISO date/time (UTC unless it says otherwise) or an age (``30m``, ``12h``, ``7d``, ``2w``).
+
+    The result is aware UTC. An age past :data:`MAX_SINCE_S` or a time that UTC cannot hold (the
+    year 1 or 9999 shifted by its offset) is a UsageError, never an ``OverflowError``.
+    """
+    from datetime import timedelta
+
+    from workload.numbers import NumberProblem, parse_int
+
     value = text.strip()
     match = _RELATIVE.match(value.lower())
     if match:
-        from datetime import timedelta
-
-        return (now or datetime.now(UTC)) - timedelta(seconds=int(match[1]) * _UNIT_S[match[2]])
+        unit = _UNIT_S[match[2]]
+        try:
+            amount = parse_int(match[1], maximum=MAX_SINCE_S // unit)
+        except NumberProblem as exc:
+            raise UsageError(f"--since {value[:40]!r}: {exc} (at most 100 years)", hint=_SINCE_HINT) from None
+        return (now or datetime.now(UTC)) - timedelta(seconds=amount * unit)
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise UsageError(
-            f"--since {value!r}: not a date or an age", hint="e.g. 2026-11-01, 2026-11-01T12:00, 12h, 7d, 2w"
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+        raise UsageError(f"--since {value[:40]!r}: not a date or an age", hint=_SINCE_HINT) from None
+    try:
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except OverflowError:
+        raise UsageError(f"--since {value!r}: outside the years UTC can hold", hint=_SINCE_HINT) from None
 
 
 class History:
     """A run history (see :func:`workload.history.open_history`). Close it, or use it as a context manager."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = display_url(url)
-        self.engine: Engine = open_engine(url)
+        self._url_text = url
+        self.engine: Engine = open_engine(url, read_only=read_only)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -166,7 +182,7 @@ class History:
     def _fail(self, exc: SQLAlchemyError) -> HistoryError:
         orig = getattr(exc, "orig", None)
         text = str(orig if orig is not None else exc).strip().splitlines()
-        return HistoryError(f"history {self.url}: {text[0] if text else type(exc).__name__}")
+        return HistoryError(f"history {self.url}: {masked(text[0], self._url_text) if text else type(exc).__name__}")
 
     # -- writing --------------------------------------------------------------------------------------
 
@@ -176,12 +192,16 @@ class History:
         A run id already recorded from the same source (``results --record`` of the same folder
         again) is replaced; one from elsewhere gets a ``-2``, ``-3``... suffix.
         """
+
+        def write(attempt: int) -> str:
+            with writing(self.engine).begin() as conn:
+                run_id = self._free_run_id(conn, run, attempt)
+                self._insert(conn, run, run_id)
+                return run_id
+
         for attempt in range(20):
             try:
-                with self.engine.begin() as conn:
-                    run_id = self._free_run_id(conn, run, attempt)
-                    self._insert(conn, run, run_id)
-                    return run_id
+                return retry_busy(lambda: write(attempt))  # noqa: B023 (called at once, in this iteration)
             except IntegrityError:
                 continue  # another process took that run id between our check and our insert
             except SQLAlchemyError as exc:

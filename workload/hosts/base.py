@@ -65,11 +65,27 @@ __all__ = [
 
 @dataclass
 class HostIdentity:
-    """Who we are on the host, read once per connection (cheap, and needed for sudo)."""
+    """Who we are on the host, read once per connection (cheap, and needed for sudo).
+
+    ``node`` is the machine's own name (``uname -n``): what tells apart hosts whose ``home`` is one
+    shared folder (NFS homes, an HPC cluster's ``$HOME`` on every node).
+    """
 
     user: str
     uid: int
     home: str
+    node: str = ""
+
+    @property
+    def state_root(self) -> str:
+        """This machine's own folder for workload's state under the user's home.
+
+        ``~/.local/state/workload/nodes/<node>``: nodes that share a home never share a folder (two
+        nodes writing one run's results into one folder reported each other's logs). The node name
+        is kept to the characters a path may hold safely.
+        """
+        node = "".join(c if c.isalnum() or c in "._-" else "_" for c in self.node).strip(".") or "unnamed-node"
+        return f"{self.home.rstrip('/') or ''}/.local/state/workload/nodes/{node}"
 
 
 class Host(abc.ABC):
@@ -278,9 +294,11 @@ class Host(abc.ABC):
     @property
     def identity(self) -> HostIdentity:
         if self._identity is None:
-            out = self._raw_check("id -u; id -un; printf '%s\\n' \"$HOME\"")
-            uid, user, home = ([*out.splitlines(), "", "", ""])[:3]
-            self._identity = HostIdentity(user=user.strip(), uid=int(uid.strip() or -1), home=home.strip() or "/")
+            out = self._raw_check("id -u; id -un; printf '%s\\n' \"$HOME\"; uname -n")
+            uid, user, home, node = ([*out.splitlines(), "", "", "", ""])[:4]
+            self._identity = HostIdentity(
+                user=user.strip(), uid=int(uid.strip() or -1), home=home.strip() or "/", node=node.strip()
+            )
         return self._identity
 
     @property

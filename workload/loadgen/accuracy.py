@@ -25,6 +25,7 @@ import numpy as np
 from workload.errors import ResultsError, WorkloadError
 from workload.loadgen.logs import ACCURACY_LOG
 from workload.loadgen.model import EmbeddingModel, FloatArray, TokenBatch
+from workload.safefile import atomic_write_text
 
 REFERENCE_FILE = "reference_embeddings.npy"
 ACCURACY_FILE = "accuracy.json"
@@ -146,8 +147,7 @@ def check_accuracy(log_path: Path, reference: FloatArray, threshold: float) -> A
 def write_accuracy(directory: Path, result: AccuracyResult, **names: str) -> Path:
     """Write ``accuracy.json`` (``names``: optional ``model`` / ``scenario`` identity keys)."""
     path = directory / ACCURACY_FILE
-    path.write_text(json.dumps(result.as_dict(**names), indent=2) + "\n", encoding="utf-8")
-    return path
+    return atomic_write_text(path, json.dumps(result.as_dict(**names), indent=2) + "\n")
 
 
 def _identity(previous: Path) -> dict[str, str]:

@@ -50,6 +50,7 @@ from workload.loadgen.settings import (
     user_conf_values,
 )
 from workload.loadgen.sut import SUT, loadgen_responder, make_sut, model_threads
+from workload.safefile import atomic_write_text
 
 USER_CONF = "user.conf"
 EFFECTIVE_SETTINGS = "effective_settings.json"
@@ -132,7 +133,7 @@ def run(scenario: Scenario, mode: Mode, out: Path, settings: RunSettings) -> dic
         _say(f"find-performance ({found.seconds:.1f}s): measured {found.measured}, applied {applied or 'nothing'}")
 
     conf_path = out / USER_CONF
-    conf_path.write_text(render_user_conf(settings, scenario), encoding="utf-8")
+    atomic_write_text(conf_path, render_user_conf(settings, scenario))
     ts = _test_settings(scenario, mode, conf_path)
 
     if mode == "AccuracyOnly":
@@ -160,7 +161,7 @@ def run(scenario: Scenario, mode: Mode, out: Path, settings: RunSettings) -> dic
         "loadgen": loadgen_settings(values) | {"version": values.get("loadgen_version")},
         "wall_seconds": round(wall, 3),
     }
-    (out / EFFECTIVE_SETTINGS).write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    atomic_write_text(out / EFFECTIVE_SETTINGS, json.dumps(record, indent=2, default=str) + "\n")
     if sut.error is not None:
         raise BenchmarkFailed(f"the model failed during the LoadGen test: {sut.error}")
 

@@ -30,6 +30,7 @@ from workload.metrics.model import BenchmarkResult, MetadataValue, Metric, Parse
 from workload.metrics.parsers import PARSERS, compliance, endpoints
 from workload.metrics.raw import RawResult
 from workload.metrics.wire import Encoded, decode, encode, encode_built
+from workload.safefile import TooLarge, read_regular
 
 #: the largest file read; result files are kB, a 64 MiB "metadata.json" is not one
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -184,43 +185,14 @@ def _audit_dir(path: str, found: dict[str, list[str]], issues: list[ParseIssue] 
         found[path] = sorted(names)
 
 
-def _read(path: str) -> bytes:
-    """The bytes of a result file (the parsers decode what they need: see ``parsers``).
-
-    One ``read`` of the size ``fstat`` gives: ``open().read(limit)`` allocates ``limit`` bytes up front,
-    and a 64 MiB allocation per file cost more than the parsing (mmap, page faults, munmap).
-    """
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        if size > MAX_FILE_BYTES:
-            raise _TooLarge(size)
-        data = os.read(fd, size + 1)
-        if len(data) != size:  # short read, or the file changed under us: read on to the end (or the limit)
-            parts, total = [data], len(data)
-            while chunk := os.read(fd, 1 << 20):
-                parts.append(chunk)
-                total += len(chunk)
-                if total > MAX_FILE_BYTES:
-                    raise _TooLarge(total)
-            data = b"".join(parts)
-        return data
-    finally:
-        os.close(fd)
-
-
-class _TooLarge(Exception):
-    pass
-
-
 def parse_dir(directory: str, file_names: list[str]) -> RawResult:
     """Parse the named result files of one directory into a RawResult (issues recorded, never raised)."""
     raw = RawResult(directory=directory)
     for name in file_names:
         path = os.path.join(directory, name)
         try:
-            data = _read(path)
-        except _TooLarge:
+            data = read_regular(path, MAX_FILE_BYTES)
+        except TooLarge:
             raw.issue(path, f"file is larger than any result file ({MAX_FILE_BYTES} bytes), skipped")
             continue
         except OSError as exc:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from workload.metrics.model import MetadataValue, ParseIssue
+from workload.safefile import TooLarge, read_regular
 
 #: The sidecar's file name (not a result file name: the result-file finder ignores it).
 SIDECAR = "workload-config-source.json"
@@ -126,14 +127,13 @@ def read(directory: str) -> tuple[dict[str, MetadataValue] | None, ParseIssue | 
     """
     path = os.path.join(directory, SIDECAR)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
+        data = read_regular(path, _MAX_BYTES)
     except FileNotFoundError:
         return None, None
+    except TooLarge:
+        return None, ParseIssue(path=path, problem=f"larger than any config-source file ({_MAX_BYTES} bytes)")
     except OSError as exc:
         return None, ParseIssue(path=path, problem=f"cannot read: {exc.strerror or exc}")
-    if len(data) > _MAX_BYTES:
-        return None, ParseIssue(path=path, problem=f"larger than any config-source file ({_MAX_BYTES} bytes)")
     try:
         return from_json(data.decode("utf-8")).labels(), None
     except (UnicodeDecodeError, ValueError) as exc:

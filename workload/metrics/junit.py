@@ -19,6 +19,7 @@ from pathlib import Path
 
 from workload.metrics.model import BenchmarkResult, ParseIssue
 from workload.metrics.units import readable
+from workload.safefile import atomic_write_text
 
 #: characters XML 1.0 cannot carry (control characters from a log line would make the file unreadable)
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -82,7 +83,7 @@ def to_xml(cases: Sequence[Case], *, suite: str) -> str:
     failures = sum(1 for c in cases if c.failures)
     errors = sum(1 for c in cases if c.errors and not c.failures)
     total_time = sum(c.time_s for c in cases)
-    attrs = {"name": suite, "tests": str(len(cases)), "failures": str(failures), "errors": str(errors)}
+    attrs = {"name": _clean(suite), "tests": str(len(cases)), "failures": str(failures), "errors": str(errors)}
     root = ET.Element("testsuites", {**attrs, "time": f"{total_time:.3f}"})
     suite_el = ET.SubElement(root, "testsuite", {**attrs, "skipped": "0", "time": f"{total_time:.3f}"})
     for case in cases:
@@ -107,7 +108,10 @@ def to_xml(cases: Sequence[Case], *, suite: str) -> str:
 
 
 def write(path: Path, cases: Sequence[Case], *, suite: str) -> Path:
-    """Write the document to ``path`` (its folder is created); returns the path."""
+    """Write the document to ``path`` (its folder is created) with the safe writer; returns the path.
+
+    ``--junit`` often names a file in a folder others can write (a shared CI workspace): a symbolic
+    link planted at ``path`` is replaced, never written through (:mod:`workload.safefile`).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_xml(cases, suite=suite), encoding="utf-8")
-    return path
+    return atomic_write_text(path, to_xml(cases, suite=suite))

@@ -35,7 +35,7 @@ from workload.metrics.collection import Collection, collect, collect_many, gc_pa
 from workload.metrics.model import BenchmarkResult, Metric, ParseIssue
 from workload.metrics.records import RecordRenderer, format_value, quote, vc_timestamp
 from workload.metrics.verdict import Verdict
-from workload.safefile import atomic_write_text, current_umask, locked_folder, new_temporary
+from workload.safefile import atomic_write_text, current_umask, locked_folder, new_temporary, read_regular
 
 CSV_COLUMNS = (
     "Timestamp", "ExperimentId", "ExecutionSystem", "ProfileName", "ClientId", "ToolName", "ToolVersion",
@@ -174,13 +174,13 @@ def _kept(jsonl_path: Path, csv_path: Path, hosts: set[str | None]) -> tuple[str
     jsonl_lines: list[str] = []
     line_hosts: list[str | bool | None] = []
     if jsonl_path.exists():
-        jsonl_lines = jsonl_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        jsonl_lines = read_regular(jsonl_path).decode("utf-8", errors="replace").splitlines()
         line_hosts = [_host_of_line(line) for line in jsonl_lines]
     kept_jsonl = "".join(line + "\n" for line, host in zip(jsonl_lines, line_hosts, strict=True)
                          if host is not False and host not in hosts)  # fmt: skip
     if not csv_path.exists():
         return kept_jsonl, ""
-    text = csv_path.read_text(encoding="utf-8", errors="replace")
+    text = read_regular(csv_path).decode("utf-8", errors="replace")
     rows = text.splitlines()[1:] if text.startswith('"Timestamp",') else None
     if rows is not None and len(rows) == len(line_hosts) and False not in line_hosts:
         kept: list[str] = []
@@ -214,7 +214,7 @@ def _earlier_summary(path: Path) -> tuple[list[dict[str, object]], list[dict[str
     into it would throw its content away without a word.
     """
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return [], []
     except OSError as exc:
@@ -433,7 +433,7 @@ def _strip(entries: list[dict[str, object]]) -> Iterator[dict[str, object]]:
 def _collect_run_hosts(path: Path, while_parsing: Callable[[], object] | None) -> Collection | None:
     """A run folder without metrics files: parse each host's folder (named in run.json) for that host."""
     try:
-        run = json.loads((path / "run.json").read_text(encoding="utf-8"))
+        run = json.loads(read_regular(path / "run.json"))
         names = [h["name"] for h in run["hosts"] if isinstance(h.get("name"), str)]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -465,7 +465,7 @@ def load_run(path: Path, *, while_parsing: Callable[[], object] | None = None) -
     collection = Collection()
     by_key: dict[tuple[str | None, str], list[Metric]] = {}
     try:
-        data = jsonl_path.read_bytes()
+        data = read_regular(jsonl_path)
     except OSError as exc:
         collection.issues.append(ParseIssue(path=str(jsonl_path), problem=f"cannot read: {exc}"))
         return collection
@@ -495,7 +495,7 @@ def load_run(path: Path, *, while_parsing: Callable[[], object] | None = None) -
     summary_path = jsonl_path.with_name(SUMMARY_NAME)
     if summary_path.is_file():
         try:
-            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            summary = json.loads(read_regular(summary_path))
             for entry in summary.get("results", []):
                 if isinstance(entry, dict):
                     host = entry.get("host")

@@ -5,7 +5,8 @@ fields once per write, a result's fields (host, times, metadata) once per result
 fields (name, unit, relativity, description ...) once per kind; per metric only the value and the
 OperationId are formatted. The output is the same as rendering every field of every metric.
 
-CSV contract: every field double-quoted, ``"`` doubled, ``Metadata`` as ``key=value;...`` (None values
+CSV contract: every field double-quoted, ``"`` doubled, a cell that a spreadsheet would run as a formula
+prefixed with ``'`` (:func:`spreadsheet_safe`), ``Metadata`` as ``key=value;...`` (None values
 left out, like VC's IConvertible filter). JSONL contract: each line is one self-contained JSON object
 that ``Metric.model_validate_json`` turns back into an equal Metric; null and empty-string fields are
 left out (they are the model's defaults), ``host`` is always present and first (merges read it cheaply).
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -66,9 +68,32 @@ def format_value(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
+#: first characters that make a spreadsheet (Excel, LibreOffice, Google Sheets) take a cell for a formula
+_FORMULA_START = frozenset("=+-@\t\r")
+#: ... unless the cell is a plain number (``-3``, ``+1.5e3``), which no spreadsheet runs
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a cell no spreadsheet runs as a formula: one that starts like a formula gets a ``'`` before it.
+
+    A host named ``=cmd|' /C calc'!A0`` or a benchmark named ``=HYPERLINK(...)`` lands in
+    ``metrics.csv``, which people open in spreadsheets; the apostrophe is the text marker spreadsheets
+    honour (OWASP, "CSV Injection"). How VirtualClient's own tooling reads such a cell: VC's
+    ``MetricsCsvFileLogger`` (VirtualClient.Contracts/Logging/MetricsCsvFileLogger.cs, ``CreateMessage``)
+    writes every field between double quotes and escapes nothing, and a CSV reader (VC's or pandas)
+    reads this cell back with its leading apostrophe: only cells that begin with ``= + - @``, a tab
+    or a carriage return and are not plain numbers change; ``metrics.jsonl`` keeps every value as is.
+    Applying it again changes nothing (the cell then starts with ``'``).
+    """
+    if text and text[0] in _FORMULA_START and not _PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
 def quote(text: str) -> str:
-    """One CSV field, VC style: always quoted, ``"`` doubled."""
-    return '"' + text.replace('"', '""') + '"'
+    """One CSV field, VC style: always quoted, ``"`` doubled; spreadsheet-safe (:func:`spreadsheet_safe`)."""
+    return '"' + spreadsheet_safe(text).replace('"', '""') + '"'
 
 
 def pairs(items: dict[str, str | int | float | bool | None]) -> str:

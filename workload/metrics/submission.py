@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from workload.metrics.model import BenchmarkResult, Categorization, MetadataValue, Metric, ParseIssue, Relativity
+from workload.safefile import TooLarge, read_regular
 
 #: the tree folders under which ``<system>`` is the next path component (submission checker layout)
 _TREE_DIRS = ("results", "compliance", "measurements")
@@ -78,14 +79,13 @@ def _load_system(
 ) -> tuple[dict[str, MetadataValue] | None, str | None]:
     """(the ``wanted`` fields, None) or (None, the problem); (None, None) when the file does not exist."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_SYSTEM_JSON + 1)
+        data = read_regular(path, _MAX_SYSTEM_JSON)
     except FileNotFoundError:
         return None, None
+    except TooLarge:
+        return None, f"larger than any system description ({_MAX_SYSTEM_JSON} bytes), not read"
     except OSError as exc:
         return None, f"cannot read: {exc.strerror or exc}"
-    if len(data) > _MAX_SYSTEM_JSON:
-        return None, f"larger than any system description ({_MAX_SYSTEM_JSON} bytes), not read"
     try:
         parsed: Any = json.loads(data.decode("utf-8", errors="replace"))
     except ValueError as exc:

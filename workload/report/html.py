@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from workload.commands import mask_text
 from workload.report.data import PERCENTILES, ResultRow, RunData
 from workload.report.svg import Bar, Series, bar_chart, esc, fmt, line_chart
 
@@ -380,7 +381,7 @@ def _metadata(runs: Sequence[RunData]) -> str:
         controller = meta.get("controller") or {}
         packages = controller.get("packages") or {}
         facts = [
-            ("command line", " ".join(str(a) for a in meta.get("command_line") or []) or "?"),
+            ("command line", mask_text(" ".join(str(a) for a in meta.get("command_line") or [])) or "?"),
             ("CPU", f"{controller.get('cpu_model') or '?'} x {controller.get('cpu_count') or '?'}"),
             ("load average at start", ", ".join(str(x) for x in controller.get("load_average") or []) or "?"),
             ("packages", ", ".join(f"{k} {v}" for k, v in packages.items() if v) or "?"),

@@ -34,14 +34,19 @@ def fmt(value: float) -> str:
 
 
 def _nice_max(value: float) -> float:
-    if value <= 0:
+    """The round number (1, 2, 2.5 or 5 times a power of ten) at or above ``value``: the axis' top.
+
+    In floats throughout: ``2 * 10**308`` as an int does not convert back (an ``OverflowError`` for a
+    value near the largest float); a top that overflows is the value itself.
+    """
+    if not value > 0 or not math.isfinite(value):
         return 1.0
     exponent = math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
-        top = step * 10**exponent
+    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
+        top = step * 10.0**exponent
         if top >= value:
-            return float(top)
-    return float(10 ** (exponent + 1))
+            return top if math.isfinite(top) else value
+    return value
 
 
 @dataclass(frozen=True)

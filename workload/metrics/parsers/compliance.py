@@ -37,6 +37,7 @@ from workload.metrics.build import layout_identity
 from workload.metrics.model import BenchmarkResult, Categorization, MetadataValue, ParseIssue, Relativity
 from workload.metrics.parsers import accuracy_txt
 from workload.metrics.raw import RawResult
+from workload.safefile import TooLarge, read_regular
 
 VERIFY_FILES = ("verify_performance.txt", "verify_accuracy.txt", "verify_output_len.txt")
 TEST_DIR = re.compile(r"^TEST\d\d$")
@@ -62,10 +63,10 @@ _PASS = "PASS/FAIL"
 
 
 def _read(path: str) -> str:
-    with open(path, "rb") as handle:
-        data = handle.read(_MAX_BYTES + 1)
-    if len(data) > _MAX_BYTES:
-        raise ValueError(f"larger than any verification file ({_MAX_BYTES} bytes), not read")
+    try:
+        data = read_regular(path, _MAX_BYTES)
+    except TooLarge:
+        raise ValueError(f"larger than any verification file ({_MAX_BYTES} bytes), not read") from None
     return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
 
 

@@ -57,6 +57,7 @@ from workload.metrics.model import (
 )
 from workload.metrics.parsers import compliance, endpoint_rules
 from workload.metrics.raw import PRIO_DETAIL, RawResult, finite_float
+from workload.safefile import TooLarge, read_regular
 
 SUMMARY = "performance/result_summary.json"
 ACCURACY = "accuracy/accuracy_results.json"
@@ -92,15 +93,14 @@ _RULE = (
 
 def _load(path: str, raw: RawResult) -> Any:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
+        data = read_regular(path, _MAX_BYTES)
     except FileNotFoundError:
+        return None
+    except TooLarge:
+        raw.issue(path, f"file is larger than any result file ({_MAX_BYTES} bytes), skipped")
         return None
     except OSError as exc:
         raw.issue(path, f"cannot read: {exc.strerror or exc}")
-        return None
-    if len(data) > _MAX_BYTES:
-        raw.issue(path, f"file is larger than any result file ({_MAX_BYTES} bytes), skipped")
         return None
     if path.endswith((".yaml", ".yml")):
         return _yaml_scalars(data.decode("utf-8", errors="replace"))
