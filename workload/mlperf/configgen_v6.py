@@ -234,6 +234,7 @@ def endpoint_config(
     samples: int,
     target_qps: float | None,
     max_new_tokens: int,
+    seeds: Mapping[str, int] | None = None,
 ) -> str:
     """An MLCommons endpoints client config (``inference-endpoint benchmark from-config -c``), written as JSON (a
     subset of YAML) in the schema of NVIDIA's v6.1 ``endpoint.yaml`` files.
@@ -256,12 +257,21 @@ def endpoint_config(
     ``configs/qwen3_vl_235b_a22b/VR-NVL72_VR-288GB_aarch64x72/VLLM/Server/endpoint.yaml`` ``num_workers: 8``);
     the client's default (``_get_auto_num_workers``: the NUMA node's CPUs, 10 to 24) would give 8 servers 2, 2, 1, 1,
     ... of 10 workers. One server takes the client's default.
+
+    ``seeds`` (the round's LoadGen seeds: ``sample_index_rng_seed``, ``schedule_rng_seed``) become the client's
+    ``settings.runtime.dataloader_random_seed`` and ``scheduler_random_seed``, as NVIDIA's published ``config.yaml``
+    files carry them: MLCommons' checker reads those two keys as the run's seeds (its endpoints parser) and rejects a
+    result whose seeds are not the round's (``checks/performance_check.py`` ``seeds_check``). Left out, the client
+    uses its own default (42), and the result cannot be submitted.
     """
     if not urls:
         raise ValueError("the endpoints client needs at least one server URL")
     online = scenario in ("Server", "Interactive")
     params: dict[str, Any] = {"name": model, "max_new_tokens": max_new_tokens}
     runtime: dict[str, Any] = {"min_duration_ms": min_duration_ms}
+    if seeds is not None:
+        runtime["dataloader_random_seed"] = seeds["sample_index_rng_seed"]
+        runtime["scheduler_random_seed"] = seeds["schedule_rng_seed"]
     if online:
         if target_qps is None or not target_qps > 0:
             raise ValueError(f"{scenario}: the endpoints client's Poisson load needs a target_qps above 0")

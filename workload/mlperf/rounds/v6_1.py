@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from workload.errors import ProfileError
+from workload.metrics import rules
 from workload.mlperf import configgen_v6, endpoint_checks, endpoint_target
 from workload.mlperf.catalog import NVIDIA_SPELLING
 from workload.mlperf.endpoint_ops import RunEndpointsClient
@@ -287,6 +288,7 @@ class V6_1Round(V6_0Round):
             samples=24576,
             target_qps=target.value if target else None,
             max_new_tokens=1024,
+            seeds=rules.rules_for("v6.1").seeds,
         )
         argv = ("inference-endpoint", "benchmark", "from-config", "-c", f"/work/{config_path}", "--timeout", "7200")
         load = f"Poisson at {target.value:g} queries/s ({target.source})" if target else "all samples at once"
