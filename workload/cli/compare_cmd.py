@@ -91,10 +91,22 @@ def _junit_cases(result: Comparison) -> list[Any]:
     "--baseline",
     metavar="last-good|RUN_ID|TAG",
     default=None,
-    help="Compare RUN (default: the newest recorded run) against a run from the history: the newest "
-    "run that exited 0 (of the same profile), a run id or a --tag.",
+    help="Compare RUN (default: the newest recorded run) against a run from the history: last-good (the "
+    "newest run that exited 0 before RUN, with RUN's profile, result-changing parameters, SKUs and host "
+    "count), a run id or a --tag. RUN's own results are never its baseline.",
 )
-@click.option("--profile", default=None, help="With --baseline last-good: whose last good run (default: RUN's).")
+@click.option(
+    "--profile", default=None, help="With --baseline and no RUN: compare the newest recorded run of this profile."
+)
+@click.option(
+    "--if-no-baseline",
+    "if_no_baseline",
+    type=click.Choice(["fail", "pass"]),
+    default="fail",
+    show_default=True,
+    help="When the history has no baseline for RUN (a pipeline's first run): fail (exit 2) or pass "
+    "(exit 0, saying that nothing was compared).",
+)
 @history_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON document.")
 @click.option(
@@ -115,6 +127,7 @@ def compare_command(
     iterations: int | None,
     baseline: str | None,
     profile: str | None,
+    if_no_baseline: str,
     history: str | None,
     as_json: bool,
     junit: Path | None,
@@ -144,7 +157,14 @@ def compare_command(
     if baseline is not None:
         if len(runs) > 1:
             _fail(ctx, EXIT_USAGE, "--baseline compares one run with the history: give at most one RUN")
-        a, b, name_a, name_b = _from_history(ctx, runs[0] if runs else None, baseline, profile, history)
+        from workload.errors import NoBaseline
+
+        try:
+            a, b, name_a, name_b = _from_history(ctx, runs[0] if runs else None, baseline, profile, history)
+        except NoBaseline as exc:
+            if if_no_baseline == "fail":
+                raise
+            return _no_baseline(exc, as_json)
     else:
         if len(runs) != 2:
             _fail(ctx, EXIT_USAGE, "give two runs to compare (RUN_A RUN_B), one run with --baseline, or --hosts")
@@ -153,34 +173,56 @@ def compare_command(
     return _report(ctx, a, b, name_a, name_b, threshold, show_all, allow_missing, iterations, as_json, junit)
 
 
+def _no_baseline(exc: Exception, as_json: bool) -> int:
+    """``--if-no-baseline pass``: say that nothing was compared, and why; exit 0."""
+    import json
+
+    from workload.errors import EXIT_OK
+
+    line = f"no baseline, nothing compared (--if-no-baseline pass): {exc}"
+    if as_json:
+        click.echo(json.dumps({"baseline": None, "no_baseline": str(exc), "regressions": 0, "exit_code": EXIT_OK}))
+    else:
+        click.echo(line)
+    return EXIT_OK
+
+
 def _from_history(
     ctx: click.Context, run: Path | None, ref: str, profile: str | None, url: str | None
 ) -> tuple[Any, Any, str, str]:
-    import json
+    """Baseline and candidate: RUN (or the newest recorded run) and the run ``ref`` names in the history.
 
+    RUN is described as it would be recorded (:func:`workload.history.record.build_record`): its
+    identity keeps its own record out of the choice, its kind and start time choose ``last-good``.
+    """
     from workload.cli.results_cmd import _fail, _load
     from workload.errors import EXIT_USAGE
-    from workload.history import open_history
+    from workload.history import RunRecord, open_history
+    from workload.history.record import build_record
 
     with open_history(url) as store:
-        exclude = None
         if run is not None:
             b = _load(ctx, run)
             name_b = str(run)
-            try:
-                info = json.loads((run / "run.json").read_text(encoding="utf-8"))
-                exclude = info.get("run_id") if isinstance(info, dict) else None
-                profile = profile or (info.get("profile") if isinstance(info, dict) else None)
-            except (OSError, ValueError):
-                pass
+            candidate = build_record(run, b, command="compare", exit_code=None, ok=None)
+            exclude = None
         else:
             newest = store.runs(limit=1, profile=profile)
             if not newest:
                 _fail(ctx, EXIT_USAGE, f"the history {store.url} has no run to compare; give a RUN folder")
-            exclude, name_b = newest[0].run_id, f"{newest[0].run_id} (history)"
-            profile = profile or newest[0].profile
-            b = store.collection(newest[0].run_id)
-        base = store.baseline(ref, profile=profile if ref == "last-good" else None, exclude=exclude)
+            row = newest[0]
+            exclude, name_b = row.run_id, f"{row.run_id} (history)"
+            b = store.collection(row.run_id)
+            candidate = RunRecord(
+                run_id=row.run_id,
+                command=row.command,
+                results=(),
+                profile=row.profile,
+                started_at=row.started_at,
+                identity=row.identity,
+                kind=row.kind,
+            )
+        base = store.baseline(ref, exclude=exclude, candidate=candidate)
         a = store.collection(base.run_id)
     return a, b, f"{base.run_id} (history, {ref})", name_b
 

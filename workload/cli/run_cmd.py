@@ -172,7 +172,7 @@ def run_command(
     write_errors: list[OutputError] = list(engine.write_errors)
     stopped = engine.interrupted or any(o.status == "interrupted" for o in outcomes)
     try:
-        _write_run_json(folder, resolved.name, specs, options, outcomes, started_at, secrets)
+        _write_run_json(folder, resolved.name, specs, options, outcomes, started_at, secrets, tag)
     except OSError as exc:
         write_errors.append(OutputError.from_os_error("run.json", folder.root / "run.json", exc))
     metrics_code, main_metric = _report_results(
@@ -347,6 +347,7 @@ def _write_run_json(
     outcomes: list[HostOutcome],
     started_at: str,
     secrets: Secrets,
+    tag: str | None,
 ) -> None:
     from dataclasses import asdict
 
@@ -358,6 +359,7 @@ def _write_run_json(
         {
             "run_id": folder.run_id,
             "profile": profile_name,
+            "tag": tag,  # the run's own: a later `results RUN --record` keeps it
             **run_metadata(started_at, COMMAND_LINE or None, secrets=secrets),
             "hosts": [{"name": s.name, "labels": s.labels} for s in specs],
             "options": {k: v for k, v in asdict(options).items() if k != "step_options"},
