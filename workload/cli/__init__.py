@@ -82,13 +82,25 @@ COMMAND_LINE: list[str] = []
 
 
 def invoke(argv: list[str] | None = None) -> int:
-    """Run the CLI and return the exit code (tests call this)."""
+    """Run the CLI and return the exit code (tests call this).
+
+    stdout and stderr are guarded first (:mod:`workload.cli.closed_output`): a reader that closes
+    the pipe early costs the command its printing, never its work or its exit code.
+    """
+    COMMAND_LINE[:] = ["workload", *(sys.argv[1:] if argv is None else argv)]
+    _print_any_text()
+    from workload.cli.closed_output import closed_note, guarded_streams
+
+    with guarded_streams() as (stdout, stderr):
+        code = _invoke(argv)
+        closed_note(stdout, stderr, code)
+    return code
+
+
+def _invoke(argv: list[str] | None) -> int:
     from workload.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, WorkloadError
 
-    COMMAND_LINE[:] = ["workload", *(sys.argv[1:] if argv is None else argv)]
-
     restore = _sigterm_as_interrupt()
-    _print_any_text()
     try:
         result: Any = cli.main(args=argv, prog_name="workload", standalone_mode=False)
     except click.exceptions.Exit as exc:
