@@ -98,7 +98,7 @@ def test_the_report_of_a_run_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     run_data = load_run(run)
     assert {r.host for r in run_data.results} == set(HOSTS)
     assert all(r.percentiles.get("p99") for r in run_data.results)
-    trends = {"vm-01 samples/s": [(1_700_000_000.0, 6500.0), (1_700_086_400.0, 6854.84)]}
+    trends = {("samples_per_second", "samples/s"): {"vm-01": [(1_700_000_000.0, 6500.0), (1_700_086_400.0, 6854.84)]}}
     assert "Trends" in render([run_data], trends=trends) and 'id="trends"' in render([run_data], trends=trends)
 
 

@@ -41,7 +41,7 @@ from pydantic import BeforeValidator, Field
 
 from workload import CPU_EXTRA_HINT
 from workload.commands import Command, cmd
-from workload.errors import WorkloadError
+from workload.errors import Interrupted, WorkloadError
 from workload.hosts.base import CommandResult, Host
 from workload.loadgen.settings import CONF_MODEL, MODES, SCENARIOS, Mode, RunSettings, Scenario
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
@@ -338,6 +338,8 @@ class LoadGenExecutor(Step):
                 )
             ctx.log(f"-> {change.summary} {expected_marker(expected)}")
             result = self._attempt(ctx, scenario, mode, change.commands[0], settings)
+            if ctx.cancel.is_set() and not result.ok:  # killed by the stop: name this test, not the next one
+                raise Interrupted(f"stopped during LoadGen {scenario} {mode}: {ctx.cancel.reason}", host=ctx.host.name)
             local = self.local_dir(ctx, scenario, mode)
             if result.ok and mode == "PerformanceOnly":
                 result = self._retry_if_fixable(ctx, scenario, change.commands[0], settings, rates) or result

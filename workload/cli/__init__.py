@@ -111,8 +111,10 @@ def _invoke(argv: list[str] | None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return EXIT_INTERRUPTED
-    except KeyboardInterrupt:
-        click.echo("interrupted: what finished so far is kept in the run folder", err=True)
+    except KeyboardInterrupt as exc:
+        from workload.interrupts import interrupt_reason
+
+        click.echo(f"{interrupt_reason(exc)}: what finished so far is kept in the run folder", err=True)
         return EXIT_INTERRUPTED
     except WorkloadError as exc:
         click.echo(f"error: {exc}", err=True)
@@ -152,8 +154,10 @@ def _sigterm_as_interrupt() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
+    from workload.interrupts import SignalInterrupt
+
     def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+        raise SignalInterrupt(signal.Signals(signum).name)
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     return lambda: signal.signal(signal.SIGTERM, previous)

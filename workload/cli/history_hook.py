@@ -168,10 +168,14 @@ def after_run(
     )
 
 
-def history_trends(folder: Path, history: str | None) -> dict[str, list[tuple[Any, float]]] | None:
+Plots = dict[tuple[str, str], dict[str, list[tuple[Any, float]]]]
+
+
+def history_trends(folder: Path, history: str | None) -> Plots | None:
     """The history of this run's headline metrics, for the report's trend plots; None when there is none.
 
-    One series per (metric, benchmark, scenario, SKU) of the run's headline results, oldest first. A
+    One plot per (metric, unit), in it one series per (benchmark, scenario, SKU) of the run's
+    headline results, oldest first (a unit never shares an axis with another). A
     history that cannot be read costs the report its trends, never the run (no warning: recording
     already warned).
     """
@@ -193,14 +197,15 @@ def history_trends(folder: Path, history: str | None) -> dict[str, list[tuple[An
     try:
         from workload.history import open_history
 
-        series: dict[str, list[tuple[Any, float]]] = {}
+        plots: Plots = {}
         with open_history(history) as store:
             for metric, _model, scenario in sorted(wanted, key=str):
                 for point in store.trend(metric, scenario=scenario):
                     if point.started_at is None:
                         continue
-                    name = f"{metric} {point.benchmark or ''} {point.scenario or ''} ({point.sku or point.host or '?'})"
+                    name = f"{point.benchmark or ''} {point.scenario or ''} ({point.sku or point.host or '?'})"
+                    series = plots.setdefault((metric, point.unit), {})
                     series.setdefault(" ".join(name.split()), []).append((point.started_at, point.value))
-        return series or None
+        return plots or None
     except Exception:  # the report without trends beats no report
         return None

@@ -473,9 +473,7 @@ def build_data(
         and not isinstance(min_dur, bool)
         and (0 < min_dur < rules.min_duration_ms)
     ):
-        notes.append(
-            f"min_duration was {min_dur:g} ms (< {rules.min_duration_ms}): a test run, not valid for submission"
-        )
+        notes.append(f"min_duration was {min_dur:g} ms (< {rules.min_duration_ms}): {verdict.TEST_RUN}")
     if validity == "VALID" and raw.errors:
         notes.append(f"LoadGen logged {len(raw.errors)} error(s); the submission checker rejects such logs")
     if values.get("satisfies_query_constraint") is False:
