@@ -7,6 +7,7 @@ regression past ``--threshold``, a result or metric missing from the new run (un
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,14 @@ def _junit_cases(result: Comparison) -> list[Any]:
     show_default=True,
     help="Percent change that counts as a regression (or a slow host with --hosts).",
 )
+@click.option(
+    "--confidence",
+    type=FiniteFloatRange(min=0.5, max=0.999),
+    default=0.95,
+    show_default=True,
+    help="Where a metric has two or more values on a side (iterations), its verdict comes from an "
+    "interval at this confidence: regression, improvement, no change or cannot tell.",
+)
 @click.option("--hosts", "by_host", is_flag=True, help="Compare the hosts of RUN_A against their median.")
 @click.option(
     "--all", "show_all", is_flag=True, help="Every metric (default: the headline ones: figure, validity, accuracy)."
@@ -121,6 +130,7 @@ def compare_command(
     ctx: click.Context,
     runs: tuple[Path, ...],
     threshold: float,
+    confidence: float,
     by_host: bool,
     show_all: bool,
     allow_missing: bool,
@@ -136,9 +146,13 @@ def compare_command(
 
     \b
     A regression is a change past --threshold percent in the wrong direction (throughput
-    down, latency up, VALID/PASS lost). A result or metric of the baseline that the new run
-    lacks is a failure too (--allow-missing: only listed). Headline metrics by default, --all
-    for every metric; iterations of a run are compared by their median (best and count shown).
+    down, latency up, VALID/PASS lost). With iterations (two or more values of a metric on a
+    side) the verdict comes from a confidence interval of the change (--confidence): regression,
+    improvement, no change, or cannot tell (too noisy to say; not a failure, named). A result or
+    metric of the baseline that the new run lacks is a failure too (--allow-missing: only
+    listed). Headline metrics by default (the figure, validity, accuracy), --all for every
+    metric; VirtualClient's alias names of a figure are counted once. Settings that differ
+    (target QPS, latency bound, min duration, MLPerf round) and the machine's load are named.
     Exit 7 on a regression, a missing result or a slow host (--hosts), else 0.
 
     \b
@@ -170,7 +184,14 @@ def compare_command(
             _fail(ctx, EXIT_USAGE, "give two runs to compare (RUN_A RUN_B), one run with --baseline, or --hosts")
         a, b = _load(ctx, runs[0]), _load(ctx, runs[1])
         name_a, name_b = str(runs[0]), str(runs[1])
-    return _report(ctx, a, b, name_a, name_b, threshold, show_all, allow_missing, iterations, as_json, junit)
+    from workload.runmeta import machine_load
+
+    loads = (
+        machine_load(runs[0]) if baseline is None else None,
+        machine_load(runs[-1]) if runs and (baseline is None or len(runs) == 1) else None,
+    )
+    options = _Options(threshold, confidence, show_all, allow_missing, iterations, as_json, junit)
+    return _report(ctx, a, b, name_a, name_b, options, loads)
 
 
 def _no_baseline(exc: Exception, as_json: bool) -> int:
@@ -227,18 +248,56 @@ def _from_history(
     return a, b, f"{base.run_id} (history, {ref})", name_b
 
 
+@dataclass(frozen=True)
+class _Options:
+    """How ``compare`` judges and shows (its command-line options)."""
+
+    threshold: float
+    confidence: float
+    show_all: bool
+    allow_missing: bool
+    iterations: int | None
+    as_json: bool
+    junit: Path | None
+
+
+def _load_text(load: dict[str, Any] | None) -> str:
+    if load is None:
+        return "unknown"
+    parts = []
+    if load.get("load_1m_at_start") is not None:
+        parts.append(f"{load['load_1m_at_start']:g} at start")
+    if load.get("load_1m_during") is not None:
+        parts.append(f"{load['load_1m_during']:g} while it ran")
+    if load.get("cpus") is not None:
+        parts.append(f"{load['cpus']} CPU(s)")
+    return ", ".join(parts) or "unknown"
+
+
+def _setting_text(change: Any) -> str:
+    from workload.metrics.units import readable
+
+    def value(v: Any) -> str:
+        return readable(v, change.unit) if isinstance(v, int | float) and change.unit else str(v)
+
+    return f"{_key_text(change.key)}: {change.setting} {value(change.before)} -> {value(change.after)}"
+
+
+def _interval_text(change: MetricChange) -> str:
+    spread = change.interval
+    if spread is None:
+        return ""
+    return f"{spread.low_pct:+.1f} .. {spread.high_pct:+.1f} %"
+
+
 def _report(
     ctx: click.Context,
     a: Any,
     b: Any,
     name_a: str,
     name_b: str,
-    threshold: float,
-    show_all: bool,
-    allow_missing: bool,
-    iterations: int | None,
-    as_json: bool,
-    junit: Path | None,
+    options: _Options,
+    loads: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
 ) -> int:
     import json
 
@@ -248,7 +307,9 @@ def _report(
     from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
     from workload.metrics.compare import compare
 
-    result = compare(a, b, threshold, headline_only=not show_all, iterations=iterations)
+    threshold, show_all, allow_missing = options.threshold, options.show_all, options.allow_missing
+    iterations, as_json, junit = options.iterations, options.as_json, options.junit
+    result = compare(a, b, threshold, headline_only=not show_all, iterations=iterations, confidence=options.confidence)
     if not result.changes and (allow_missing or not result.only_in_a):
         from workload.cli.results_cmd import _fail
 
@@ -272,7 +333,11 @@ def _report(
             "missing_results": [_key_dict((*k, "")) for k in result.missing_results],
             "new_metrics": [_key_dict(k) for k in result.only_in_b],
             "incomplete": [{**_key_dict(k), "n": n} for k, n in result.incomplete],
+            "confidence": options.confidence,
+            "settings_differ": [c.as_dict() for c in result.settings],
+            "load": {"baseline": loads[0], "new": loads[1]},
             "regressions": len(result.regressions),
+            "cannot_tell": len(result.cannot_tell),
             "allow_missing": allow_missing,
             "exit_code": code,
         }
@@ -284,10 +349,17 @@ def _report(
     repeated = any((c.a and c.a.n > 1) or (c.b and c.b.n > 1) for c in result.changes)
     title = f"{name_a} -> {name_b} ({scope}, threshold {threshold:g} %)"
     if repeated:
-        title += "\niterations: A and B are medians; best and N (A/B) beside them"
+        title += (
+            f"\niterations: A and B are medians; best and N (A/B) beside them; "
+            f"interval of the change (+ better) at {options.confidence:g} confidence"
+        )
+    if repeated and not console.is_terminal:
+        console.width = max(console.width, 220)  # logs are grepped: a row of this wide table stays one line
     table = Table(title=plain(title))
     columns = (
-        ("Metric", "A", "A best", "B", "B best", "N", "Change", "") if repeated else ("Metric", "A", "B", "Change", "")
+        ("Metric", "A", "A best", "B", "B best", "N", "Change", "Interval", "")
+        if repeated
+        else ("Metric", "A", "B", "Change", "")
     )
     for column in columns:
         table.add_column(column)
@@ -298,6 +370,8 @@ def _report(
             if change.regression
             else styled(("better", "green"))
             if change.improvement
+            else styled(("cannot tell", "yellow"))
+            if change in result.cannot_tell
             else plain("")
         )
         if repeated:
@@ -307,7 +381,14 @@ def _report(
                 _side(change, "b"),
                 _side(change, "b", best=True),
             )
-            table.add_row(plain(change.label), *map(plain, cells), plain(_counts(change)), plain(pct), flag)
+            table.add_row(
+                plain(change.label),
+                *map(plain, cells),
+                plain(_counts(change)),
+                plain(pct),
+                plain(_interval_text(change)),
+                flag,
+            )
         else:
             sides = (change.label, _side(change, "a"), _side(change, "b"), pct)
             table.add_row(*map(plain, sides), flag)
@@ -323,6 +404,16 @@ def _report(
         console.print(styled(("incomplete", "red"), f": {_key_text(key)} has {n} of {iterations} iterations"))
     for key in result.only_in_b:
         console.print(f"new in the new run: {_key_text(key)}", markup=False)
+    for setting in result.settings:  # a result measured under other settings is another measurement
+        console.print(styled(("settings differ", "yellow"), f": {_setting_text(setting)}"))
+    if loads != (None, None):
+        console.print(f"machine load (1-min): A {_load_text(loads[0])}; B {_load_text(loads[1])}", markup=False)
+    if result.cannot_tell:
+        console.print(
+            f"{len(result.cannot_tell)} metric(s): cannot tell at {options.confidence:g} confidence (the interval "
+            f"holds both no change and a change past -{threshold:g} %); more iterations narrow it",
+            markup=False,
+        )
     if result.regressions:
         console.print(f"{len(result.regressions)} regression(s) past {threshold:g} %", markup=False)
     if result.only_in_a:
