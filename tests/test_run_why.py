@@ -87,7 +87,7 @@ def test_a_refused_run_names_the_host_step_and_problem_everywhere(
 def test_an_invalid_test_run_gives_its_reasons_and_the_test_run_note(
     tmp_path: Path, isolated: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    parameters = f"Scenarios=Server,,,ServerTargetQps=1500,,,{FAST}"
+    parameters = f"Scenarios=Server,,,ServerTargetQps=1500,,,{FAST}"  # the README's INVALID demo, word for word
     argv = ["run", "--profile", "PERF-CPU-MLPERF", "--parameters", parameters, "--output-dir", str(tmp_path / "runs")]
     code = invoke(argv)
     out = capsys.readouterr().out
@@ -98,6 +98,7 @@ def test_an_invalid_test_run_gives_its_reasons_and_the_test_run_note(
     (failure,) = verdict["failures"]
     assert "minilm-int8 Server PerformanceOnly: latency constraint not met" in failure
     assert "verdict: FAILED - 1 result(s): 0 VALID, 1 not VALID" in out
+    assert "fix: lower the Server target QPS (about 10 % per try until VALID): `--parameters ServerTargetQps=" in out
     assert "note: 1 result(s) ran shorter than the round's min_duration: a test run, not valid for submission" in out
     dom = looked_at(folder, tmp_path, "invalid")
     assert "why: [local] minilm-int8 Server PerformanceOnly: latency constraint not met" in dom

@@ -55,7 +55,7 @@ parses the results into metrics files that CI can judge.
 \b
 Start here:
   workload profiles                            list the shipped profiles
-  workload run --profile PERF-CPU-MLPERF       real MLPerf LoadGen on this CPU, in about a minute
+  workload run --profile PERF-CPU-MLPERF       real MLPerf LoadGen on this CPU (1-4 minutes on 2 cores)
   workload plan --profile PERF-GPU-MLPERF      what the GPU profile would do here, changing nothing
   workload run --profile PERF-GPU-MLPERF --host ssh://azureuser@10.0.0.4
   workload results RUN_FOLDER                  re-read and judge results from anywhere

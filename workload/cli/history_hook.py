@@ -22,15 +22,27 @@ F = TypeVar("F", bound=Callable[..., Any])
 OFF = frozenset({"off", "none", "no", "false", "0"})
 
 
+_HISTORY_URLS = (
+    "sqlite:///PATH, a file path or postgresql://USER@HOST/DB "
+    "(default $WORKLOAD_HISTORY, else $XDG_DATA_HOME/workload/history.sqlite"
+)
+
+
 def history_option(func: F) -> F:
-    """``--history URL`` (default ``$WORKLOAD_HISTORY``, else the SQLite file in the user's data directory)."""
+    """``--history URL`` of the commands that read the history (``compare``, ``history``)."""
+    return click.option(
+        "--history", "history", metavar="URL", default=None, help=f"Run history to read: {_HISTORY_URLS})."
+    )(func)
+
+
+def _record_history_option(func: F) -> F:
+    """``--history URL`` of the commands that record into it (``run``, ``results``): 'off' turns recording off."""
     return click.option(
         "--history",
         "history",
         metavar="URL",
         default=None,
-        help="Run history: sqlite:///PATH, a file path or postgresql://USER@HOST/DB "
-        "(default $WORKLOAD_HISTORY, else $XDG_DATA_HOME/workload/history.sqlite; 'off' records nothing).",
+        help=f"Run history to record in: {_HISTORY_URLS}; 'off' records nothing).",
     )(func)
 
 
@@ -47,7 +59,7 @@ def record_options(func: F) -> F:
     func = click.option(
         "--tag", "tag", default=None, metavar="NAME", help="Name this run in the history (compare --baseline NAME)."
     )(func)
-    return history_option(func)
+    return _record_history_option(func)
 
 
 def recording_off(history: str | None) -> bool:
