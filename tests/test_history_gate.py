@@ -138,3 +138,26 @@ def test_an_empty_history_fails_by_default_and_passes_when_asked(
     code, out, _ = cli(*args, "--json")
     document = json.loads(out)
     assert code == 0 and document["baseline"] is None and "no earlier run" in document["no_baseline"]
+
+
+def test_recorded_history_pooled_as_the_baseline_gives_interval_verdicts(history_url: str, tmp_path: Path) -> None:
+    for day, qps in ((1, "70500"), (2, "71000"), (3, "71500")):
+        good = ended(make_run(tmp_path, f"2026110{day}-120000-P", hosts={"n1": "SKU1"}, qps=qps), 0)
+        assert cli("results", str(good), "--record", "--history", history_url)[0] == 0
+    slow = ended(make_run(tmp_path, "20261104-120000-P", hosts={"n1": "SKU1"}, qps="52000"), 0)
+    same = ended(make_run(tmp_path, "20261105-120000-P", hosts={"n1": "SKU1"}, qps="71500"), 0)
+    args = ["--baseline", "last-good", "--baseline-runs", "3", "--history", history_url, "--json"]
+
+    def offline(document: dict[str, object]) -> dict[str, object]:
+        changes = document["changes"]
+        assert isinstance(changes, list)
+        (row,) = [c for c in changes if c["scenario"] == "Offline" and c["metric"] == "samples_per_second"]
+        return dict(row)
+
+    code, out, _ = cli("compare", *args, str(slow))
+    document = json.loads(out)
+    row = offline(document)
+    assert code == 7 and document["baseline"] == "20261103-120000-P + 2 earlier (history, last-good)"
+    assert row["verdict"] == "regression" and isinstance(row["interval"], dict) and row["before"]["n"] == 3
+    code, out, _ = cli("compare", *args, str(same))
+    assert code == 0 and offline(json.loads(out))["verdict"] == "no change"

@@ -108,6 +108,14 @@ def _junit_cases(result: Comparison) -> list[Any]:
     "--profile", default=None, help="With --baseline and no RUN: compare the newest recorded run of this profile."
 )
 @click.option(
+    "--baseline-runs",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="With --baseline last-good: pool up to N qualifying runs (newest first) as the baseline; their "
+    "values are its iterations, so N >= 2 gives an interval verdict even for a single-iteration RUN.",
+)
+@click.option(
     "--if-no-baseline",
     "if_no_baseline",
     type=click.Choice(["fail", "pass"]),
@@ -137,6 +145,7 @@ def compare_command(
     iterations: int | None,
     baseline: str | None,
     profile: str | None,
+    baseline_runs: int,
     if_no_baseline: str,
     history: str | None,
     as_json: bool,
@@ -174,7 +183,9 @@ def compare_command(
         from workload.errors import NoBaseline
 
         try:
-            a, b, name_a, name_b = _from_history(ctx, runs[0] if runs else None, baseline, profile, history)
+            a, b, name_a, name_b = _from_history(
+                ctx, runs[0] if runs else None, baseline, profile, history, baseline_runs
+            )
         except NoBaseline as exc:
             if if_no_baseline == "fail":
                 raise
@@ -209,7 +220,7 @@ def _no_baseline(exc: Exception, as_json: bool) -> int:
 
 
 def _from_history(
-    ctx: click.Context, run: Path | None, ref: str, profile: str | None, url: str | None
+    ctx: click.Context, run: Path | None, ref: str, profile: str | None, url: str | None, count: int = 1
 ) -> tuple[Any, Any, str, str]:
     """Baseline and candidate: RUN (or the newest recorded run) and the run ``ref`` names in the history.
 
@@ -243,9 +254,12 @@ def _from_history(
                 identity=row.identity,
                 kind=row.kind,
             )
-        base = store.baseline(ref, exclude=exclude, candidate=candidate)
-        a = store.collection(base.run_id)
-    return a, b, f"{base.run_id} (history, {ref})", name_b
+        bases = store.baselines(ref, exclude=exclude, candidate=candidate, count=count if ref == "last-good" else 1)
+        a = store.collection(bases[0].run_id)
+        for more in bases[1:]:
+            a.extend(store.collection(more.run_id))
+    pooled = f" + {len(bases) - 1} earlier" if len(bases) > 1 else ""
+    return a, b, f"{bases[0].run_id}{pooled} (history, {ref})", name_b
 
 
 @dataclass(frozen=True)

@@ -469,6 +469,19 @@ class History:
         the candidate, of its kind (profile, result-changing parameters, SKUs, host count). ``exclude``
         (a run id) and the candidate's result set (its identity) are never picked.
         """
+        return self.baselines(ref, profile=profile, exclude=exclude, candidate=candidate, count=1)[0]
+
+    def baselines(
+        self,
+        ref: str,
+        *,
+        profile: str | None = None,
+        exclude: str | None = None,
+        candidate: RunRecord | None = None,
+        count: int = 1,
+    ) -> list[RunRow]:
+        """:meth:`baseline`, and for ``last-good`` up to ``count`` runs that qualify, newest first
+        (their values pooled are a baseline with a spread: ``compare --baseline-runs``)."""
         candidates: list[RunRow]
         same = candidate.identity if candidate is not None else None
         if ref == "last-good":
@@ -480,14 +493,14 @@ class History:
                     before=candidate.started_at,
                     exclude=exclude,
                     exclude_identity=same,
-                    limit=1,
+                    limit=count,
                 )
                 what = (
                     "no earlier run that exited 0 with the same profile"
                     f" ({candidate.profile or 'none'}), parameters, SKU(s) and host count"
                 )
             else:
-                candidates = self.runs(profile=profile, exit_code=0, exclude=exclude, limit=1)
+                candidates = self.runs(profile=profile, exit_code=0, exclude=exclude, limit=count)
                 what = "no run with exit code 0" + (f" for profile {profile}" if profile else "")
         else:
             found = self.runs(run_id=ref, exclude=exclude, exclude_identity=same, limit=1)
@@ -495,7 +508,7 @@ class History:
             what = f"no run with id or tag {ref!r}" + (" other than the run compared" if same else "")
         if not candidates:
             raise NoBaseline(f"--baseline {ref}: {what} in the history {self.url}", hint="see `workload history`")
-        return candidates[0]
+        return candidates
 
     def collection(self, run_id: str) -> Collection:
         """The results and metrics of a recorded run, as :func:`workload.metrics.load_run` would give them."""
