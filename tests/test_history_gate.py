@@ -161,3 +161,12 @@ def test_recorded_history_pooled_as_the_baseline_gives_interval_verdicts(history
     assert row["verdict"] == "regression" and isinstance(row["interval"], dict) and row["before"]["n"] == 3
     code, out, _ = cli("compare", *args, str(same))
     assert code == 0 and offline(json.loads(out))["verdict"] == "no change"
+
+
+def test_a_baseline_from_a_history_that_is_off_is_refused_without_creating_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    first = raw_results(tmp_path, "first")
+    code, _, err = cli("compare", "--baseline", "last-good", str(first), "--history", "off")
+    assert code == 2 and "the history is off" in err and not (tmp_path / "off").exists()

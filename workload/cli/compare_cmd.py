@@ -227,11 +227,18 @@ def _from_history(
     RUN is described as it would be recorded (:func:`workload.history.record.build_record`): its
     identity keeps its own record out of the choice, its kind and start time choose ``last-good``.
     """
+    from workload.cli.history_hook import recording_off
     from workload.cli.results_cmd import _fail, _load
     from workload.errors import EXIT_USAGE
     from workload.history import RunRecord, open_history
     from workload.history.record import build_record
 
+    if recording_off(url):  # 'off' is no database: never a SQLite file named "off" in the current folder
+        _fail(
+            ctx,
+            EXIT_USAGE,
+            f"--baseline {ref} needs a run history, and the history is off (--history or $WORKLOAD_HISTORY)",
+        )
     with open_history(url) as store:
         if run is not None:
             b = _load(ctx, run)
