@@ -170,3 +170,42 @@ def test_a_baseline_from_a_history_that_is_off_is_refused_without_creating_a_fil
     first = raw_results(tmp_path, "first")
     code, _, err = cli("compare", "--baseline", "last-good", str(first), "--history", "off")
     assert code == 2 and "the history is off" in err and not (tmp_path / "off").exists()
+
+
+def test_real_runs_record_themselves_and_keep_their_record(
+    history_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`workload run` for real (the engine, a run folder, real harness result files copied by a step),
+    into SQLite and PostgreSQL: a failed run keeps exit 4 and its tag when recorded again, and a run's
+    last-good baseline is an earlier good run, never itself."""
+    from tests.steptypes import TEST_TYPES
+    from workload import registry
+
+    types = {**TEST_TYPES, "CopyResults": "tests.test_history:CopyResults"}
+    monkeypatch.setattr(registry, "STEP_TYPES", {**registry.STEP_TYPES, **types})
+    monkeypatch.setenv("WORKLOAD_STATE_PATH", str(tmp_path / "state.json"))
+    good = tmp_path / "P.json"
+    good.write_text(json.dumps({"Description": "x", "Actions": [{"Type": "CopyResults"}]}))
+    failing = tmp_path / "failing" / "P.json"
+    failing.parent.mkdir()
+    failing.write_text(json.dumps({"Description": "x", "Actions": [{"Type": "CopyResults"}, {"Type": "FailStep"}]}))
+    runs = tmp_path / "runs"
+
+    def run(profile: Path, *more: str) -> Path:
+        before = set(runs.iterdir()) if runs.exists() else set()
+        invoke(["run", "--profile", str(profile), "--output-dir", str(runs), "--history", history_url, *more])
+        (folder,) = set(runs.iterdir()) - before
+        return folder
+
+    first, second = run(good), run(good)
+    failed = run(failing, "--tag", "nightly")
+    assert json.loads((failed / "run.json").read_text())["exit_code"] == 4
+    assert cli("results", str(failed), "--record", "--history", history_url)[0] == 0  # its results are VALID
+    with open_history(history_url) as history:
+        (again,) = history.runs(tag="nightly")
+        assert (again.run_id, again.exit_code, again.ok, again.command) == (failed.name, 4, False, "run")
+        assert len(history.runs()) == 3
+    code, out, _ = cli("compare", "--baseline", "last-good", str(second), "--history", history_url, "--json")
+    assert code == 0 and json.loads(out)["baseline"] == f"{first.name} (history, last-good)"
+    code, out, _ = cli("compare", "--baseline", "nightly", str(second), "--history", history_url, "--json")
+    assert json.loads(out)["baseline"] == f"{failed.name} (history, nightly)"
