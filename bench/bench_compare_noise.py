@@ -4,11 +4,14 @@
         [--parameters "Scenarios=Offline,SingleStream,,,TestModes=PerformanceOnly"] [--confidence 0.95]
         [--threshold 5] [--no-neighbour] [--keep DIR] [--json]
 
-Per pair, three runs of the CPU profile (``workload run --profile PERF-CPU-MLPERF --iterations N``,
-with ``--parameters``), one after the other while a separate process spins on one core: A and B
-unchanged, C with the SUT made ``--slowdown`` slower. Then ``workload compare A B --iterations N
---json`` (identical runs) and ``compare A C`` (the slower SUT), each summarised as the worst verdict
-of its headline performance metrics: regression, cannot tell, improvement or no change.
+Per pair, three sides of N runs each of the CPU profile (``workload run --profile PERF-CPU-MLPERF``
+with ``--parameters``), while a separate process spins on one core: A and B unchanged, C with the
+SUT made ``--slowdown`` slower. The runs are interleaved (round r runs A, B and C once each, in an
+order rotated per round), so that the neighbours' load, which drifts within minutes on a shared
+machine, hits the three sides alike. Then ``workload compare A B --iterations N --json`` (identical
+runs: each side's folder holds its N run folders, read as N iterations) and ``compare A C`` (the
+slower SUT), each summarised as the worst verdict of its headline performance metrics: regression,
+cannot tell, improvement or no change.
 
 Goals (issue 29): identical pairs get no "regression" in at least 9 of 10 pairs; the slower SUT
 gets "regression" in at least 9 of 10 (scaled to ``--pairs``). The figure is the counts of each
@@ -83,14 +86,13 @@ sys.meta_path.insert(0, _Finder())
 """
 
 
-def one_run(
-    workload: Path, out: Path, parameters: str, iterations: int, env: dict[str, str]
-) -> tuple[int, float, Path]:
-    """Exit code, seconds and run folder of one ``workload run``."""
+def one_run(workload: Path, out: Path, parameters: str, env: dict[str, str]) -> tuple[int, float, Path]:
+    """Exit code, seconds and run folder of one ``workload run`` into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
     before = set(out.iterdir())
     started = time.perf_counter()
     argv = [str(workload), "run", "--profile", "PERF-CPU-MLPERF", "--parameters", parameters]
-    argv += ["--iterations", str(iterations), "--output-dir", str(out), "--history", "off"]
+    argv += ["--output-dir", str(out), "--history", "off"]
     proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     seconds = time.perf_counter() - started
     (folder,) = sorted(set(out.iterdir()) - before)
@@ -118,9 +120,8 @@ def verdict_of(
         found.add(verdict)
         spread = change.get("interval") or {}
         lines.append(
-            f"{change['scenario']} {change['metric']}: {verdict} "
-            f"({(change.get('change_pct') or 0):+.1f} %, interval {spread.get('low_pct', 0):+.1f} .. "
-            f"{spread.get('high_pct', 0):+.1f} %)"
+            f"{change['scenario']} {change['metric']}: {verdict} (medians {(change.get('change_pct') or 0):+.1f} %; "
+            f"interval of the change, + better: {spread.get('low_pct', 0):+.1f} .. {spread.get('high_pct', 0):+.1f} %)"
         )
     worst = next((v for v in VERDICTS if v in found), "no change")
     return worst, lines
@@ -129,7 +130,7 @@ def verdict_of(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument("--iterations", type=int, default=3, help="iterations of each run (compare --iterations)")
+    parser.add_argument("--iterations", type=int, default=3, help="runs per side and pair (compare --iterations)")
     parser.add_argument("--slowdown", type=float, default=0.25, help="how much slower run C's SUT is (0.25: 25 %%)")
     parser.add_argument("--parameters", default=DEFAULT_PARAMETERS, help="--parameters of every run")
     parser.add_argument("--confidence", type=float, default=0.95)
@@ -159,12 +160,18 @@ def main() -> int:
             (knob / "sitecustomize.py").write_text(SLOWER_SUT.format(extra=args.slowdown / (1 - args.slowdown)))
             env = {**os.environ, "WORKLOAD_STATE_PATH": str(Path(tmp) / "state.json")}
             env_slow = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(knob), env.get("PYTHONPATH")]))}
+            sides = (("A", env), ("B", env), ("C", env_slow))
             for pair in range(1, args.pairs + 1):
-                runs = {}
-                for name, run_env in (("A", env), ("B", env), ("C", env_slow)):
-                    code, seconds, folder = one_run(args.workload, out, args.parameters, args.iterations, run_env)
-                    runs[name] = folder
-                    print(f"pair {pair:2d} run {name}: exit {code} {seconds:6.1f}s load {os.getloadavg()[0]:5.2f}")
+                runs = {name: out / f"pair{pair}" / name for name, _ in sides}
+                for round_ in range(args.iterations):
+                    shift = round_ % len(sides)
+                    for name, run_env in sides[shift:] + sides[:shift]:
+                        code, seconds, _ = one_run(args.workload, runs[name], args.parameters, run_env)
+                        print(
+                            f"pair {pair:2d} round {round_ + 1} run {name}: exit {code} {seconds:6.1f}s "
+                            f"load {os.getloadavg()[0]:5.2f}",
+                            flush=True,
+                        )
                 for label, other, verdicts in (("identical", "B", identical), ("slower SUT", "C", slowed)):
                     worst, lines = verdict_of(
                         args.workload, runs["A"], runs[other], args.iterations, args.confidence, args.threshold
