@@ -123,6 +123,12 @@ def test_last_good_is_the_newest_earlier_good_run_of_the_same_kind(history_url: 
     assert baseline_of(candidate_old) == "20261101-120000-P"
     # the Offline-only debug run has no earlier run of its kind
     assert invoke(["compare", "--baseline", "last-good", str(debug), "--history", history_url]) == 2
+    # a run whose actions were filtered (`--scenarios`): its profile.json lists fewer actions, another kind
+    filtered = run("20261109-120000-P", hosts={"n1": "SKU1"}, qps="72200")
+    profile = json.loads((filtered / "profile.json").read_text())
+    profile["Actions"] = [{"Type": "MLPerfExecutor", "Parameters": {"Scenario": "inferencemodels-bert"}}]
+    (filtered / "profile.json").write_text(json.dumps(profile))
+    assert invoke(["compare", "--baseline", "last-good", str(filtered), "--history", history_url]) == 2
 
 
 def test_an_empty_history_fails_by_default_and_passes_when_asked(

@@ -9,9 +9,11 @@
   identity: a run is never its own baseline.
 * :func:`run_kind` - a SHA-256 of what decides whether two runs can be compared as baseline and
   candidate: the profile (case-insensitive), the parameters that change results, the SKUs of the
-  hosts and the host count. Every profile parameter counts except secrets, which are stored masked
-  (``***``), so a rotated token does not make a new kind. ``last-good`` only picks runs of the
-  candidate's kind.
+  hosts and the host count. The parameters are the profile's ``Parameters`` and its actions (type
+  and resolved parameters, as ``profile.json`` of the run folder has them: ``--scenarios`` leaves
+  out actions, ``--parameters`` changes values); all count except secrets, which are stored
+  masked (``***``), so a rotated token does not make a new kind. ``last-good`` only picks runs of
+  the candidate's kind.
 """
 
 from __future__ import annotations
@@ -46,12 +48,19 @@ def result_identity(results: Sequence[BenchmarkResult], *, run_id: str | None, f
     return _digest(["results", run_id, measured])
 
 
-def run_kind(profile: str | None, parameters: Mapping[str, Any], skus: Iterable[str | None], host_count: int) -> str:
-    """The kind of a run (see the module's docstring); ``parameters`` already masked."""
+def run_kind(
+    profile: str | None,
+    parameters: Mapping[str, Any],
+    skus: Iterable[str | None],
+    host_count: int,
+    actions: Sequence[Any] = (),
+) -> str:
+    """The kind of a run (see the module's docstring); ``parameters`` and ``actions`` already masked."""
     return _digest(
         {
             "profile": (profile or "").lower(),
             "parameters": {str(k): v for k, v in parameters.items()},
+            "actions": list(actions),
             "skus": sorted(s or "" for s in skus),
             "hosts": host_count,
         }

@@ -143,6 +143,20 @@ def _host_facts(
     return HostFacts(name=name, gpu_count=count, facts=all_facts, **text)
 
 
+def _actions(profile_doc: Mapping[str, Any]) -> list[Any]:
+    """The run's actions as profile.json has them (type and resolved parameters), secrets masked again."""
+    actions = profile_doc.get("Actions")
+    if not isinstance(actions, list):
+        return []
+    shown = []
+    for action in actions:
+        if isinstance(action, dict):
+            found = action.get("Parameters")
+            parameters = display_parameters(found) if isinstance(found, dict) else {}
+            shown.append({"Type": action.get("Type"), "Parameters": parameters})
+    return shown
+
+
 def build_record(
     source: Path,
     collection: Collection,
@@ -197,7 +211,11 @@ def build_record(
     return RunRecord(
         identity=result_identity(collection.results, run_id=own_id, folder=str(folder.resolve())),
         kind=run_kind(
-            profile if isinstance(profile, str) else None, params, (h.sku for h in host_rows), len(host_rows)
+            profile if isinstance(profile, str) else None,
+            params,
+            (h.sku for h in host_rows),
+            len(host_rows),
+            _actions(profile_doc),
         ),
         interrupted=interrupted,
         run_id=run_id,
