@@ -17,11 +17,14 @@ Goals (issue 29): identical pairs get no "regression" in at least 9 of 10 pairs;
 gets "regression" in at least 9 of 10 (scaled to ``--pairs``). The figure is the counts of each
 verdict, printed as they are: 10 pairs give a coarse answer, and the counts say how coarse.
 
-The slowdown is a knob of this bench, not of the product: run C gets a ``sitecustomize`` module on
-``PYTHONPATH`` (inherited by the LoadGen runner the run starts) that wraps onnxruntime's
-``InferenceSession.run`` so that every model call spins for ``slowdown / (1 - slowdown)`` of its own
-duration afterwards (a busy wait, not a sleep: the extra time costs CPU like a slower model would, so
-``--slowdown 0.25`` makes a CPU-bound SUT 25 % slower in throughput).
+The slowdown is a knob of this bench, not of the product. Every side runs a copy of this checkout's
+package (``workload/``, ``profiles/``, ``gpuconfigs/``) taken at the start, from ``PYTHONPATH``; C's
+copy has a ``sitecustomize`` module at its root. The LoadGen runner a run starts gets that root as its
+``PYTHONPATH`` (the LoadGenExecutor runs the package its own process runs), so the module is loaded
+there; it wraps onnxruntime's ``InferenceSession.run`` so that every model call spins for
+``slowdown / (1 - slowdown)`` of its own duration afterwards (a busy wait, not a sleep: the extra time
+costs CPU like a slower model would, so ``--slowdown 0.25`` makes a CPU-bound SUT 25 % slower in
+throughput). Runs of A and B use an identical copy without it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import Report, machine
 
 WORKLOAD = Path(sys.executable).with_name("workload")
+ROOT = Path(__file__).resolve().parents[1]
+#: what a copy of the checkout needs to run `workload run` (resources.py finds data beside the package)
+TREE = ("workload", "profiles", "gpuconfigs")
 SPIN = "import time\nwhile True:\n    pass\n"
 VERDICTS = ("regression", "cannot tell", "improvement", "no change")
 DEFAULT_PARAMETERS = "Scenarios=Offline,SingleStream,,,TestModes=PerformanceOnly"
@@ -84,6 +91,15 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _Finder())
 """
+
+
+def copy_tree(target: Path, slowdown: float | None) -> Path:
+    """A copy of this checkout's package at ``target`` (with the slower-SUT module when ``slowdown``)."""
+    for name in TREE:
+        shutil.copytree(ROOT / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+    if slowdown is not None:
+        (target / "sitecustomize.py").write_text(SLOWER_SUT.format(extra=slowdown / (1 - slowdown)))
+    return target
 
 
 def one_run(workload: Path, out: Path, parameters: str, env: dict[str, str]) -> tuple[int, float, Path]:
@@ -155,11 +171,11 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="bench-noise-") as tmp:
             out = args.keep or Path(tmp) / "runs"
             out.mkdir(parents=True, exist_ok=True)
-            knob = Path(tmp) / "slower-sut"
-            knob.mkdir()
-            (knob / "sitecustomize.py").write_text(SLOWER_SUT.format(extra=args.slowdown / (1 - args.slowdown)))
-            env = {**os.environ, "WORKLOAD_STATE_PATH": str(Path(tmp) / "state.json")}
-            env_slow = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(knob), env.get("PYTHONPATH")]))}
+            same = copy_tree(Path(tmp) / "same-sut", None)
+            slower = copy_tree(Path(tmp) / "slower-sut", args.slowdown)
+            base = {**os.environ, "WORKLOAD_STATE_PATH": str(Path(tmp) / "state.json")}
+            env = {**base, "PYTHONPATH": str(same)}
+            env_slow = {**base, "PYTHONPATH": str(slower)}
             sides = (("A", env), ("B", env), ("C", env_slow))
             for pair in range(1, args.pairs + 1):
                 runs = {name: out / f"pair{pair}" / name for name, _ in sides}
