@@ -54,8 +54,9 @@ def test_a_result_missing_from_the_new_run_fails_unless_allowed(tmp_path: Path) 
     write_outputs(partial, collect(tmp_path / "raw" / "partial", host="n1").results, OutputContext())
     code, out = cli("compare", str(full), str(partial))
     assert code == 7
-    assert "missing from the new run: [n1] llama2-70b-99 Server PerformanceOnly (11 metric(s))" in out
-    assert "11 metric(s) missing from the new run (1 whole result(s))" in out and "no regression" not in out
+    # the headline figure and the validity (their VirtualClient aliases folded)
+    assert "missing from the new run: [n1] llama2-70b-99 Server PerformanceOnly (2 metric(s))" in out
+    assert "2 metric(s) missing from the new run (1 whole result(s))" in out and "no regression" not in out
     code, out = cli("compare", str(full), str(partial), "--allow-missing")
     assert code == 0 and "allowed by --allow-missing" in out and "no regression" in out
     # the other way round, the extra result of the new run is only information
@@ -67,11 +68,15 @@ def test_headline_metrics_by_default_all_with_all_and_readable_units(tmp_path: P
     a = run_folder(tmp_path, "a", ["73309.5"])
     code, out = cli("compare", str(a), str(a))
     assert code == 0
-    assert "latency_p99_ns" in out and "latency_p50_ns" not in out and "effective_target_qps" not in out
-    assert "80.79 ms" in out  # Server p99 latency 80785950 ns
+    # headline figure, validity, accuracy; no percentile that is not the headline, no VirtualClient alias
+    assert "samples_per_second" in out and "tokens_per_second" in out and "PerformanceOnly: valid" in out
+    assert "latency_p99_ns" not in out and "latency_p50_ns" not in out and "effective_target_qps" not in out
+    assert "samples_per_second_p99" not in out and "PerformanceMode_p99" not in out
     assert "e+" not in out and " ns " not in out
     code, out = cli("compare", str(a), str(a), "--all")
     assert code == 0 and "latency_p50_ns" in out and "effective_target_qps" in out
+    assert "80.79 ms" in out  # Server p99 latency 80785950 ns
+    assert "samples_per_second_p99" not in out and "PerformanceMode_p99" not in out  # still each figure once
     assert "600 s" in out or "600,000 ms" not in out  # effective_min_duration_ms shown scaled
 
 
@@ -88,7 +93,7 @@ def test_iterations_are_compared_by_median_with_best_and_count(tmp_path: Path) -
     code, out = cli("compare", str(base), str(new), "--iterations", "3")
     assert code == 0 and "A and B are medians; best and N (A/B) beside them" in out
     row = next(line for line in out.splitlines() if "[n1] bert-99 Offline" in line and "samples/s" in line)
-    cells = [cell.strip() for cell in row.split("│")[2:9]]
+    cells = [cell.strip() for cell in row.split("│")[2:10]]
     assert cells == [
         "71,000 samples/s",
         "72,000 samples/s",
@@ -96,7 +101,8 @@ def test_iterations_are_compared_by_median_with_best_and_count(tmp_path: Path) -
         "99,000 samples/s",
         "3/3",
         "+0.70 %",
-        "",
+        "-61.7 .. +78.1 %",  # the interval of the change (of the means, + better) at 95 % confidence
+        "cannot tell",  # it reaches past -5 %: these three iterations cannot say
     ]
     # a new run with fewer iterations than asked for is incomplete: a failure
     short = run_folder(tmp_path, "short", ["71000", "71000"])

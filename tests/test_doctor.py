@@ -146,3 +146,26 @@ def test_doctor_command_on_this_machine(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 4
     assert "GPU visible" in out and "FAIL" in out and "scratch space" in out
     assert "check(s) failed" in out
+
+
+def test_doctor_exits_3_when_the_only_failure_is_an_unreachable_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the README's exit codes say (and as `run` does): 3 when a host cannot be reached, 4 when a
+    reached host fails a check. Port 1 of 127.0.0.1 refuses for real; one connect attempt, not eight."""
+    import functools
+    import subprocess
+
+    import workload.hosts
+    from workload.cli import invoke
+    from workload.hosts.options import ConnectOptions
+
+    monkeypatch.setattr(workload.hosts, "ConnectOptions", functools.partial(ConnectOptions, connect_attempts=1))
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=60)
+    code = invoke(["doctor", "--host", "ssh://nobody@127.0.0.1:1", "-i", str(key)])
+    out = capsys.readouterr().out
+    assert code == 3 and "reach the host" in out and "connection refused" in out
+    # the unreachable host beside this machine, which fails its GPU check: a failed check wins
+    code = invoke(["doctor", "--host", "local://", "--host", "ssh://nobody@127.0.0.1:1", "-i", str(key)])
+    assert code == 4 and "GPU visible" in capsys.readouterr().out

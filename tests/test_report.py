@@ -98,7 +98,7 @@ def test_the_report_of_a_run_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     run_data = load_run(run)
     assert {r.host for r in run_data.results} == set(HOSTS)
     assert all(r.percentiles.get("p99") for r in run_data.results)
-    trends = {"vm-01 samples/s": [(1_700_000_000.0, 6500.0), (1_700_086_400.0, 6854.84)]}
+    trends = {("samples_per_second", "samples/s"): {"vm-01": [(1_700_000_000.0, 6500.0), (1_700_086_400.0, 6854.84)]}}
     assert "Trends" in render([run_data], trends=trends) and 'id="trends"' in render([run_data], trends=trends)
 
 
@@ -152,3 +152,26 @@ def test_the_report_renders_in_headless_chromium(tmp_path: Path, monkeypatch: py
     for output in (result.stderr, dom.stderr):
         errors = [line for line in output.splitlines() if "CONSOLE" in line or "Uncaught" in line]
         assert errors == []
+
+
+def test_trends_are_one_plot_per_metric_and_unit_with_distinct_times_and_the_whole_legend(tmp_path: Path) -> None:
+    from workload.report.html import time_labels
+
+    (tmp_path / "summary.json").write_text(json.dumps({"results": []}))
+    start = 1_800_000_000.0  # 2027-01-15 08:00 UTC
+    sku = "minilm-int8 Offline (Standard_ND96isr_H100_v5-with-a-long-name)"
+    trends = {
+        ("samples_per_second", "samples/s"): {sku: [(start, 6500.0), (start + 3 * 3600, 6854.84)]},
+        ("latency_p90_ns", "ns"): {"minilm-int8 SingleStream (local)": [(start, 1.9e6), (start + 3 * 3600, 2.1e6)]},
+    }
+    page = render([load_run(tmp_path)], trends=trends)
+    section = page.split('id="trends"', 1)[1].split("<h2>", 1)[0]
+    assert section.count("<svg") == 2  # throughput and latency never share an axis
+    assert "samples_per_second (samples/s)" in section and "latency_p90_ns (ns)" in section
+    assert esc(sku) in section  # the legend in full, not cut at 22 characters
+    labels = [text for _, text in time_labels(start, start + 3 * 3600)]
+    assert labels == ["01-15 08:00", "01-15 09:00", "01-15 10:00", "01-15 11:00"]
+    assert all(f">{label}<" in section for label in labels)
+    days = [text for _, text in time_labels(start, start + 30 * 86400)]
+    assert days == ["2027-01-15", "2027-01-25", "2027-02-04", "2027-02-14"]
+    assert [text for _, text in time_labels(start, start + 90)] == ["08:00:00", "08:00:30", "08:01:00", "08:01:30"]

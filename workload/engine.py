@@ -43,7 +43,7 @@ from workload.errors import FactError, HostBug, Interrupted, OutputError, Reboot
 from workload.hosts.base import Host, HostSpec
 
 # Moved by job (issue 14); re-exported so that every name stays importable from here.
-from workload.interrupts import INTERRUPT_TIMEOUT_S, KILL_GRACE_S, interrupt_hosts
+from workload.interrupts import INTERRUPT_TIMEOUT_S, KILL_GRACE_S, interrupt_hosts, interrupt_reason
 from workload.outcomes import (
     HostOutcome,
     HostStatus,
@@ -141,12 +141,12 @@ class Engine:
                 try:
                     wait(futures)
                     break
-                except KeyboardInterrupt:
+                except KeyboardInterrupt as exc:
                     self.interrupted = True
                     for future in futures:
                         future.cancel()  # hosts not started yet are not started
                     with contextlib.suppress(KeyboardInterrupt):  # another Ctrl-C: kill again, below
-                        self.stop("interrupted (Ctrl-C)")
+                        self.stop(interrupt_reason(exc))
         finally:
             pool.shutdown(wait=True)
         return [self._outcome(spec, future) for spec, future in zip(specs, futures, strict=True)]

@@ -95,6 +95,10 @@ class UsageError(WorkloadError):
     exit_code = EXIT_USAGE
 
 
+class NoBaseline(UsageError):
+    """The history holds no run that ``compare --baseline`` names (``--if-no-baseline`` decides what follows)."""
+
+
 class ProfileError(WorkloadError):
     """A profile that cannot be loaded, resolved or validated.
 

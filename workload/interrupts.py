@@ -19,6 +19,25 @@ INTERRUPT_TIMEOUT_S = 20.0
 KILL_GRACE_S = 2.0
 
 
+class SignalInterrupt(KeyboardInterrupt):
+    """A stop asked by a signal other than Ctrl-C's SIGINT (SIGTERM from CI, ``timeout``, ``docker stop``).
+
+    Raised in the main thread by the CLI's handler, so it takes Ctrl-C's path (a KeyboardInterrupt)
+    while the run can still say which signal stopped it.
+    """
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def interrupt_reason(exc: KeyboardInterrupt) -> str:
+    """What stopped the run, as run.json, summary.json and the console say it."""
+    if isinstance(exc, SignalInterrupt):
+        return f"interrupted ({exc.signal_name})"
+    return "interrupted (Ctrl-C)"
+
+
 # -- stopping running commands ---------------------------------------------------------------------
 def interrupt_hosts(hosts: Sequence[Host], *, timeout_s: float) -> None:
     """Stop the commands running on ``hosts`` now, all hosts at once; wait at most ``timeout_s``.

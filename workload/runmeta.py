@@ -122,3 +122,30 @@ def record_exit(run_json: Path, exit_code: int) -> None:
     # O_EXCL temporary renamed over run.json (never a planted link); a full disk leaves run.json as it was
     with contextlib.suppress(OSError):
         atomic_write_text(run_json, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def machine_load(folder: Path) -> dict[str, Any] | None:
+    """How busy the controller was for the run in ``folder``: the 1-minute load average when it started
+    (run.json; other work on the machine, before the run added its own), the average while it ran
+    (telemetry of the ``local`` host, the run included) and the core count; None without run.json."""
+    try:
+        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    controller = run.get("controller") if isinstance(run, dict) else None
+    if not isinstance(controller, dict):
+        return None
+    loads = controller.get("load_average")
+    at_start = loads[0] if isinstance(loads, list) and loads and isinstance(loads[0], int | float) else None
+    during = None
+    try:
+        telemetry = json.loads((folder / "telemetry" / "summary.json").read_text(encoding="utf-8"))
+        during = telemetry["hosts"]["local"]["devices"]["host"]["metrics"]["load_1m"]["avg"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    cores = controller.get("cpus_usable") or controller.get("cpu_count")
+    return {
+        "load_1m_at_start": at_start,
+        "load_1m_during": during if isinstance(during, int | float) else None,
+        "cpus": cores if isinstance(cores, int) else None,
+    }

@@ -42,9 +42,17 @@ from pydantic import BeforeValidator, Field
 
 from workload import CPU_EXTRA_HINT
 from workload.commands import Command, cmd
-from workload.errors import WorkloadError
+from workload.errors import Interrupted, WorkloadError
 from workload.hosts.base import CommandResult, Host
-from workload.loadgen.settings import CONF_MODEL, MODES, SCENARIOS, Mode, RunSettings, Scenario
+from workload.loadgen.settings import (
+    CONF_MODEL,
+    EFFECTIVE_SETTINGS,
+    MODES,
+    SCENARIOS,
+    Mode,
+    RunSettings,
+    Scenario,
+)
 from workload.safefile import atomic_write_text
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
 
@@ -325,12 +333,13 @@ class LoadGenExecutor(Step):
             raise self.fail(f"ModelPath {self.p.ModelPath!r}: no such file on the host", ctx)
 
     def apply(self, ctx: StepContext, plan: StepPlan) -> None:
-        settings = self.settings_for()
+        asked = self.settings_for()
         failures: list[str] = []
         rates: dict[str, float] = {}
         for (scenario, mode), change in zip(self.runs(), plan.changes, strict=True):
             # After Ctrl-C/SIGTERM the killed run ends here and no further scenario starts.
             ctx.stop_if_cancelled(f"LoadGen {scenario} {mode}")
+            settings = self._first_round_settings(ctx, scenario, mode) or asked
             expected = expected_seconds(scenario, mode, settings, rates)
             left = ctx.host.time_left_s()  # a scheduler's time limit (Slurm --time); None: none
             if left is not None and left < expected:
@@ -341,6 +350,8 @@ class LoadGenExecutor(Step):
                 )
             ctx.log(f"-> {change.summary} {expected_marker(expected)}")
             result = self._attempt(ctx, scenario, mode, change.commands[0], settings)
+            if ctx.cancel.is_set() and not result.ok:  # killed by the stop: name this test, not the next one
+                raise Interrupted(f"stopped during LoadGen {scenario} {mode}: {ctx.cancel.reason}", host=ctx.host.name)
             local = self.local_dir(ctx, scenario, mode)
             if result.ok and mode == "PerformanceOnly":
                 result = self._retry_if_fixable(ctx, scenario, change.commands[0], settings, rates) or result
@@ -355,6 +366,23 @@ class LoadGenExecutor(Step):
                 failures.append(f"{scenario} {mode} ({why}): {tail[0]}")
         if failures:
             raise self.fail("LoadGen runs failed: " + "; ".join(failures), ctx)
+
+    def _first_round_settings(self, ctx: StepContext, scenario: Scenario, mode: Mode) -> RunSettings | None:
+        """For iterations after the first (``--iterations``): the settings the first round's test ended
+        with (its find-performance targets, or its retry's), so that repeated iterations measure the
+        same test, not one with other targets each time, and skip the find-performance search (a few
+        seconds per test). None in the first round, or when the first round left no record."""
+        if ctx.iteration <= 1:
+            return None
+        first = self.local_dir(ctx, scenario, mode).parent / "run_1" / EFFECTIVE_SETTINGS
+        try:
+            record = json.loads(first.read_text(encoding="utf-8"))
+            asked = record["asked"]
+            found = record.get("find_performance") or {}
+            applied = found.get("applied") or {}
+            return RunSettings.model_validate({**asked, **applied, "find_peak_performance": False})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
 
     def _attempt(
         self, ctx: StepContext, scenario: Scenario, mode: Mode, command: Command, settings: RunSettings

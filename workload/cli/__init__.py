@@ -55,7 +55,7 @@ parses the results into metrics files that CI can judge.
 \b
 Start here:
   workload profiles                            list the shipped profiles
-  workload run --profile PERF-CPU-MLPERF       real MLPerf LoadGen on this CPU, in about a minute
+  workload run --profile PERF-CPU-MLPERF       real MLPerf LoadGen on this CPU (1-4 minutes on 2 cores)
   workload plan --profile PERF-GPU-MLPERF      what the GPU profile would do here, changing nothing
   workload run --profile PERF-GPU-MLPERF --host ssh://azureuser@10.0.0.4
   workload results RUN_FOLDER                  re-read and judge results from anywhere
@@ -82,13 +82,25 @@ COMMAND_LINE: list[str] = []
 
 
 def invoke(argv: list[str] | None = None) -> int:
-    """Run the CLI and return the exit code (tests call this)."""
+    """Run the CLI and return the exit code (tests call this).
+
+    stdout and stderr are guarded first (:mod:`workload.cli.closed_output`): a reader that closes
+    the pipe early costs the command its printing, never its work or its exit code.
+    """
+    COMMAND_LINE[:] = ["workload", *(sys.argv[1:] if argv is None else argv)]
+    _print_any_text()
+    from workload.cli.closed_output import closed_note, guarded_streams
+
+    with guarded_streams() as (stdout, stderr):
+        code = _invoke(argv)
+        closed_note(stdout, stderr, code)
+    return code
+
+
+def _invoke(argv: list[str] | None) -> int:
     from workload.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, WorkloadError
 
-    COMMAND_LINE[:] = ["workload", *(sys.argv[1:] if argv is None else argv)]
-
     restore = _sigterm_as_interrupt()
-    _print_any_text()
     try:
         result: Any = cli.main(args=argv, prog_name="workload", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -99,8 +111,10 @@ def invoke(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return EXIT_INTERRUPTED
-    except KeyboardInterrupt:
-        click.echo("interrupted: what finished so far is kept in the run folder", err=True)
+    except KeyboardInterrupt as exc:
+        from workload.interrupts import interrupt_reason
+
+        click.echo(f"{interrupt_reason(exc)}: what finished so far is kept in the run folder", err=True)
         return EXIT_INTERRUPTED
     except WorkloadError as exc:
         click.echo(f"error: {exc}", err=True)
@@ -140,8 +154,10 @@ def _sigterm_as_interrupt() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
+    from workload.interrupts import SignalInterrupt
+
     def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+        raise SignalInterrupt(signal.Signals(signum).name)
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     return lambda: signal.signal(signal.SIGTERM, previous)

@@ -7,6 +7,7 @@ regression past ``--threshold``, a result or metric missing from the new run (un
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,6 @@ import click
 
 from workload.cli.history_hook import history_option
 from workload.cli.numbers import FiniteFloatRange
-from workload.safefile import read_regular
 
 if TYPE_CHECKING:
     from workload.metrics.compare import Comparison, MetricChange, MetricKey
@@ -77,6 +77,14 @@ def _junit_cases(result: Comparison) -> list[Any]:
     show_default=True,
     help="Percent change that counts as a regression (or a slow host with --hosts).",
 )
+@click.option(
+    "--confidence",
+    type=FiniteFloatRange(min=0.5, max=0.999),
+    default=0.95,
+    show_default=True,
+    help="Where a metric has two or more values on a side (iterations), its verdict comes from an "
+    "interval at this confidence: regression, improvement, no change or cannot tell.",
+)
 @click.option("--hosts", "by_host", is_flag=True, help="Compare the hosts of RUN_A against their median.")
 @click.option(
     "--all", "show_all", is_flag=True, help="Every metric (default: the headline ones: figure, validity, accuracy)."
@@ -92,10 +100,30 @@ def _junit_cases(result: Comparison) -> list[Any]:
     "--baseline",
     metavar="last-good|RUN_ID|TAG",
     default=None,
-    help="Compare RUN (default: the newest recorded run) against a run from the history: the newest "
-    "run that exited 0 (of the same profile), a run id or a --tag.",
+    help="Compare RUN (default: the newest recorded run) against a run from the history: last-good (the "
+    "newest run that exited 0 before RUN, with RUN's profile, result-changing parameters, SKUs and host "
+    "count), a run id or a --tag. RUN's own results are never its baseline.",
 )
-@click.option("--profile", default=None, help="With --baseline last-good: whose last good run (default: RUN's).")
+@click.option(
+    "--profile", default=None, help="With --baseline and no RUN: compare the newest recorded run of this profile."
+)
+@click.option(
+    "--baseline-runs",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="With --baseline last-good: pool up to N qualifying runs (newest first) as the baseline; their "
+    "values are its iterations, so N >= 2 gives an interval verdict even for a single-iteration RUN.",
+)
+@click.option(
+    "--if-no-baseline",
+    "if_no_baseline",
+    type=click.Choice(["fail", "pass"]),
+    default="fail",
+    show_default=True,
+    help="When the history has no baseline for RUN (a pipeline's first run): fail (exit 2) or pass "
+    "(exit 0, saying that nothing was compared).",
+)
 @history_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON document.")
 @click.option(
@@ -110,12 +138,15 @@ def compare_command(
     ctx: click.Context,
     runs: tuple[Path, ...],
     threshold: float,
+    confidence: float,
     by_host: bool,
     show_all: bool,
     allow_missing: bool,
     iterations: int | None,
     baseline: str | None,
     profile: str | None,
+    baseline_runs: int,
+    if_no_baseline: str,
     history: str | None,
     as_json: bool,
     junit: Path | None,
@@ -124,9 +155,13 @@ def compare_command(
 
     \b
     A regression is a change past --threshold percent in the wrong direction (throughput
-    down, latency up, VALID/PASS lost). A result or metric of the baseline that the new run
-    lacks is a failure too (--allow-missing: only listed). Headline metrics by default, --all
-    for every metric; iterations of a run are compared by their median (best and count shown).
+    down, latency up, VALID/PASS lost). With iterations (two or more values of a metric on a
+    side) the verdict comes from a confidence interval of the change (--confidence): regression,
+    improvement, no change, or cannot tell (too noisy to say; not a failure, named). A result or
+    metric of the baseline that the new run lacks is a failure too (--allow-missing: only
+    listed). Headline metrics by default (the figure, validity, accuracy), --all for every
+    metric; VirtualClient's alias names of a figure are counted once. Settings that differ
+    (target QPS, latency bound, min duration, MLPerf round) and the machine's load are named.
     Exit 7 on a regression, a missing result or a slow host (--hosts), else 0.
 
     \b
@@ -145,45 +180,135 @@ def compare_command(
     if baseline is not None:
         if len(runs) > 1:
             _fail(ctx, EXIT_USAGE, "--baseline compares one run with the history: give at most one RUN")
-        a, b, name_a, name_b = _from_history(ctx, runs[0] if runs else None, baseline, profile, history)
+        from workload.errors import NoBaseline
+
+        try:
+            a, b, name_a, name_b = _from_history(
+                ctx, runs[0] if runs else None, baseline, profile, history, baseline_runs
+            )
+        except NoBaseline as exc:
+            if if_no_baseline == "fail":
+                raise
+            return _no_baseline(exc, as_json)
     else:
         if len(runs) != 2:
             _fail(ctx, EXIT_USAGE, "give two runs to compare (RUN_A RUN_B), one run with --baseline, or --hosts")
         a, b = _load(ctx, runs[0]), _load(ctx, runs[1])
         name_a, name_b = str(runs[0]), str(runs[1])
-    return _report(ctx, a, b, name_a, name_b, threshold, show_all, allow_missing, iterations, as_json, junit)
+    from workload.runmeta import machine_load
+
+    loads = (
+        machine_load(runs[0]) if baseline is None else None,
+        machine_load(runs[-1]) if runs and (baseline is None or len(runs) == 1) else None,
+    )
+    options = _Options(threshold, confidence, show_all, allow_missing, iterations, as_json, junit)
+    return _report(ctx, a, b, name_a, name_b, options, loads)
+
+
+def _no_baseline(exc: Exception, as_json: bool) -> int:
+    """``--if-no-baseline pass``: say that nothing was compared, and why; exit 0."""
+    import json
+
+    from workload.errors import EXIT_OK
+
+    line = f"no baseline, nothing compared (--if-no-baseline pass): {exc}"
+    if as_json:
+        click.echo(json.dumps({"baseline": None, "no_baseline": str(exc), "regressions": 0, "exit_code": EXIT_OK}))
+    else:
+        click.echo(line)
+    return EXIT_OK
 
 
 def _from_history(
-    ctx: click.Context, run: Path | None, ref: str, profile: str | None, url: str | None
+    ctx: click.Context, run: Path | None, ref: str, profile: str | None, url: str | None, count: int = 1
 ) -> tuple[Any, Any, str, str]:
-    import json
+    """Baseline and candidate: RUN (or the newest recorded run) and the run ``ref`` names in the history.
 
+    RUN is described as it would be recorded (:func:`workload.history.record.build_record`): its
+    identity keeps its own record out of the choice, its kind and start time choose ``last-good``.
+    """
+    from workload.cli.history_hook import recording_off
     from workload.cli.results_cmd import _fail, _load
     from workload.errors import EXIT_USAGE
-    from workload.history import open_history
+    from workload.history import RunRecord, open_history
+    from workload.history.record import build_record
 
+    if recording_off(url):  # 'off' is no database: never a SQLite file named "off" in the current folder
+        _fail(
+            ctx,
+            EXIT_USAGE,
+            f"--baseline {ref} needs a run history, and the history is off (--history or $WORKLOAD_HISTORY)",
+        )
     with open_history(url, read_only=True) as store:
-        exclude = None
         if run is not None:
             b = _load(ctx, run)
             name_b = str(run)
-            try:
-                info = json.loads(read_regular(run / "run.json"))
-                exclude = info.get("run_id") if isinstance(info, dict) else None
-                profile = profile or (info.get("profile") if isinstance(info, dict) else None)
-            except (OSError, ValueError):
-                pass
+            candidate = build_record(run, b, command="compare", exit_code=None, ok=None)
+            exclude = None
         else:
             newest = store.runs(limit=1, profile=profile)
             if not newest:
                 _fail(ctx, EXIT_USAGE, f"the history {store.url} has no run to compare; give a RUN folder")
-            exclude, name_b = newest[0].run_id, f"{newest[0].run_id} (history)"
-            profile = profile or newest[0].profile
-            b = store.collection(newest[0].run_id)
-        base = store.baseline(ref, profile=profile if ref == "last-good" else None, exclude=exclude)
-        a = store.collection(base.run_id)
-    return a, b, f"{base.run_id} (history, {ref})", name_b
+            row = newest[0]
+            exclude, name_b = row.run_id, f"{row.run_id} (history)"
+            b = store.collection(row.run_id)
+            candidate = RunRecord(
+                run_id=row.run_id,
+                command=row.command,
+                results=(),
+                profile=row.profile,
+                started_at=row.started_at,
+                identity=row.identity,
+                kind=row.kind,
+            )
+        bases = store.baselines(ref, exclude=exclude, candidate=candidate, count=count if ref == "last-good" else 1)
+        a = store.collection(bases[0].run_id)
+        for more in bases[1:]:
+            a.extend(store.collection(more.run_id))
+    pooled = f" + {len(bases) - 1} earlier" if len(bases) > 1 else ""
+    return a, b, f"{bases[0].run_id}{pooled} (history, {ref})", name_b
+
+
+@dataclass(frozen=True)
+class _Options:
+    """How ``compare`` judges and shows (its command-line options)."""
+
+    threshold: float
+    confidence: float
+    show_all: bool
+    allow_missing: bool
+    iterations: int | None
+    as_json: bool
+    junit: Path | None
+
+
+def _load_text(load: dict[str, Any] | None) -> str:
+    if load is None:
+        return "unknown"
+    parts = []
+    if load.get("load_1m_at_start") is not None:
+        parts.append(f"{load['load_1m_at_start']:g} at start")
+    if load.get("load_1m_during") is not None:
+        parts.append(f"{load['load_1m_during']:g} while it ran")
+    if load.get("cpus") is not None:
+        parts.append(f"{load['cpus']} CPU(s)")
+    return ", ".join(parts) or "unknown"
+
+
+def _setting_text(change: Any) -> str:
+    from workload.metrics.units import readable
+
+    def value(v: Any) -> str:
+        return readable(v, change.unit) if isinstance(v, int | float) and change.unit else str(v)
+
+    return f"{_key_text(change.key)}: {change.setting} {value(change.before)} -> {value(change.after)}"
+
+
+def _interval_text(change: MetricChange) -> str:
+    spread = change.interval
+    if spread is None:
+        return ""
+    return f"{spread.low_pct:+.1f} .. {spread.high_pct:+.1f} %"
 
 
 def _report(
@@ -192,12 +317,8 @@ def _report(
     b: Any,
     name_a: str,
     name_b: str,
-    threshold: float,
-    show_all: bool,
-    allow_missing: bool,
-    iterations: int | None,
-    as_json: bool,
-    junit: Path | None,
+    options: _Options,
+    loads: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None),
 ) -> int:
     import json
 
@@ -207,7 +328,9 @@ def _report(
     from workload.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
     from workload.metrics.compare import compare
 
-    result = compare(a, b, threshold, headline_only=not show_all, iterations=iterations)
+    threshold, show_all, allow_missing = options.threshold, options.show_all, options.allow_missing
+    iterations, as_json, junit = options.iterations, options.as_json, options.junit
+    result = compare(a, b, threshold, headline_only=not show_all, iterations=iterations, confidence=options.confidence)
     if not result.changes and (allow_missing or not result.only_in_a):
         from workload.cli.results_cmd import _fail
 
@@ -231,7 +354,11 @@ def _report(
             "missing_results": [_key_dict((*k, "")) for k in result.missing_results],
             "new_metrics": [_key_dict(k) for k in result.only_in_b],
             "incomplete": [{**_key_dict(k), "n": n} for k, n in result.incomplete],
+            "confidence": options.confidence,
+            "settings_differ": [c.as_dict() for c in result.settings],
+            "load": {"baseline": loads[0], "new": loads[1]},
             "regressions": len(result.regressions),
+            "cannot_tell": len(result.cannot_tell),
             "allow_missing": allow_missing,
             "exit_code": code,
         }
@@ -243,10 +370,17 @@ def _report(
     repeated = any((c.a and c.a.n > 1) or (c.b and c.b.n > 1) for c in result.changes)
     title = f"{name_a} -> {name_b} ({scope}, threshold {threshold:g} %)"
     if repeated:
-        title += "\niterations: A and B are medians; best and N (A/B) beside them"
+        title += (
+            f"\niterations: A and B are medians; best and N (A/B) beside them; "
+            f"interval of the change (+ better) at {options.confidence:g} confidence"
+        )
+    if repeated and not console.is_terminal:
+        console.width = max(console.width, 220)  # logs are grepped: a row of this wide table stays one line
     table = Table(title=plain(title))
     columns = (
-        ("Metric", "A", "A best", "B", "B best", "N", "Change", "") if repeated else ("Metric", "A", "B", "Change", "")
+        ("Metric", "A", "A best", "B", "B best", "N", "Change", "Interval", "")
+        if repeated
+        else ("Metric", "A", "B", "Change", "")
     )
     for column in columns:
         table.add_column(column)
@@ -257,6 +391,8 @@ def _report(
             if change.regression
             else styled(("better", "green"))
             if change.improvement
+            else styled(("cannot tell", "yellow"))
+            if change in result.cannot_tell
             else plain("")
         )
         if repeated:
@@ -266,7 +402,14 @@ def _report(
                 _side(change, "b"),
                 _side(change, "b", best=True),
             )
-            table.add_row(plain(change.label), *map(plain, cells), plain(_counts(change)), plain(pct), flag)
+            table.add_row(
+                plain(change.label),
+                *map(plain, cells),
+                plain(_counts(change)),
+                plain(pct),
+                plain(_interval_text(change)),
+                flag,
+            )
         else:
             sides = (change.label, _side(change, "a"), _side(change, "b"), pct)
             table.add_row(*map(plain, sides), flag)
@@ -282,6 +425,16 @@ def _report(
         console.print(styled(("incomplete", "red"), f": {_key_text(key)} has {n} of {iterations} iterations"))
     for key in result.only_in_b:
         console.print(f"new in the new run: {_key_text(key)}", markup=False)
+    for setting in result.settings:  # a result measured under other settings is another measurement
+        console.print(styled(("settings differ", "yellow"), f": {_setting_text(setting)}"))
+    if loads != (None, None):
+        console.print(f"machine load (1-min): A {_load_text(loads[0])}; B {_load_text(loads[1])}", markup=False)
+    if result.cannot_tell:
+        console.print(
+            f"{len(result.cannot_tell)} metric(s): cannot tell at {options.confidence:g} confidence (the interval "
+            f"holds both no change and a change past -{threshold:g} %); more iterations narrow it",
+            markup=False,
+        )
     if result.regressions:
         console.print(f"{len(result.regressions)} regression(s) past {threshold:g} %", markup=False)
     if result.only_in_a:

@@ -10,6 +10,8 @@ from workload.cli.numbers import FiniteFloatRange
 from workload.cli.options import Targets, build_targets, host_options
 
 STATUS = {"pass": ("pass", "green"), "fail": ("FAIL", "red"), "skip": ("skip", "yellow")}
+#: the check a host fails when it cannot be reached (alone among the failures: exit 3, as run)
+REACH = "reach the host"
 
 
 @click.command("doctor")
@@ -34,7 +36,8 @@ def doctor_command(
     \b
     Checks: GPU visible, driver loaded, fabric manager == driver and running (where NVSwitches
     are), Docker works, nvidia runtime registered, scratch space, no reboot pending. Each failed
-    check names the command that fixes it. Exit code 0 when nothing failed, else 4.
+    check names the command that fixes it. Exit code 0 when nothing failed, 3 when the only
+    failures are hosts that could not be reached (as `run`), else 4.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -42,7 +45,7 @@ def doctor_command(
 
     from workload.cli.console import make_console, plain, styled
     from workload.doctor import Check, read_doctor_facts, run_checks
-    from workload.errors import EXIT_OK, EXIT_STEP_FAILED, WorkloadError
+    from workload.errors import EXIT_CONNECT, EXIT_OK, EXIT_STEP_FAILED, WorkloadError
 
     specs, factory = build_targets(targets)
 
@@ -56,18 +59,20 @@ def doctor_command(
             finally:
                 host.close()
         except WorkloadError as exc:
-            return spec.name, [Check("reach the host", "fail", str(exc).splitlines()[0], exc.hint or "")]
+            return spec.name, [Check(REACH, "fail", str(exc).splitlines()[0], exc.hint or "")]
 
     with ThreadPoolExecutor(max_workers=max(1, min(targets.parallel, len(specs)))) as pool:
         results = list(pool.map(examine, specs))
 
     failed = sum(1 for _, checks in results for c in checks if not c.ok)
+    unreached = sum(1 for _, checks in results for c in checks if not c.ok and c.name == REACH)
+    code = EXIT_OK if not failed else EXIT_CONNECT if unreached == failed else EXIT_STEP_FAILED
     if as_json:
         import json
 
         hosts = [{"host": name, "checks": [c.__dict__ | {"ok": c.ok} for c in checks]} for name, checks in results]
         click.echo(json.dumps({"hosts": hosts, "failed": failed}, indent=2))
-        return EXIT_STEP_FAILED if failed else EXIT_OK
+        return code
     console = make_console()
     table = Table(title="workload doctor", show_lines=False)
     for column in ("host", "check", "result", "detail", "fix"):
@@ -78,4 +83,4 @@ def doctor_command(
             table.add_row(plain(name), plain(check.name), status, plain(check.detail), plain(check.fix))
     console.print(table)
     console.print(styled(f"{failed} check(s) failed" if failed else "all checks passed (or did not apply)"))
-    return EXIT_STEP_FAILED if failed else EXIT_OK
+    return code

@@ -24,15 +24,27 @@ F = TypeVar("F", bound=Callable[..., Any])
 OFF = frozenset({"off", "none", "no", "false", "0"})
 
 
+_HISTORY_URLS = (
+    "sqlite:///PATH, a file path or postgresql://USER@HOST/DB "
+    "(default $WORKLOAD_HISTORY, else $XDG_DATA_HOME/workload/history.sqlite"
+)
+
+
 def history_option(func: F) -> F:
-    """``--history URL`` (default ``$WORKLOAD_HISTORY``, else the SQLite file in the user's data directory)."""
+    """``--history URL`` of the commands that read the history (``compare``, ``history``)."""
+    return click.option(
+        "--history", "history", metavar="URL", default=None, help=f"Run history to read: {_HISTORY_URLS})."
+    )(func)
+
+
+def _record_history_option(func: F) -> F:
+    """``--history URL`` of the commands that record into it (``run``, ``results``): 'off' turns recording off."""
     return click.option(
         "--history",
         "history",
         metavar="URL",
         default=None,
-        help="Run history: sqlite:///PATH, a file path or postgresql://USER@HOST/DB "
-        "(default $WORKLOAD_HISTORY, else $XDG_DATA_HOME/workload/history.sqlite; 'off' records nothing).",
+        help=f"Run history to record in: {_HISTORY_URLS}; 'off' records nothing).",
     )(func)
 
 
@@ -49,7 +61,7 @@ def record_options(func: F) -> F:
     func = click.option(
         "--tag", "tag", default=None, metavar="NAME", help="Name this run in the history (compare --baseline NAME)."
     )(func)
-    return history_option(func)
+    return _record_history_option(func)
 
 
 def recording_off(history: str | None) -> bool:
@@ -179,10 +191,14 @@ def after_run(
     )
 
 
-def history_trends(folder: Path, history: str | None) -> dict[str, list[tuple[Any, float]]] | None:
+Plots = dict[tuple[str, str], dict[str, list[tuple[Any, float]]]]
+
+
+def history_trends(folder: Path, history: str | None) -> Plots | None:
     """The history of this run's headline metrics, for the report's trend plots; None when there is none.
 
-    One series per (metric, benchmark, scenario, SKU) of the run's headline results, oldest first. A
+    One plot per (metric, unit), in it one series per (benchmark, scenario, SKU) of the run's
+    headline results, oldest first (a unit never shares an axis with another). A
     history that cannot be read costs the report its trends, never the run (no warning: recording
     already warned).
     """
@@ -204,14 +220,15 @@ def history_trends(folder: Path, history: str | None) -> dict[str, list[tuple[An
     try:
         from workload.history import open_history
 
-        series: dict[str, list[tuple[Any, float]]] = {}
+        plots: Plots = {}
         with open_history(history, read_only=True) as store:
             for metric, _model, scenario in sorted(wanted, key=str):
                 for point in store.trend(metric, scenario=scenario):
                     if point.started_at is None:
                         continue
-                    name = f"{metric} {point.benchmark or ''} {point.scenario or ''} ({point.sku or point.host or '?'})"
+                    name = f"{point.benchmark or ''} {point.scenario or ''} ({point.sku or point.host or '?'})"
+                    series = plots.setdefault((metric, point.unit), {})
                     series.setdefault(" ".join(name.split()), []).append((point.started_at, point.value))
-        return series or None
+        return plots or None
     except Exception:  # the report without trends beats no report
         return None

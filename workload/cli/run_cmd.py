@@ -17,7 +17,6 @@ from workload.cli.options import (
     profile_options,
     resolve_from_options,
 )
-from workload.safefile import read_regular
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -116,9 +115,11 @@ def run_command(
                 f"--only-failed {only_failed}: no host to run",
                 hint="every host of that run finished, or none of its unfinished hosts is among --host/--inventory",
             )
-    from workload.runmeta import now_iso
+    from workload.cli import COMMAND_LINE
+    from workload.runmeta import now_iso, run_metadata
 
-    started_at = now_iso()
+    # taken now: the controller's load average is the load the run started under, not the one it left
+    start_meta = run_metadata(now_iso(), COMMAND_LINE or None, secrets=secrets)
     console = make_console()
     try:
         folder = RunFolder.create(output_dir, resolved.name)
@@ -171,17 +172,25 @@ def run_command(
     write_errors: list[OutputError] = list(engine.write_errors)
     stopped = engine.interrupted or any(o.status == "interrupted" for o in outcomes)
     try:
-        _write_run_json(folder, resolved.name, specs, options, outcomes, started_at, secrets)
+        _write_run_json(folder, resolved.name, specs, options, outcomes, start_meta, secrets, tag)
     except OSError as exc:
         write_errors.append(OutputError.from_os_error("run.json", folder.root / "run.json", exc))
-    metrics_code, main_metric = _report_results(
+    metrics_code, main_metric, results_lines = _report_results(
         console, folder, resolved.name, outcomes, allow_invalid, write_errors=write_errors
     )
-    if stopped:
-        try:
-            _mark_interrupted(folder, resolved.name, engine.cancel_reason or "interrupted")
-        except OSError as exc:
-            write_errors.append(OutputError.from_os_error("summary.json", folder.root / "summary.json", exc))
+    from workload.cli.run_verdict import banner, run_reasons, write_verdict
+    from workload.errors import EXIT_INTERRUPTED
+
+    interrupt = (engine.cancel_reason or "interrupted") if stopped else None
+    code = EXIT_INTERRUPTED if engine.interrupted else _exit_code(outcomes, metrics_code)
+    if write_errors and code in (0, 6):
+        code = write_errors[0].exit_code
+    reasons = run_reasons(outcomes, secrets, interrupt)
+    try:  # every run leaves a summary.json saying how it ended and why (CI may read only that file)
+        write_verdict(folder, resolved.name, reasons, code, interrupt)
+    except OSError as exc:
+        write_errors.append(OutputError.from_os_error("summary.json", folder.root / "summary.json", exc))
+        code = write_errors[0].exit_code if code in (0, 6) else code
     for line in _retry_lines(outcomes) + telemetry:
         console.print(line, highlight=False, markup=False)
     if len(specs) > 1:
@@ -189,15 +198,13 @@ def run_command(
     for outcome in outcomes:
         if outcome.error is not None:
             console.print(styled(("error: ", "red"), secrets.mask(str(outcome.error))), highlight=False)
+    for line in banner(results_lines, reasons, code):
+        console.print(line, highlight=False, markup=False)
     console.print(styled(f"run folder: {folder.root}"))
     for problem in write_errors:
         console.print(styled(("error: ", "red"), str(problem)), highlight=False)
     from workload.cli.history_hook import after_run
-    from workload.errors import EXIT_INTERRUPTED
 
-    code = EXIT_INTERRUPTED if engine.interrupted else _exit_code(outcomes, metrics_code)
-    if write_errors and code in (0, 6):
-        code = write_errors[0].exit_code
     after_run(folder.root, exit_code=code, history=history, tag=tag, junit=junit, echo=console.out)
     if engine.interrupted:
         console.print(styled(("interrupted", "yellow"), f": {_resume_note(resolved, outcomes)}"))
@@ -250,31 +257,6 @@ def _resume_note(resolved: Any, outcomes: list[HostOutcome]) -> str:
     return f"{kept}; run again to resume (finished dependency steps are not redone)"
 
 
-def _mark_interrupted(folder: Any, profile_name: str, reason: str) -> None:
-    """summary.json says the run was interrupted, and its verdict is never ok.
-
-    Whatever results came before the stop are judged as usual, but they are not the run that was
-    asked for: CI reading only summary.json must not take a cut-short run for a passing one.
-    """
-    import json
-
-    path = folder.root / "summary.json"
-    try:
-        summary = json.loads(read_regular(path))
-    except (OSError, ValueError):
-        summary = {"experiment_id": folder.run_id, "profile_name": profile_name}
-    if not isinstance(summary, dict):
-        summary = {"experiment_id": folder.run_id, "profile_name": profile_name}
-    found = summary.get("verdict")
-    verdict: dict[str, Any] = found if isinstance(found, dict) else {}
-    failures = list(verdict.get("failures") or [])
-    failures.insert(0, f"the run was interrupted ({reason}): not every planned step ran")
-    summary["verdict"] = {**verdict, "ok": False, "failures": failures}
-    summary["interrupted"] = True
-    summary["interrupt_reason"] = reason
-    folder.write_json("summary.json", summary)
-
-
 def _exit_code(outcomes: list[HostOutcome], metrics_code: int) -> int:
     from workload import errors
 
@@ -300,15 +282,16 @@ def _report_results(
     allow_invalid: bool,
     *,
     write_errors: list[Any],
-) -> tuple[int, dict[str, str]]:
+) -> tuple[int, dict[str, str], list[str]]:
     """Parse every host's result folders, write the merged metrics files, print the table.
 
-    Returns the verdict exit code (0 or 6) and each host's main metric for the hosts table.
+    Returns the verdict exit code (0 or 6), each host's main metric for the hosts table and the
+    results' verdict lines (printed with the run's verdict once the exit code is known).
     """
     from workload.errors import EXIT_INVALID_RESULTS, EXIT_OK
 
     if not any(outcome.results for outcome in outcomes):
-        return EXIT_OK, {}  # e.g. a provisioning-only profile: no need to load the metrics package
+        return EXIT_OK, {}, []  # e.g. a provisioning-only profile: no need to load the metrics package
     from workload.metrics import Collection, OutputContext, Verdict, collect, render_table, write_outputs
 
     merged = Collection()
@@ -321,7 +304,7 @@ def _report_results(
         if headline:
             main_metric[outcome.name] = headline
     if not merged.results and not merged.issues:
-        return EXIT_OK, main_metric
+        return EXIT_OK, main_metric, []
     context = OutputContext(experiment_id=folder.run_id, profile_name=profile_name)
     try:
         write_outputs(folder.root, merged.results, context, issues=merged.issues)
@@ -331,11 +314,9 @@ def _report_results(
         write_errors.append(OutputError.from_os_error("the metrics files", folder.root, exc))
     console.print(render_table(merged))
     verdict = Verdict.from_results(merged.results, merged.issues)  # unreadable files fail it, each named
-    for line in verdict.lines():
-        console.print(line, highlight=False, markup=False)
     if verdict.ok or allow_invalid:
-        return EXIT_OK, main_metric
-    return EXIT_INVALID_RESULTS, main_metric
+        return EXIT_OK, main_metric, verdict.lines()
+    return EXIT_INVALID_RESULTS, main_metric, verdict.lines()
 
 
 def _write_run_json(
@@ -344,20 +325,19 @@ def _write_run_json(
     specs: list[Any],
     options: Any,
     outcomes: list[HostOutcome],
-    started_at: str,
+    start_meta: dict[str, Any],
     secrets: Secrets,
+    tag: str | None,
 ) -> None:
     from dataclasses import asdict
-
-    from workload.cli import COMMAND_LINE
-    from workload.runmeta import run_metadata
 
     folder.write_json(
         "run.json",
         {
             "run_id": folder.run_id,
             "profile": profile_name,
-            **run_metadata(started_at, COMMAND_LINE or None, secrets=secrets),
+            "tag": tag,  # the run's own: a later `results RUN --record` keeps it
+            **start_meta,
             "hosts": [{"name": s.name, "labels": s.labels} for s in specs],
             "options": {k: v for k, v in asdict(options).items() if k != "step_options"},
             "outcomes": [o.to_json(secrets) for o in outcomes],

@@ -8,7 +8,13 @@ The read API the rest of the project (the HTML report, scripts) uses::
         history.runs(profile="PERF-CPU-MLPERF", sku="ND96isr_H100_v5", since=..., limit=20)
         history.trend("samples_per_second", sku=None)   # -> list[TrendPoint], oldest first
         history.baseline("last-good")                   # or a run id or a tag -> RunRow
+        history.baseline("last-good", candidate=record) # of the record's kind, never the record itself
+        history.baselines("last-good", candidate=record, count=3)   # the 3 newest that qualify
         history.collection(run_id)                      # -> metrics Collection of a recorded run
+
+Every run row has an ``identity`` (what was measured, see :mod:`workload.history.identity`), a
+``kind`` (profile, result-changing parameters, SKUs, host count) and ``interrupted`` (the stop's
+reason, or None); a record made from :func:`workload.history.record.build_record` computes them.
 
 ``TrendPoint`` carries sku, host, benchmark, scenario, mode, run_id, tag, started_at, value and unit;
 group the points by (sku, benchmark, scenario, mode) to draw one line each.

@@ -11,6 +11,11 @@ Where each fact comes from, first found wins:
   driver and CUDA version the profile installs (``LinuxDriverVersion``, ``LinuxCudaVersion``) and the
   MLPerf round of the harness (``inference_results_v4.1`` in ``ResultsRepoUri``);
 * for the ``local`` host, this machine's CPU model (``/proc/cpuinfo``).
+
+What belongs to the run itself comes from the run folder when it has it, whatever the recording
+command says: ``run.json``'s exit code and tag, ``summary.json``'s verdict and interruption. So
+``results RUN --record`` of a run that exited 4 records exit 4, not the verdict of re-reading its
+results. The record's identity and kind are computed here (:mod:`workload.history.identity`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from workload import __version__
+from workload.history.identity import result_identity, run_kind
 from workload.history.store import HostFacts, RunRecord
 from workload.metrics.collection import Collection
 from workload.params import display_parameters
@@ -138,6 +144,20 @@ def _host_facts(
     return HostFacts(name=name, gpu_count=count, facts=all_facts, **text)
 
 
+def _actions(profile_doc: Mapping[str, Any]) -> list[Any]:
+    """The run's actions as profile.json has them (type and resolved parameters), secrets masked again."""
+    actions = profile_doc.get("Actions")
+    if not isinstance(actions, list):
+        return []
+    shown = []
+    for action in actions:
+        if isinstance(action, dict):
+            found = action.get("Parameters")
+            parameters = display_parameters(found) if isinstance(found, dict) else {}
+            shown.append({"Type": action.get("Type"), "Parameters": parameters})
+    return shown
+
+
 def build_record(
     source: Path,
     collection: Collection,
@@ -154,7 +174,7 @@ def build_record(
     profile_doc = _read_json(folder / "profile.json")
     raw_params = profile_doc.get("Parameters") if isinstance(profile_doc.get("Parameters"), dict) else {}
     params = display_parameters(raw_params or {})
-    run_id = run.get("run_id") if isinstance(run.get("run_id"), str) else None
+    own_id = run_id = run.get("run_id") if isinstance(run.get("run_id"), str) else None
     if run_id is None:  # a results folder: its name (recording it again replaces it, see History.record)
         run_id = folder.resolve().name or "results"
     profile = run.get("profile") if isinstance(run.get("profile"), str) else profile_doc.get("Name")
@@ -166,8 +186,18 @@ def build_record(
     if started is None and times:
         started = min(_time(t.isoformat()) or t for t in times)
     ended = _time(_first(run, "ended_at", "end_time", "end")) or ended_at or datetime.now(UTC)
-    if exit_code is None and isinstance(run.get("exit_code"), int):
-        exit_code = run["exit_code"]
+    summary = _read_json(folder / "summary.json")
+    if isinstance(run.get("exit_code"), int) and not isinstance(run.get("exit_code"), bool):
+        exit_code = run["exit_code"]  # the run's own, not the verdict of re-reading its results
+        verdict = summary.get("verdict")
+        own_ok = verdict.get("ok") if isinstance(verdict, dict) else None
+        ok = own_ok if isinstance(own_ok, bool) else exit_code == 0
+    if tag is None and isinstance(run.get("tag"), str) and run["tag"]:
+        tag = run["tag"]
+    interrupted = None
+    if summary.get("interrupted") is True:
+        reason = summary.get("interrupt_reason")
+        interrupted = reason if isinstance(reason, str) and reason else "interrupted"
     host_entries = [h for h in run.get("hosts", []) if isinstance(h, dict) and isinstance(h.get("name"), str)]
     names = [h["name"] for h in host_entries] or collection.hosts or ["local"]
     entry_of = {h["name"]: h for h in host_entries}
@@ -180,6 +210,15 @@ def build_record(
         facts = facts if isinstance(facts, dict) else {}
         host_rows.append(_host_facts(name, labels, facts, collection, params))
     return RunRecord(
+        identity=result_identity(collection.results, run_id=own_id, folder=str(folder.resolve())),
+        kind=run_kind(
+            profile if isinstance(profile, str) else None,
+            params,
+            (h.sku for h in host_rows),
+            len(host_rows),
+            _actions(profile_doc),
+        ),
+        interrupted=interrupted,
         run_id=run_id,
         command=command,
         results=collection.results,

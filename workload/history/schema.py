@@ -42,9 +42,16 @@ runs = Table(
     Column("ok", Boolean),  # the verdict: every result VALID and every accuracy check passed
     Column("parameters", JSON),  # masked: secrets are *** before they reach the database
     Column("tool_version", String(64)),
+    # what was measured, whichever way it was recorded: a run is never its own baseline (history/identity.py)
+    Column("identity", String(64)),
+    # profile, result-changing parameters, SKUs and host count: last-good picks a run of the same kind
+    Column("kind", String(64)),
+    Column("interrupted", String(255)),  # why the run was stopped (SIGINT, SIGTERM, ...); None if it was not
     Index("ix_runs_started_at", "started_at"),
     Index("ix_runs_profile", "profile"),
     Index("ix_runs_tag", "tag"),
+    Index("ix_runs_identity", "identity"),
+    Index("ix_runs_kind", "kind"),
 )
 
 hosts = Table(

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, Select, and_, delete, desc, exists, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from workload.errors import HistoryError, UsageError
+from workload.errors import HistoryError, NoBaseline, UsageError
 from workload.history.db import display_url, masked, open_engine, retry_busy, writing
 from workload.history.schema import hosts, metrics, results, runs
 from workload.metrics.collection import Collection
@@ -55,6 +55,9 @@ class RunRecord:
     parameters: dict[str, Any] = field(default_factory=dict)
     hosts: Sequence[HostFacts] = ()
     tool_version: str | None = None
+    identity: str | None = None  # what was measured (history/identity.py: result_identity)
+    kind: str | None = None  # profile, result-changing parameters, SKUs, host count (run_kind)
+    interrupted: str | None = None  # why the run was stopped (SIGINT, SIGTERM, ...); None if it ran to its end
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,9 @@ class RunRow:
     tool_version: str | None
     hosts: list[HostFacts]
     metric_count: int
+    identity: str | None = None
+    kind: str | None = None
+    interrupted: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (times in ISO 8601, UTC)."""
@@ -91,6 +97,8 @@ class RunRow:
             "ok": self.ok,
             "parameters": self.parameters,
             "tool_version": self.tool_version,
+            "identity": self.identity,
+            "interrupted": self.interrupted,
             "hosts": [{k: v for k, v in h.__dict__.items() if k != "facts"} | {"facts": h.facts} for h in self.hosts],
             "metric_count": self.metric_count,
         }
@@ -189,12 +197,19 @@ class History:
     def record(self, run: RunRecord) -> str:
         """Store ``run`` in one transaction; return the run id it is stored under.
 
-        A run id already recorded from the same source (``results --record`` of the same folder
-        again) is replaced; one from elsewhere gets a ``-2``, ``-3``... suffix.
+        A result set already recorded (the same ``identity``: ``results --record`` of a recorded run
+        folder, or of a copy of it) is recorded again under its run id, and keeps what belongs to the
+        run itself: its exit code, verdict, interruption, command, start time and tag (a new
+        ``--tag`` replaces the tag; none keeps it). Otherwise a run id already recorded from the
+        same source is replaced; one from elsewhere gets a ``-2``, ``-3``... suffix.
         """
 
         def write(attempt: int) -> str:
+            nonlocal run
             with writing(self.engine).begin() as conn:
+                kept = self._recorded_before(conn, run) if attempt == 0 else None
+                if kept is not None:
+                    run = kept  # the run's own fields, kept for the attempts that follow
                 run_id = self._free_run_id(conn, run, attempt)
                 self._insert(conn, run, run_id)
                 return run_id
@@ -208,6 +223,34 @@ class History:
                 raise self._fail(exc) from None
         raise HistoryError(f"history {self.url}: could not find a free run id for {run.run_id}")
 
+    def _recorded_before(self, conn: Any, run: RunRecord) -> RunRecord | None:
+        """``run`` with the run's own fields of the record of the same result set, which is deleted
+        (to be inserted again in the same transaction); None when there is none."""
+        if run.identity is None:
+            return None
+        row = conn.execute(select(runs).where(runs.c.identity == run.identity).order_by(runs.c.id).limit(1)).first()
+        if row is None:
+            return None
+        self._delete(conn, row.id)
+        return replace(
+            run,
+            run_id=row.run_id,
+            source=row.source,
+            command=row.command,
+            tag=run.tag if run.tag is not None else row.tag,
+            started_at=_utc(row.started_at) or run.started_at,
+            exit_code=row.exit_code,
+            ok=row.ok,
+            interrupted=row.interrupted,
+        )
+
+    @staticmethod
+    def _delete(conn: Any, pk: int) -> None:
+        conn.execute(delete(metrics).where(metrics.c.run_pk == pk))
+        conn.execute(delete(results).where(results.c.run_pk == pk))
+        conn.execute(delete(hosts).where(hosts.c.run_pk == pk))
+        conn.execute(delete(runs).where(runs.c.id == pk))
+
     def _free_run_id(self, conn: Any, run: RunRecord, attempt: int) -> str:
         candidate, n = run.run_id, 1
         while True:
@@ -215,10 +258,7 @@ class History:
             if row is None:
                 return candidate
             if run.source is not None and row.source == run.source and attempt == 0:
-                conn.execute(delete(metrics).where(metrics.c.run_pk == row.id))
-                conn.execute(delete(results).where(results.c.run_pk == row.id))
-                conn.execute(delete(hosts).where(hosts.c.run_pk == row.id))
-                conn.execute(delete(runs).where(runs.c.id == row.id))
+                self._delete(conn, row.id)
                 return candidate
             n += 1
             candidate = f"{run.run_id}-{n}"
@@ -240,6 +280,9 @@ class History:
                 "ok": run.ok,
                 "parameters": run.parameters,
                 "tool_version": run.tool_version,
+                "identity": run.identity,
+                "kind": run.kind,
+                "interrupted": run.interrupted,
             },
         ).scalar_one()
         if run.hosts:
@@ -294,15 +337,25 @@ class History:
         exit_code: int | None = None,
         run_id: str | None = None,
         exclude: str | None = None,
+        exclude_identity: str | None = None,
+        kind: str | None = None,
+        before: datetime | None = None,
         limit: int | None = 50,
     ) -> list[RunRow]:
         """Recorded runs, newest first, filtered (every filter given must hold; ``sku`` on any host;
-        ``exclude`` is a run id left out)."""
+        ``exclude`` is a run id left out, ``exclude_identity`` a result set; ``before``: started no
+        later: a copy of the same logs has the same start)."""
         query: Select[Any] = select(runs)
         if run_id is not None:
             query = query.where(runs.c.run_id == run_id)
         if exclude is not None:
             query = query.where(runs.c.run_id != exclude)
+        if exclude_identity is not None:
+            query = query.where(or_(runs.c.identity.is_(None), runs.c.identity != exclude_identity))
+        if kind is not None:
+            query = query.where(runs.c.kind == kind)
+        if before is not None:
+            query = query.where(runs.c.started_at <= _utc(before))
         if exit_code is not None:
             query = query.where(runs.c.exit_code == exit_code)
         if profile is not None:
@@ -353,6 +406,9 @@ class History:
                 tool_version=r.tool_version,
                 hosts=host_rows[r.id],
                 metric_count=counts.get(r.id, 0),
+                identity=r.identity,
+                kind=r.kind,
+                interrupted=r.interrupted,
             )
             for r in rows
         ]
@@ -419,19 +475,61 @@ class History:
             for r in rows
         ]
 
-    def baseline(self, ref: str, *, profile: str | None = None, exclude: str | None = None) -> RunRow:
-        """The run ``ref`` names: ``last-good`` (newest run with exit code 0, of ``profile`` if given),
-        a run id, or a tag (its newest run). ``exclude`` (a run id) is never picked. UsageError if none."""
+    def baseline(
+        self,
+        ref: str,
+        *,
+        profile: str | None = None,
+        exclude: str | None = None,
+        candidate: RunRecord | None = None,
+    ) -> RunRow:
+        """The run ``ref`` names: ``last-good``, a run id, or a tag (its newest run). UsageError if none.
+
+        ``last-good`` is the newest run with exit code 0 (of ``profile`` if given); with the
+        ``candidate`` it is compared with, the newest run that exited 0 that started no later than
+        the candidate, of its kind (profile, result-changing parameters, SKUs, host count). ``exclude``
+        (a run id) and the candidate's result set (its identity) are never picked.
+        """
+        return self.baselines(ref, profile=profile, exclude=exclude, candidate=candidate, count=1)[0]
+
+    def baselines(
+        self,
+        ref: str,
+        *,
+        profile: str | None = None,
+        exclude: str | None = None,
+        candidate: RunRecord | None = None,
+        count: int = 1,
+    ) -> list[RunRow]:
+        """:meth:`baseline`, and for ``last-good`` up to ``count`` runs that qualify, newest first
+        (their values pooled are a baseline with a spread: ``compare --baseline-runs``)."""
         candidates: list[RunRow]
+        same = candidate.identity if candidate is not None else None
         if ref == "last-good":
-            candidates = self.runs(profile=profile, exit_code=0, exclude=exclude, limit=1)
-            what = "no run with exit code 0" + (f" for profile {profile}" if profile else "")
+            if candidate is not None:
+                candidates = self.runs(
+                    exit_code=0,
+                    kind=candidate.kind,
+                    profile=candidate.profile if candidate.kind is None else None,  # recorded before kinds
+                    before=candidate.started_at,
+                    exclude=exclude,
+                    exclude_identity=same,
+                    limit=count,
+                )
+                what = (
+                    "no earlier run that exited 0 with the same profile"
+                    f" ({candidate.profile or 'none'}), parameters, SKU(s) and host count"
+                )
+            else:
+                candidates = self.runs(profile=profile, exit_code=0, exclude=exclude, limit=count)
+                what = "no run with exit code 0" + (f" for profile {profile}" if profile else "")
         else:
-            candidates = self.runs(run_id=ref, exclude=exclude, limit=1) or self.runs(tag=ref, exclude=exclude, limit=1)
-            what = f"no run with id or tag {ref!r}"
+            found = self.runs(run_id=ref, exclude=exclude, exclude_identity=same, limit=1)
+            candidates = found or self.runs(tag=ref, exclude=exclude, exclude_identity=same, limit=1)
+            what = f"no run with id or tag {ref!r}" + (" other than the run compared" if same else "")
         if not candidates:
-            raise UsageError(f"--baseline {ref}: {what} in the history {self.url}", hint="see `workload history`")
-        return candidates[0]
+            raise NoBaseline(f"--baseline {ref}: {what} in the history {self.url}", hint="see `workload history`")
+        return candidates
 
     def collection(self, run_id: str) -> Collection:
         """The results and metrics of a recorded run, as :func:`workload.metrics.load_run` would give them."""

@@ -40,6 +40,7 @@ from workload.loadgen.logs import ACCURACY_LOG, DETAIL_LOG, SUMMARY_LOG, detail_
 from workload.loadgen.model import EmbeddingModel, TokenBatch, synthetic_tokens
 from workload.loadgen.settings import (
     CONF_MODEL,
+    EFFECTIVE_SETTINGS,
     MODES,
     SCENARIOS,
     Mode,
@@ -53,7 +54,6 @@ from workload.loadgen.sut import SUT, loadgen_responder, make_sut, model_threads
 from workload.safefile import atomic_write_text
 
 USER_CONF = "user.conf"
-EFFECTIVE_SETTINGS = "effective_settings.json"
 PROG = "workload.loadgen.runner"
 
 

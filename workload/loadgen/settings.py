@@ -31,6 +31,8 @@ from workload.errors import UsageError
 
 #: The model name used with ``TestSettings.FromConfig`` (see the module docstring).
 CONF_MODEL = "minilm-int8"
+#: the runner's record beside each test's logs: the settings asked, find-performance's choice, LoadGen's
+EFFECTIVE_SETTINGS = "effective_settings.json"
 
 Scenario = Literal["SingleStream", "MultiStream", "Server", "Offline"]
 Mode = Literal["PerformanceOnly", "AccuracyOnly"]

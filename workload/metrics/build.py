@@ -281,7 +281,7 @@ def build_data(
             )
             perf_metrics.append(
                 metric(
-                    f"PerformanceMode{suffix}",
+                    f"{names.VC_PERFORMANCE_MODE}{suffix}",
                     1.0 if validity == "VALID" else 0.0,
                     "VALID/INVALID",
                     names.HIGHER,
@@ -313,7 +313,7 @@ def build_data(
             vc_spec = names.spec_for(vc_key)
             perf_metrics.append(
                 metric(
-                    f"{'latency_ns' if 'latency' in vc_key else 'samples_per_second'}{suffix}",
+                    f"{names.VC_LATENCY if 'latency' in vc_key else names.VC_SAMPLES_PER_SECOND}{suffix}",
                     float(values[vc_key]),
                     vc_spec.unit if vc_spec else "",
                     vc_spec.relativity if vc_spec else names.UNDEFINED,
@@ -416,7 +416,7 @@ def build_data(
         )
         acc_metrics.append(
             metric(
-                f"AccuracyMode{suffix}",
+                f"{names.VC_ACCURACY_MODE}{suffix}",
                 1.0 if accuracy_pass else 0.0,
                 "PASS/FAIL",
                 names.HIGHER,
@@ -429,12 +429,18 @@ def build_data(
     if primary is not None and primary.value is not None and primary.threshold is not None:
         acc_metrics.append(
             metric(
-                f"AccuracyValue{suffix}", primary.value, "", names.HIGHER, acc, 1, f"VirtualClient name: {primary.name}"
+                f"{names.VC_ACCURACY_VALUE}{suffix}",
+                primary.value,
+                "",
+                names.HIGHER,
+                acc,
+                1,
+                f"VirtualClient name: {primary.name}",
             )
         )
         acc_metrics.append(
             metric(
-                f"ThresholdValue{suffix}",
+                f"{names.VC_THRESHOLD_VALUE}{suffix}",
                 primary.threshold,
                 "",
                 names.UNDEFINED,
@@ -446,7 +452,7 @@ def build_data(
         if primary.threshold:
             acc_metrics.append(
                 metric(
-                    f"AccuracyThresholdRatio{suffix}",
+                    f"{names.VC_THRESHOLD_RATIO}{suffix}",
                     primary.value / primary.threshold,
                     "",
                     names.HIGHER,
@@ -487,9 +493,7 @@ def build_data(
         and not isinstance(min_dur, bool)
         and (0 < min_dur < rules.min_duration_ms)
     ):
-        notes.append(
-            f"min_duration was {min_dur:g} ms (< {rules.min_duration_ms}): a test run, not valid for submission"
-        )
+        notes.append(f"min_duration was {min_dur:g} ms (< {rules.min_duration_ms}): {verdict.TEST_RUN}")
     if validity == "VALID" and raw.errors:
         notes.append(f"LoadGen logged {len(raw.errors)} error(s); the submission checker rejects such logs")
     if values.get("satisfies_query_constraint") is False:

@@ -2,7 +2,14 @@
 
 A change is a regression when it moves the wrong way by more than the threshold, per the metric's
 relativity (throughput down, latency up, a PASS/VALID flag going to 0). Undefined-relativity
-metrics (settings, counts) are reported as changes but never as regressions.
+metrics (settings, counts) are reported as changes but never as regressions. Where a metric has
+two or more values on a side (iterations), the verdict comes from a confidence interval instead
+(:mod:`workload.metrics.intervals`: regression, improvement, no change or cannot tell).
+
+Each figure is counted once: VirtualClient's names of a figure the result also carries under its
+clear name (``samples_per_second_p99`` beside ``samples_per_second``) are left out. The settings
+that decide a result (target QPS, latency bound, min duration, query count, the MLPerf round) are
+compared on their own: a difference is named (:attr:`Comparison.settings`), never a regression.
 """
 
 from __future__ import annotations
@@ -11,10 +18,22 @@ import statistics
 from dataclasses import dataclass, field
 
 from workload.metrics.collection import Collection
-from workload.metrics.model import BenchmarkResult, Metric, Relativity
+from workload.metrics.intervals import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION, Interval, interval
+from workload.metrics.model import BenchmarkResult, Categorization, Metric, Relativity
+from workload.metrics.names import is_vc_alias
 
 MetricKey = tuple[str, str, str, str, str]  # host, benchmark, scenario, test mode, metric name
 ResultKey = tuple[str, str, str, str]  # host, benchmark, scenario, test mode
+
+#: metric name -> how a setting of a result is called when two runs differ in it
+SETTINGS = {
+    "effective_target_qps": "target QPS",
+    "effective_target_latency_ns": "latency bound",
+    "effective_min_duration_ms": "min duration",
+    "effective_min_query_count": "min query count",
+}
+#: the result's metadata key of its MLPerf round (its rules judge the result)
+ROUND = "mlperf_round"
 
 
 @dataclass(frozen=True)
@@ -59,6 +78,14 @@ class MetricChange:
     improvement: bool
     a: Aggregate | None = None
     b: Aggregate | None = None
+    interval: Interval | None = None
+
+    @property
+    def verdict(self) -> str:
+        """regression, improvement, no change (threshold or interval) or cannot tell (interval only)."""
+        if self.interval is not None:
+            return self.interval.verdict
+        return REGRESSION if self.regression else IMPROVEMENT if self.improvement else NO_CHANGE
 
     @property
     def label(self) -> str:
@@ -81,6 +108,32 @@ class MetricChange:
             "change_pct": self.change_pct,
             "regression": self.regression,
             "improvement": self.improvement,
+            "verdict": self.verdict,
+            "interval": self.interval.as_dict() if self.interval else None,
+        }
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    """A setting of one result that differs between the runs (values as the results state them)."""
+
+    key: ResultKey
+    setting: str
+    before: object
+    after: object
+    unit: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        host, bench, scen, mode = self.key
+        return {
+            "host": host or None,
+            "benchmark": bench,
+            "scenario": scen,
+            "mode": mode,
+            "setting": self.setting,
+            "before": self.before,
+            "after": self.after,
+            "unit": self.unit,
         }
 
 
@@ -99,10 +152,17 @@ class Comparison:
     only_in_b: list[MetricKey] = field(default_factory=list)
     incomplete: list[tuple[MetricKey, int]] = field(default_factory=list)
     iterations: int | None = None
+    settings: list[SettingChange] = field(default_factory=list)
+    confidence: float = 0.95
 
     @property
     def regressions(self) -> list[MetricChange]:
         return [c for c in self.changes if c.regression]
+
+    @property
+    def cannot_tell(self) -> list[MetricChange]:
+        """Changes whose interval holds both no change and a regression past the threshold."""
+        return [c for c in self.changes if c.verdict == CANNOT_TELL]
 
     @property
     def missing(self) -> list[MetricKey]:
@@ -126,19 +186,77 @@ def _key(result: BenchmarkResult, metric: Metric, with_host: bool) -> MetricKey:
 
 
 def is_headline(result: BenchmarkResult, metric: Metric) -> bool:
-    """A metric CI judges by default: verbosity 1 (the scenario's figure, validity, accuracy) or the headline."""
-    return metric.verbosity <= 1 or (result.headline is not None and metric.name == result.headline.name)
+    """A metric CI judges by default: the result's headline figure, its validity, its accuracy figures
+    (verbosity 1). Latency percentiles other than the headline are not (``compare --all`` shows them)."""
+    if result.headline is not None and metric.name == result.headline.name:
+        return True
+    if metric.name == "valid":
+        return True
+    return metric.categorization is Categorization.ACCURACY and metric.verbosity <= 1
+
+
+def is_folded_alias(result: BenchmarkResult, metric: Metric) -> bool:
+    """A VirtualClient name of a figure the result also has under its clear name (same value and unit)."""
+    if not is_vc_alias(metric.name):
+        return False
+    return any(
+        other is not metric
+        and not is_vc_alias(other.name)
+        and other.value == metric.value
+        and other.unit == metric.unit
+        for other in result.metrics
+    )
 
 
 def _index(collection: Collection, with_host: bool, headline_only: bool) -> dict[MetricKey, list[Metric]]:
-    """Every metric by key; a key met more than once (iterations, hosts merged) keeps every value."""
+    """Every metric by key, each figure once (aliases folded); a key met more than once (iterations,
+    hosts merged) keeps every value."""
     found: dict[MetricKey, list[Metric]] = {}
     for result in collection.results:
         for metric in result.metrics:
             if headline_only and not is_headline(result, metric):
                 continue
+            if is_folded_alias(result, metric):
+                continue
             found.setdefault(_key(result, metric, with_host), []).append(metric)
     return found
+
+
+def _settings(collection: Collection, with_host: bool) -> dict[tuple[ResultKey, str], tuple[list[object], str]]:
+    """Each result's settings (:data:`SETTINGS` and its round): (result key, setting) -> (values, unit)."""
+    found: dict[tuple[ResultKey, str], tuple[list[object], str]] = {}
+    for result in collection.results:
+        key: ResultKey = (
+            (result.host or "") if with_host else "",
+            result.benchmark_full or result.model or "",
+            result.scenario or "",
+            result.test_mode or "",
+        )
+        for metric in result.metrics:
+            name = SETTINGS.get(metric.name)
+            if name is not None:
+                found.setdefault((key, name), ([], metric.unit))[0].append(metric.value)
+        round_name = next((m.metadata.get(ROUND) for m in result.metrics if m.metadata.get(ROUND)), None)
+        if round_name is not None:
+            found.setdefault((key, "MLPerf round"), ([], ""))[0].append(round_name)
+    return found
+
+
+def setting_changes(a: Collection, b: Collection, with_host: bool) -> list[SettingChange]:
+    """The settings a result has in both runs with different values (iterations: the set of values)."""
+    left, right = _settings(a, with_host), _settings(b, with_host)
+    changes = []
+    for (key, name), (values_a, unit) in left.items():
+        got = right.get((key, name))
+        if got is None:
+            continue
+        values_b = got[0]
+        if sorted(set(map(str, values_a))) == sorted(set(map(str, values_b))):
+            continue
+        shown_a = values_a[0] if len(set(map(str, values_a))) == 1 else values_a
+        shown_b = values_b[0] if len(set(map(str, values_b))) == 1 else values_b
+        changes.append(SettingChange(key, name, shown_a, shown_b, unit))
+    return changes
 
 
 def _change(before: float, after: float) -> float | None:
@@ -154,6 +272,7 @@ def compare(
     *,
     headline_only: bool = False,
     iterations: int | None = None,
+    confidence: float = 0.95,
 ) -> Comparison:
     """Changes of every metric of ``a`` in ``b``; regressions past ``threshold_pct``.
 
@@ -161,7 +280,9 @@ def compare(
     best value and the count come along). Hosts are kept apart when the runs share a host name;
     runs on different machines are compared benchmark by benchmark (values of all hosts pooled).
     ``headline_only`` keeps the metrics of :func:`is_headline`; ``iterations`` asks every metric of
-    ``b`` to have that many values (fewer: listed in ``incomplete``).
+    ``b`` to have that many values (fewer: listed in ``incomplete``). A metric with two or more
+    values on a side is judged by its interval at ``confidence`` (regression only when the interval
+    says so); otherwise by the threshold.
     """
     with_host = bool(set(a.hosts) & set(b.hosts))
     left, right = _index(a, with_host, headline_only), _index(b, with_host, headline_only)
@@ -177,14 +298,22 @@ def compare(
         before, after = agg_a.median, agg_b.median
         pct = _change(before, after)
         worse = better = False
+        spread: Interval | None = None
         if first.relativity is not Relativity.UNDEFINED:
             sign = 1.0 if first.relativity is Relativity.HIGHER_IS_BETTER else -1.0
-            if pct is None:  # from 0 to something: direction only
+            spread = interval(
+                agg_a.values, agg_b.values, better_sign=sign, threshold_pct=threshold_pct, confidence=confidence
+            )
+            if spread is not None:
+                worse, better = spread.verdict == REGRESSION, spread.verdict == IMPROVEMENT
+            elif pct is None:  # from 0 to something: direction only
                 delta = sign * (after - before)
                 worse, better = delta < 0, delta > 0
             else:
                 worse, better = sign * pct < -threshold_pct, sign * pct > threshold_pct
-        changes.append(MetricChange(key, first.unit, first.relativity, before, after, pct, worse, better, agg_a, agg_b))
+        changes.append(
+            MetricChange(key, first.unit, first.relativity, before, after, pct, worse, better, agg_a, agg_b, spread)
+        )
         if iterations is not None and agg_b.n < iterations:
             incomplete.append((key, agg_b.n))
     return Comparison(
@@ -194,6 +323,8 @@ def compare(
         only_in_b=[k for k in right if k not in left],
         incomplete=incomplete,
         iterations=iterations,
+        settings=setting_changes(a, b, with_host),
+        confidence=confidence,
     )
 
 

@@ -129,6 +129,27 @@ def spec_for(key: str) -> Spec | None:
     return None
 
 
+#: VirtualClient's names (each with the accuracy suffix of :func:`accuracy_suffix`) of figures that
+#: metrics/build.py also emits under a clear name: the same number twice, which compare counts once
+VC_PERFORMANCE_MODE = "PerformanceMode"
+VC_SAMPLES_PER_SECOND = "samples_per_second"
+VC_LATENCY = "latency_ns"
+VC_ACCURACY_MODE = "AccuracyMode"
+VC_ACCURACY_VALUE = "AccuracyValue"
+VC_THRESHOLD_VALUE = "ThresholdValue"
+VC_THRESHOLD_RATIO = "AccuracyThresholdRatio"
+_VC_NAMES = (
+    VC_PERFORMANCE_MODE, VC_SAMPLES_PER_SECOND, VC_LATENCY, VC_ACCURACY_MODE, VC_ACCURACY_VALUE,
+    VC_THRESHOLD_VALUE, VC_THRESHOLD_RATIO,
+)  # fmt: skip
+_VC_ALIAS = re.compile(r"^(?:" + "|".join(_VC_NAMES) + r")_p99(?:_9)?$")
+
+
+def is_vc_alias(name: str) -> bool:
+    """A VirtualClient-named metric (``samples_per_second_p99``, ``latency_ns_p99_9``, ``PerformanceMode_p99``)."""
+    return _VC_ALIAS.match(name) is not None
+
+
 def accuracy_suffix(benchmark_full: str | None, config_name: str | None) -> str:
     """VirtualClient's metric suffix: ``_p99_9`` for 99.9 % accuracy targets, else ``_p99``."""
     if benchmark_full and benchmark_full.endswith("-99.9"):

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from workload.metrics.model import AccuracyCheck, BenchmarkResult, ParseIssue
 from workload.metrics.raw import RUNNER_LOADGEN, Scalar, finite_float
 
+#: the words of a result's note when it ran shorter than its round's min_duration (Verdict counts them)
+TEST_RUN = "a test run, not valid for submission"
+
 _NVIDIA_FLAG = {
     ("Offline", "target_qps"): "--offline_expected_qps",
     ("Server", "target_qps"): "--server_target_qps",
@@ -346,6 +349,8 @@ class Verdict:
     accuracy_unknown: int = 0
     #: result files that could not be (fully) read: each is a failure naming the file
     unreadable_files: int = 0
+    #: results that ran shorter than their round's min_duration: a test run, not valid for submission
+    test_runs: int = 0
 
     @classmethod
     def from_results(cls, results: Sequence[BenchmarkResult], issues: Sequence[ParseIssue] = ()) -> Verdict:
@@ -374,6 +379,7 @@ class Verdict:
             fixes=tuple(fixes),
             accuracy_unknown=acc_unknown,
             unreadable_files=len({issue.path for issue in issues}),
+            test_runs=sum(1 for r in results if any(TEST_RUN in note for note in r.notes)),
         )
 
     def lines(self) -> list[str]:
@@ -393,7 +399,13 @@ class Verdict:
             lines.append(f"  {failure}")
             fixes = self.fixes[index] if index < len(self.fixes) else ()
             lines.extend(f"    fix: {fix}" for fix in fixes)
+        if self.test_runs:
+            lines.append(f"  note: {self.test_run_note()}")
         return lines
+
+    def test_run_note(self) -> str:
+        """Said wherever the verdict shows when a result ran shorter than its round's min_duration."""
+        return f"{self.test_runs} result(s) ran shorter than the round's min_duration: {TEST_RUN}"
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -405,4 +417,5 @@ class Verdict:
             "accuracy_unknown": self.accuracy_unknown,
             "unreadable_files": self.unreadable_files,
             "failures": list(self.failures),
+            "test_runs": self.test_runs,
         }

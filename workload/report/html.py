@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workload.commands import mask_text
+from workload.metrics.verdict import TEST_RUN
 from workload.report.data import PERCENTILES, ResultRow, RunData
 from workload.report.svg import Bar, Series, bar_chart, esc, fmt, line_chart
 
@@ -25,6 +26,8 @@ from workload.report.svg import Bar, Series, bar_chart, esc, fmt, line_chart
 OUTLIER_PCT = 10.0
 #: Trend points: (time as datetime or POSIX seconds, value).
 TrendPoint = tuple[datetime | float, float]
+#: (metric, unit) -> series label (benchmark, scenario, SKU) -> its points: one plot per metric and unit
+Trends = Mapping[tuple[str, str], Mapping[str, Sequence[TrendPoint]]]
 #: (metric, chart title, unit, devices: "gpu" for gpu<N>, "host" for the host sample)
 TELEMETRY_CHARTS: tuple[tuple[str, str, str, str], ...] = (
     ("gpu_utilization", "GPU utilization", "%", "gpu"),
@@ -44,6 +47,8 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bot
 .verdict{padding:14px 18px;border-radius:6px;font-size:18px;font-weight:600;margin:14px 0}
 .ok{background:#e3f4e8;color:#14532d;border:1px solid #86c79a}
 .failed{background:#fde8e6;color:#7f1d1d;border:1px solid #e8a39c}
+.why{font-size:14px;font-weight:400;margin-top:6px;white-space:pre-wrap}
+.note{padding:8px 14px;border-radius:6px;background:#fff7e0;color:#7a4b00;border:1px solid #e6c36a;margin:8px 0}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f6} td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -130,11 +135,44 @@ def _header(runs: Sequence[RunData]) -> str:
     return "\n".join(lines)
 
 
-def _verdict(runs: Sequence[RunData], rows: Sequence[ResultRow]) -> str:
-    failed = [r for r in rows if r.failed]
+def _exit_codes(runs: Sequence[RunData]) -> list[Any]:
+    """Each run's exit code: run.json's, else summary.json's (written by every run since it says why)."""
+    codes = [run.meta.get("exit_code", run.verdict.get("exit_code")) for run in runs]
+    return [code for code in codes if code is not None]
+
+
+def _run_ok(runs: Sequence[RunData], rows: Sequence[ResultRow]) -> bool:
     issues = sum(len(run.issues) for run in runs)
-    codes = [run.meta.get("exit_code") for run in runs if run.meta.get("exit_code") is not None]
-    ok = bool(rows) and not failed and not issues and all(code == 0 for code in codes)
+    said_ok = all(run.verdict.get("ok", True) is not False for run in runs)
+    failed = [r for r in rows if r.failed]
+    return bool(rows) and not failed and not issues and said_ok and all(code == 0 for code in _exit_codes(runs))
+
+
+def _reasons(runs: Sequence[RunData]) -> list[str]:
+    """Why each run failed, as its summary.json's verdict says (refusal, failed step and command,
+    interrupt and its signal, INVALID results), prefixed with the run where there are several."""
+    many = len(runs) > 1
+    return [
+        f"{run.run_id}: {failure}" if many else str(failure)
+        for run in runs
+        for failure in run.verdict.get("failures") or []
+    ]
+
+
+def _test_run_note(runs: Sequence[RunData], rows: Sequence[ResultRow]) -> str:
+    count = sum(1 for row in rows if any(TEST_RUN in note for note in row.notes))
+    if not count:
+        return ""
+    return (
+        f'<div class="note" id="test-run">note: {count} result(s) ran shorter than the round\'s min_duration: '
+        f"{esc(TEST_RUN)}</div>"
+    )
+
+
+def _verdict(runs: Sequence[RunData], rows: Sequence[ResultRow]) -> str:
+    issues = sum(len(run.issues) for run in runs)
+    codes = _exit_codes(runs)
+    ok = _run_ok(runs, rows)
     valid = sum(1 for r in rows if r.is_performance and r.validity == "VALID")
     perf = sum(1 for r in rows if r.is_performance)
     acc = [r for r in rows if not r.is_performance]
@@ -149,7 +187,9 @@ def _verdict(runs: Sequence[RunData], rows: Sequence[ResultRow]) -> str:
         text = "FAILED: no results" if not ok else text
     if codes and any(code != 0 for code in codes):
         text += f" (exit code {', '.join(str(c) for c in codes)})"
-    return f'<div id="verdict" class="verdict {"ok" if ok else "failed"}">{esc(text)}</div>'
+    why = "" if ok else "".join(f'<div class="why">why: {esc(reason)}</div>' for reason in _reasons(runs))
+    state = "ok" if ok else "failed"
+    return f'<div id="verdict" class="verdict {state}">{esc(text)}{why}</div>' + _test_run_note(runs, rows)
 
 
 def _table(rows: Sequence[ResultRow], flagged: Mapping[int, str], many_runs: bool) -> str:
@@ -198,6 +238,10 @@ def _failures(runs: Sequence[RunData], rows: Sequence[ResultRow], many_runs: boo
             items.append(
                 f"<li><b>unreadable</b>: {esc(issue.get('path', '?'))}: {esc(issue.get('problem', issue))}</li>"
             )
+    if not items and not rows:
+        return "<p>No result to judge: the run failed before it measured anything (why: see the verdict above).</p>"
+    if not items and not _run_ok(runs, rows):
+        return "<p>No result failed and no retry was needed; the run failed for the reasons in the verdict above.</p>"
     if not items:
         return "<p>Every result VALID and every accuracy check passed; no retries were needed.</p>"
     return f'<ul class="fail" id="failures">{"".join(items)}</ul>'
@@ -353,25 +397,47 @@ def _telemetry(runs: Sequence[RunData]) -> str:
     return "\n".join(parts) if parts else "<p>No telemetry was recorded for this run.</p>"
 
 
-def _trends(trends: Mapping[str, Sequence[TrendPoint]] | None) -> str:
+def time_labels(lo: float, hi: float, count: int = 4) -> list[tuple[float, str]]:
+    """Up to ``count`` evenly spaced tick labels from ``lo`` to ``hi`` (epoch seconds, shown in UTC), each
+    as precise as the span needs (days: the date; hours: date and minute; minutes: the second) and
+    never the same text twice."""
+    span = hi - lo
+    if span <= 0:
+        return [(lo, datetime.fromtimestamp(lo, UTC).strftime("%Y-%m-%d %H:%M"))]
+    form = "%Y-%m-%d" if span >= 4 * 86400 else "%m-%d %H:%M" if span >= 600 else "%H:%M:%S"
+    labels: list[tuple[float, str]] = []
+    for k in range(count):
+        at = lo + span * k / (count - 1)
+        text = datetime.fromtimestamp(at, UTC).strftime(form)
+        if not labels or labels[-1][1] != text:
+            labels.append((at, text))
+    return labels
+
+
+def _trends(trends: Trends | None) -> str:
     if not trends:
         return "<p>No history given (the report of a single run shows no trend).</p>"
-    series: list[Series] = []
-    stamps: list[float] = []
-    for name, points in trends.items():
-        pts = []
-        for when, value in points:
-            at = when.timestamp() if isinstance(when, datetime) else float(when)
-            pts.append((at, float(value)))
-            stamps.append(at)
-        series.append(Series(name, sorted(pts)))
-    if not stamps:
+    charts = []
+    for (metric, unit), by_label in sorted(trends.items()):
+        series: list[Series] = []
+        stamps: list[float] = []
+        for name, points in by_label.items():
+            pts = []
+            for when, value in points:
+                at = when.timestamp() if isinstance(when, datetime) else float(when)
+                pts.append((at, float(value)))
+                stamps.append(at)
+            series.append(Series(name, sorted(pts)))
+        if not stamps:
+            continue
+        labels = time_labels(min(stamps), max(stamps))
+        title = f"{metric} ({unit})" if unit else metric
+        charts.append(
+            line_chart(series, title=title, unit=unit or "value", x_labels=labels, x_title="time (UTC)", legend="below")
+        )
+    if not charts:
         return "<p>The history holds no points for these series.</p>"
-    lo, hi = min(stamps), max(stamps)
-    ticks = [lo + (hi - lo) * k / 3 for k in range(4)] if hi > lo else [lo]
-    labels = [(t, datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d")) for t in ticks]
-    chart = line_chart(series, title="Trends", unit="value", x_labels=labels, x_title="time (UTC)")
-    return f'<div class="charts" id="trends">{chart}</div>'
+    return f'<div class="charts" id="trends">{"".join(charts)}</div>'
 
 
 def _metadata(runs: Sequence[RunData]) -> str:
@@ -391,7 +457,7 @@ def _metadata(runs: Sequence[RunData]) -> str:
     return f'<table id="metadata">{"".join(rows)}</table>'
 
 
-def render(runs: Sequence[RunData], *, trends: Mapping[str, Sequence[TrendPoint]] | None = None) -> str:
+def render(runs: Sequence[RunData], *, trends: Trends | None = None) -> str:
     """The report of ``runs`` (one or more), with ``trends`` when the caller has a history to show."""
     if not runs:
         raise ValueError("render needs at least one run")

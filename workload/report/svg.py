@@ -114,10 +114,19 @@ def line_chart(
     x_labels: Sequence[tuple[float, str]] = (),
     x_title: str = "",
     log_y: bool = False,
+    legend: str = "right",
 ) -> str:
-    """Lines (one per series) over a numeric x axis; ``x_labels`` places tick labels at x values."""
-    width, height, left, right, top, bottom = 640, 260, 64, 150, 28, 40
+    """Lines (one per series) over a numeric x axis; ``x_labels`` places tick labels at x values.
+
+    ``legend="right"`` puts short labels (22 characters) beside the plot; ``"below"`` puts every
+    label in full under it, one line each (the chart grows to fit them).
+    """
+    below = legend == "below"
+    width, height, left, right, top, bottom = 640, 260, 64, 20 if below else 150, 28, 40
     plot_w, plot_h = width - left - right, height - top - bottom
+    legend_top = height
+    if below:
+        height += 8 + 16 * len(series)
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points if not log_y or y > 0]
     parts = [
@@ -165,7 +174,8 @@ def line_chart(
         parts.append(f'<text x="{px:.1f}" y="{top + plot_h + 14}" text-anchor="middle" fill="#555">{esc(label)}</text>')
     if x_title:
         parts.append(
-            f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" text-anchor="middle" fill="#555">{esc(x_title)}</text>'
+            f'<text x="{left + plot_w / 2:.0f}" y="{legend_top - 6}" text-anchor="middle" fill="#555">'
+            f"{esc(x_title)}</text>"
         )
     parts.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>')
     for i, s in enumerate(series):
@@ -176,9 +186,12 @@ def line_chart(
             parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.8"/>')
         for x, y in points if len(points) <= 40 else []:
             parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{colour}"/>')
-        ly = top + 12 + i * 16
-        label = s.label if len(s.label) <= 22 else s.label[:21] + "…"
-        parts.append(f'<rect x="{left + plot_w + 10}" y="{ly - 8}" width="10" height="10" fill="{colour}"/>')
-        parts.append(f'<text x="{left + plot_w + 24}" y="{ly + 1}">{esc(label)}</text>')
+        if below:
+            ly, lx, label = legend_top + 12 + i * 16, left, s.label
+        else:
+            ly, lx = top + 12 + i * 16, left + plot_w + 10
+            label = s.label if len(s.label) <= 22 else s.label[:21] + "…"
+        parts.append(f'<rect x="{lx}" y="{ly - 8}" width="10" height="10" fill="{colour}"/>')
+        parts.append(f'<text x="{lx + 14}" y="{ly + 1}">{esc(label)}</text>')
     parts.append("</svg>")
     return "".join(parts)

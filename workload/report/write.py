@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from workload.report.data import load_run
-from workload.report.html import TrendPoint, render
+from workload.report.html import Trends, render
 from workload.safefile import atomic_write_text
 
 REPORT_FILE = "report.html"
@@ -16,12 +16,13 @@ def write_report(
     run_dirs: Sequence[Path],
     output: Path | None = None,
     *,
-    trends: Mapping[str, Sequence[TrendPoint]] | None = None,
+    trends: Trends | None = None,
 ) -> Path:
     """Render the runs in ``run_dirs`` into ``output`` (default: the single run's ``report.html``).
 
-    ``trends`` maps a series name (a metric on one SKU, say) to its ``(time, value)`` points, as a
-    run history provides them; without it the report says there is no history to show.
+    ``trends`` maps each (metric, unit) to its series (one per benchmark, scenario and SKU) and
+    their ``(time, value)`` points, as a run history provides them: one plot each; without it the
+    report says there is no history to show.
     """
     runs = [load_run(path) for path in run_dirs]
     if output is None:

@@ -5,4 +5,4 @@ import) when the database's ``alembic_version`` already says ``HEAD``. A new mig
 file under ``versions/`` and moves ``HEAD`` (a test checks that the two agree).
 """
 
-HEAD = "0001"
+HEAD = "0002"

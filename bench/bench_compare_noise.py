@@ -1,0 +1,220 @@
+"""Does ``workload compare`` tell a change from noise? Identical runs, and a SUT made slower, beside a busy core.
+
+    .venv/bin/python bench/bench_compare_noise.py [--pairs 10] [--iterations 3] [--slowdown 0.25]
+        [--parameters "Scenarios=Offline,SingleStream,,,TestModes=PerformanceOnly"] [--confidence 0.95]
+        [--threshold 5] [--no-neighbour] [--keep DIR] [--json]
+
+Per pair, three sides of N runs each of the CPU profile (``workload run --profile PERF-CPU-MLPERF``
+with ``--parameters``), while a separate process spins on one core: A and B unchanged, C with the
+SUT made ``--slowdown`` slower. The runs are interleaved (round r runs A, B and C once each, in an
+order rotated per round), so that the neighbours' load, which drifts within minutes on a shared
+machine, hits the three sides alike. Then ``workload compare A B --iterations N --json`` (identical
+runs: each side's folder holds its N run folders, read as N iterations) and ``compare A C`` (the
+slower SUT), each summarised as the worst verdict of its headline performance metrics: regression,
+cannot tell, improvement or no change.
+
+Goals (issue 29): identical pairs get no "regression" in at least 9 of 10 pairs; the slower SUT
+gets "regression" in at least 9 of 10 (scaled to ``--pairs``). The figure is the counts of each
+verdict, printed as they are: 10 pairs give a coarse answer, and the counts say how coarse.
+
+The slowdown is a knob of this bench, not of the product. Every side runs a copy of this checkout's
+package (``workload/``, ``profiles/``, ``gpuconfigs/``) taken at the start, from ``PYTHONPATH``; C's
+copy has a ``sitecustomize`` module at its root. The LoadGen runner a run starts gets that root as its
+``PYTHONPATH`` (the LoadGenExecutor runs the package its own process runs), so the module is loaded
+there; it wraps onnxruntime's ``InferenceSession.run`` so that every model call spins for
+``slowdown / (1 - slowdown)`` of its own duration afterwards (a busy wait, not a sleep: the extra time
+costs CPU like a slower model would, so ``--slowdown 0.25`` makes a CPU-bound SUT 25 % slower in
+throughput). Runs of A and B use an identical copy without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import Report, machine
+
+WORKLOAD = Path(sys.executable).with_name("workload")
+ROOT = Path(__file__).resolve().parents[1]
+#: what a copy of the checkout needs to run `workload run` (resources.py finds data beside the package)
+TREE = ("workload", "profiles", "gpuconfigs")
+SPIN = "import time\nwhile True:\n    pass\n"
+VERDICTS = ("regression", "cannot tell", "improvement", "no change")
+DEFAULT_PARAMETERS = "Scenarios=Offline,SingleStream,,,TestModes=PerformanceOnly"
+
+#: the bench's knob: slows onnxruntime's InferenceSession.run in every Python process that imports it
+SLOWER_SUT = """
+import importlib.abc, importlib.machinery, sys, time
+
+EXTRA = {extra!r}
+
+
+def _slow(module):
+    session = module.InferenceSession
+    original = session.run
+
+    def run(self, *args, **kwargs):
+        started = time.perf_counter()
+        out = original(self, *args, **kwargs)
+        until = time.perf_counter() + (time.perf_counter() - started) * EXTRA
+        while time.perf_counter() < until:  # spin: the extra time costs CPU, as a slower model's would
+            pass
+        return out
+
+    session.run = run
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "onnxruntime":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            _slow(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _Finder())
+"""
+
+
+def copy_tree(target: Path, slowdown: float | None) -> Path:
+    """A copy of this checkout's package at ``target`` (with the slower-SUT module when ``slowdown``)."""
+    for name in TREE:
+        shutil.copytree(ROOT / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+    if slowdown is not None:
+        (target / "sitecustomize.py").write_text(SLOWER_SUT.format(extra=slowdown / (1 - slowdown)))
+    return target
+
+
+def one_run(workload: Path, out: Path, parameters: str, env: dict[str, str]) -> tuple[int, float, Path]:
+    """Exit code, seconds and run folder of one ``workload run`` into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    before = set(out.iterdir())
+    started = time.perf_counter()
+    argv = [str(workload), "run", "--profile", "PERF-CPU-MLPERF", "--parameters", parameters]
+    argv += ["--output-dir", str(out), "--history", "off"]
+    proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    seconds = time.perf_counter() - started
+    (folder,) = sorted(set(out.iterdir()) - before)
+    if proc.returncode not in (0, 6):
+        print("    output tail:\n" + "\n".join(proc.stdout.strip().splitlines()[-8:]))
+    return proc.returncode, seconds, folder
+
+
+def verdict_of(
+    workload: Path, a: Path, b: Path, iterations: int, confidence: float, threshold: float
+) -> tuple[str, list[str]]:
+    """The worst verdict of the headline performance metrics of ``compare A B``, and each one's line."""
+    argv = [str(workload), "compare", str(a), str(b), "--iterations", str(iterations), "--json"]
+    argv += ["--confidence", str(confidence), "--threshold", str(threshold)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        document = json.loads(proc.stdout)
+    except ValueError:
+        return "error", [proc.stderr.strip()[-300:]]
+    lines, found = [], set()
+    for change in document.get("changes", []):
+        if change.get("relativity") == "Undefined" or change.get("metric") == "valid":
+            continue
+        verdict = change.get("verdict", "no change")
+        found.add(verdict)
+        spread = change.get("interval") or {}
+        lines.append(
+            f"{change['scenario']} {change['metric']}: {verdict} (medians {(change.get('change_pct') or 0):+.1f} %; "
+            f"interval of the change, + better: {spread.get('low_pct', 0):+.1f} .. {spread.get('high_pct', 0):+.1f} %)"
+        )
+    worst = next((v for v in VERDICTS if v in found), "no change")
+    return worst, lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--iterations", type=int, default=3, help="runs per side and pair (compare --iterations)")
+    parser.add_argument("--slowdown", type=float, default=0.25, help="how much slower run C's SUT is (0.25: 25 %%)")
+    parser.add_argument("--parameters", default=DEFAULT_PARAMETERS, help="--parameters of every run")
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--threshold", type=float, default=5.0)
+    parser.add_argument("--no-neighbour", action="store_true", help="no busy process (a quiet baseline)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
+    parser.add_argument("--workload", type=Path, default=WORKLOAD, help="the workload command to run")
+    parser.add_argument("--json", action="store_true", help="also print one JSON line with every figure")
+    args = parser.parse_args()
+    if not args.workload.exists():
+        print(f"{args.workload} not found: run this with the venv's python (.venv/bin/python)", file=sys.stderr)
+        return 2
+    if not 0 <= args.slowdown < 1:
+        print("--slowdown must be in [0, 1)", file=sys.stderr)
+        return 2
+    report = Report("bench_compare_noise", settings={k: str(v) for k, v in vars(args).items()})
+    neighbour = None if args.no_neighbour else subprocess.Popen([sys.executable, "-c", SPIN])
+    print(f"neighbour spinning on one core: {'no' if neighbour is None else f'yes (pid {neighbour.pid})'}")
+    identical: list[str] = []
+    slowed: list[str] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-noise-") as tmp:
+            out = args.keep or Path(tmp) / "runs"
+            out.mkdir(parents=True, exist_ok=True)
+            same = copy_tree(Path(tmp) / "same-sut", None)
+            slower = copy_tree(Path(tmp) / "slower-sut", args.slowdown)
+            base = {**os.environ, "WORKLOAD_STATE_PATH": str(Path(tmp) / "state.json")}
+            env = {**base, "PYTHONPATH": str(same)}
+            env_slow = {**base, "PYTHONPATH": str(slower)}
+            sides = (("A", env), ("B", env), ("C", env_slow))
+            for pair in range(1, args.pairs + 1):
+                runs = {name: out / f"pair{pair}" / name for name, _ in sides}
+                for round_ in range(args.iterations):
+                    shift = round_ % len(sides)
+                    for name, run_env in sides[shift:] + sides[:shift]:
+                        code, seconds, _ = one_run(args.workload, runs[name], args.parameters, run_env)
+                        print(
+                            f"pair {pair:2d} round {round_ + 1} run {name}: exit {code} {seconds:6.1f}s "
+                            f"load {os.getloadavg()[0]:5.2f}",
+                            flush=True,
+                        )
+                for label, other, verdicts in (("identical", "B", identical), ("slower SUT", "C", slowed)):
+                    worst, lines = verdict_of(
+                        args.workload, runs["A"], runs[other], args.iterations, args.confidence, args.threshold
+                    )
+                    verdicts.append(worst)
+                    print(f"pair {pair:2d} {label:10s}: {worst}" + "".join(f"\n      {line}" for line in lines))
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
+            neighbour.wait()
+    pairs = len(identical)
+    no_regression = sum(1 for v in identical if v != "regression")
+    regression = sum(1 for v in slowed if v == "regression")
+    counts = {
+        "identical": {v: identical.count(v) for v in (*VERDICTS, "error")},
+        "slower": {v: slowed.count(v) for v in (*VERDICTS, "error")},
+    }
+    report.extra = {"counts": counts, "pairs": pairs, "machine": machine()}
+    goal = max(1, -(-9 * pairs // 10))  # 9 of 10, scaled to the pairs run
+    print()
+    print(f"identical pairs: no regression in {no_regression} of {pairs} (goal >= {goal}): {counts['identical']}")
+    slower = f"slower SUT ({args.slowdown:.0%})"
+    print(f"{slower}: regression in {regression} of {pairs} (goal >= {goal}): {counts['slower']}")
+    print(f"verdict: identical {'meets' if no_regression >= goal else 'misses'}, "
+          f"slower {'meets' if regression >= goal else 'misses'}")  # fmt: skip
+    return report.finish(args.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
