@@ -134,6 +134,10 @@ def test_last_good_is_the_newest_earlier_good_run_of_the_same_kind(history_url: 
 def test_an_empty_history_fails_by_default_and_passes_when_asked(
     history_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from workload.history import open_history
+
+    with open_history(history_url):  # an empty history: made (schema migrated), nothing recorded
+        pass
     first = raw_results(tmp_path, "first")
     assert invoke(["compare", "--baseline", "last-good", str(first), "--history", history_url]) == 2
     err = capsys.readouterr().err
