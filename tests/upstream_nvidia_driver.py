@@ -79,15 +79,35 @@ def main() -> int:
         for benchmark in runner.benchmarks:
             for scenario in runner.scenarios:
                 results.append(_resolve(runner, system, benchmark, scenario, " ".join(flags)))
-    print(
-        json.dumps(
-            {
-                "system": {"id": system.extras.get("id"), "tags": sorted(system.extras.get("tags", ()))},
-                "results": results,
-            }
-        )
-    )
+    answer = {
+        "system": {"id": system.extras.get("id"), "tags": sorted(system.extras.get("tags", ()))},
+        "results": results,
+        "fields": _flag_names(),
+    }
+    print(json.dumps(answer))
     return 0
+
+
+def _flag_names() -> list[str]:
+    """Every command-line flag NVIDIA's code accepts: the names of the Mitten ``Field`` objects of ``code/fields/*``,
+    ``code/llmlib/fields.py`` and every ``code.*`` module loaded so far, less those not read from the command line
+    (``disallow_argparse``/``from_environ``: nvmitten ``configurator/fields.py`` ``Field.add_to_argparse``)."""
+    import importlib
+    from pathlib import Path
+
+    from nvmitten.configurator import Field
+
+    for path in sorted(Path("code/fields").glob("*.py")):
+        importlib.import_module(f"code.fields.{path.stem}")
+    importlib.import_module("code.llmlib.fields")
+    names = set()
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "code" or name.startswith("code.")):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, Field) and not value.disallow_argparse:
+                names.add(value.name)
+    return sorted(names)
 
 
 def _resolve(runner: Any, system: Any, benchmark: Any, scenario: Any, flags: str) -> dict[str, Any]:

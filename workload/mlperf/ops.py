@@ -203,7 +203,7 @@ class SetupStage(Op):
 
 @dataclass(frozen=True)
 class BuildHarness(Op):
-    """``make build`` once per harness commit, marked done in host state."""
+    """The round's one-off build target (``make build``) once per harness commit, marked done in host state."""
 
     container: ContainerRef
     commit: str | None
@@ -213,7 +213,8 @@ class BuildHarness(Op):
     done: str | None = None
 
     def summary(self) -> str:
-        return f"make build (harness commit {(self.commit or 'unknown')[:12]})"
+        target = self.argv[1] if len(self.argv) > 1 else "build"
+        return f"make {target} (harness commit {(self.commit or 'unknown')[:12]})"
 
     def commands(self) -> tuple[Command, ...]:
         return (self.container.command(self.argv),)

@@ -2,6 +2,11 @@
 
 What changed from v5.1, and the upstream file each behaviour comes from (``tests/fixtures/harness/rounds/v6.0/
 UPSTREAM.md`` names repository and commit):
+* no one-off ``make build``: v6.0's Makefiles have no ``build`` target (``Makefile.build`` has ``link_dirs``,
+  ``build_harness``, ``build_trt_llm``...; the README's prebuilt container needs none of them), and every target the
+  runner calls depends on ``link_dirs`` itself (``Makefile`` ``generate_engines: link_dirs``, ``run_harness:
+  link_dirs``; ``Makefile.data`` ``download_model: link_dirs``...): the setup is the stages only
+  (:attr:`V6_0Round.build_target` None);
 * the image is NVIDIA's prebuilt one when ``ContainerImage`` names it (pulled where the daemon lacks it; a pull
   that cannot reach the registry fails naming the image), else built from the checkout's recipe as
   ``make prebuild BENCHMARK=<benchmark>`` does;
@@ -43,6 +48,8 @@ class V6_0Round(V5_1Round):
     markers: ClassVar[tuple[str, ...]] = ()
     #: The MAKE Targets documentation's "Available Benchmarks" (gpuconfigs ``ROUND_MODELS``) the catalog runs.
     benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v6.0")
+    #: No one-off build: v6.0's Makefiles have no ``build`` target (see the module docstring).
+    build_target: ClassVar[str | None] = None
     # v6.0's per-benchmark download scripts are not in our index: every stage is ``make <stage> BENCHMARKS=<b>``.
     setup_scripts: ClassVar[dict[tuple[str, str], str]] = {}
 
