@@ -1,7 +1,8 @@
 """The make targets and RUN_ARGS flags our v5.1/v6.0 plans run exist in NVIDIA's REAL trees (issue 27 item 2).
 
 For every benchmark a round's adapter runs, the plan ``workload plan`` prints for an unknown 8x B200 machine with
-``RequireCustomSystemSupport`` (every op: setup stages, the one-off build, engines, servers, runs; quick and full) is
+``RequireCustomSystemSupport`` (every op: tree folders, setup stages, the one-off build, engines, servers, runs;
+quick and full) is
 read, and each ``make <target> ...`` it runs is checked against the targets GNU make itself reads from the round's
 Makefiles (``make -pRrq``: its database, files that are not targets left out), and each ``--flag`` of ``RUN_ARGS``
 against the flags NVIDIA's code accepts (the Mitten Fields NVIDIA's modules define, listed by
@@ -20,7 +21,7 @@ import pytest
 from tests import upstream_nvidia as up
 from workload.actions.mlperf_executor import MLPerfFacts, MLPerfParameters, UserFacts
 from workload.mlperf.harness import HarnessVersion
-from workload.mlperf.ops import BuildHarness, MakeTarget, SetupStage
+from workload.mlperf.ops import BuildHarness, MakeTarget, PrepareTree, SetupStage
 from workload.mlperf.planner import plan_ops
 from workload.mlperf.rounds import round_named
 from workload.mlperf.server_ops import StartServer
@@ -77,7 +78,7 @@ def planned_make_calls(round_name: str, model: str) -> list[tuple[str, ...]]:
             system=B200X8,
         )
         for op in plan_ops(params, facts, run_id="R", system_name="WL_B200-SXM-180GBx8").ops:
-            if isinstance(op, SetupStage | BuildHarness | MakeTarget):
+            if isinstance(op, SetupStage | BuildHarness | MakeTarget | PrepareTree):
                 argv = op.argv
             elif isinstance(op, StartServer):
                 argv = op.spec.argv

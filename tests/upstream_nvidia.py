@@ -89,11 +89,14 @@ def nvmitten_src() -> Path:
     return upstream_root() / "nvmitten" / "src"
 
 
-def stage_round(round_name: str, into: Path) -> Path:
-    """A private copy of the round's ``closed/NVIDIA`` under ``into`` with the folders its README creates."""
+def stage_round(round_name: str, into: Path, *, prepared: bool = True) -> Path:
+    """A private copy of the round's ``closed/NVIDIA`` under ``into`` with the folders its README creates
+    (``prepared=False``: the bare tree, as NVIDIA publishes it)."""
     tree = require_round(round_name)
     staged = into / round_name / "closed" / "NVIDIA"
     shutil.copytree(tree, staged)
+    if not prepared:
+        return staged
     for folder in ROUND_FOLDERS.get(round_name, ()):
         (staged / folder).mkdir(parents=True, exist_ok=True)
     if round_name in CHECKER:

@@ -56,6 +56,8 @@ class CheckFreeSpace(Op):
     model: str
     harness_round: str
     needs: tuple[StageNeed, ...]
+    #: The disk as the summary names it (the v6.0 clones go in the harness checkout, not the scratch disk).
+    disk: str = "the scratch disk"
 
     @property
     def total(self) -> int:
@@ -68,7 +70,7 @@ class CheckFreeSpace(Op):
     def summary(self) -> str:
         marked = " (~: estimated, no published size)" if any(n.estimate for n in self.needs) else ""
         return (
-            f"check the scratch disk has room for {self.model}'s setup before it starts: "
+            f"check {self.disk} has room for {self.model}'s setup before it starts: "
             f"{self.total / GIB:.1f} GiB free needed ({', '.join(n.label() for n in self.needs)}){marked}"
         )
 

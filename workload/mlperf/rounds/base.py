@@ -9,7 +9,9 @@ values/ops out; no host access except through what the interpreter does with the
    (its ``VERSION`` and which of :attr:`HarnessRound.markers` exist) this round?
 2. :meth:`HarnessRound.image_ops` -- the planner: how the harness image is made (build the
    checkout's recipe, or use a given image). Returns ops (``UseImage``/``BuildImage``...).
-3. :meth:`HarnessRound.system_check` -- the planner: the ``IdentifySystem`` op (the round's own
+3. :meth:`HarnessRound.tree_ops` -- the planner: the folders the round's own code needs in closed/NVIDIA before it
+   imports at all (``PrepareTree``, v5.1 ``build/``, v6.0 ``3rdparty/``), run before the system check.
+   :meth:`HarnessRound.system_check` -- the planner: the ``IdentifySystem`` op (the round's own
    system-detection command and the rule for an unknown system).
 4. :meth:`HarnessRound.setup_ops` -- the planner: the model's setup stages (``SetupStage``), then
    the one-off build (``BuildHarness``), those already done carrying ``done``; plus notes for them.
@@ -170,6 +172,10 @@ class HarnessRound(ABC):
     @abstractmethod
     def image_ops(self, inputs: PlanInputs) -> list[Op]:
         """How the harness image is prepared (before ``EnsureContainer``)."""
+
+    def tree_ops(self, inputs: PlanInputs) -> list[Op]:
+        """Ops that make the folders NVIDIA's README has the user make before anything runs (default: none)."""
+        return []
 
     @abstractmethod
     def system_check(self, inputs: PlanInputs) -> Op:

@@ -57,6 +57,8 @@ class V4_1Round(HarnessRound):
     #: The make target built once per harness commit after the setup stages (``Makefile.build`` ``build``); None: the
     #: round's Makefiles have none (v6.0), and the setup is the stages only.
     build_target: ClassVar[str | None] = "build"
+    #: The round's own system detection, run in the container from closed/NVIDIA (prints the system's name or id).
+    system_id_argv: ClassVar[tuple[str, ...]] = SYSTEM_ID_ARGV
 
     def _variables(self, **variables: str) -> tuple[tuple[str, str], ...]:
         return tuple({**variables, **self.extra_variables()}.items())
@@ -82,7 +84,7 @@ class V4_1Round(HarnessRound):
         settings = inputs.settings
         return IdentifySystem(
             container=inputs.container,
-            argv=SYSTEM_ID_ARGV,
+            argv=self.system_id_argv,
             custom_support=inputs.params.RequireCustomSystemSupport,
             config_targets=tuple(self.custom_config_path(settings.model, s) for s in settings.scenarios)
             if inputs.params.RequireCustomSystemSupport
