@@ -94,7 +94,8 @@ class V6_0Round(V5_1Round):
         if not needs or inputs.params.SkipFreeSpaceCheck:
             return list(clones)
         what = f"NVIDIA's {self.name} 3rdparty clones"
-        check = CheckFreeSpace(inputs.nvidia_dir, what, self.name, needs, disk="the harness checkout's disk")
+        disk = "the harness checkout's disk"
+        check = CheckFreeSpace(inputs.nvidia_dir, what, self.name, needs, disk=disk, subject=what)
         return [check, *clones]
 
     def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
