@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +31,12 @@ from tests import upstream_nvidia as up
 from workload.errors import WorkloadError
 from workload.mlperf.catalog import WorkloadSetting, canonical_benchmark
 from workload.mlperf.gpuconfigs import load_table
+from workload.mlperf.harness import HarnessVersion
+from workload.mlperf.ops import MakeTarget
+from workload.mlperf.planner import plan_ops
 from workload.mlperf.rounds.v5_1 import V5_1Round, custom_files
 from workload.mlperf.rounds.v6_0 import V6_0Round
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import NotTuned
 
@@ -148,13 +153,32 @@ def _runs_benchmark(round_name: str, benchmark: str) -> bool:
 
 
 def _flags(round_name: str, benchmark: str, scenario: str, target: str) -> list[str]:
-    """The RUN_ARGS our adapter gives ``make generate_engines`` for one (benchmark, scenario, target)."""
-    adapter = V5_1Round() if round_name == "v5.1" else V6_0Round()
-    model = canonical_benchmark(benchmark)
-    flags = [f"--benchmarks={model}", f"--scenarios={scenario}", f"--accuracy_target={target}"]
-    if adapter.serves(model):
-        flags.append("--core_type=trtllm_endpoint")
-    return ["--action=generate_engines", *flags]
+    """The RUN_ARGS our adapter plans for ``make generate_engines`` of one (benchmark, scenario, target) on an unknown
+    8x B200 (the flags do not depend on the GPU), with the ``--action`` the Makefile appends."""
+    config_version = "high_accuracy" if target == "0.999" else "default"
+    params = MLPerfParameters.model_validate(
+        {
+            "Model": canonical_benchmark(benchmark),
+            "HarnessRound": round_name,
+            "RequireCustomSystemSupport": True,
+            "Scenarios": scenario,
+            "ConfigVersion": config_version,
+            "TestModes": "PerformanceOnly",
+        }
+    )
+    facts = MLPerfFacts(
+        nvidia_dir="/r/closed/NVIDIA",
+        nvidia_dir_exists=True,
+        version=HarnessVersion.parse(round_name),
+        commit="abcdef1234567890",
+        scratch_path="/mnt/scratch",
+        user=UserFacts("alice", 1000, 1000, "alice", "/home/alice"),
+        machine="x86_64",
+        system=MACHINES["B200-SXM-180GBx8"],
+    )
+    planned = plan_ops(params, facts, run_id="R", system_name="WL_B200-SXM-180GBx8").ops
+    (engines,) = [op for op in planned if isinstance(op, MakeTarget) and op.target == "generate_engines"]
+    return [*shlex.split(dict(engines.variables)["RUN_ARGS"]), "--action=generate_engines"]
 
 
 def _ours(round_name: str, system: str, benchmark: str, scenario: str, targets: list[str]) -> tuple[str, list[Any]]:
