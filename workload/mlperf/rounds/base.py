@@ -43,7 +43,7 @@ from workload.mlperf.gpuconfigs import ROUND_MODELS, ROUND_SCENARIOS, ResolvedCo
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.ops import ContainerRef, Op
 from workload.mlperf.server_urls import ServerUrls
-from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings, tree_key
 from workload.mlperf.system import HostSystem
 
 
@@ -98,6 +98,14 @@ class PlanInputs:
         check. The one rule the planner and the rounds' engine and run ops follow."""
         benchmark = self.settings.benchmark_at(target)
         return (scenario, benchmark) not in self.blocked and (scenario, benchmark, target) not in self.blocked_targets
+
+
+def tree_state(inputs: PlanInputs, folder: str) -> tuple[str, str | None]:
+    """(host-state key, done) of a folder :meth:`HarnessRound.tree_ops` makes in closed/NVIDIA: done (the time it was
+    marked) when marked for this commit and the folder is still there (it is one of the round's ``markers``)."""
+    key = tree_key(inputs.nvidia_dir, inputs.facts.commit, folder)
+    marked = inputs.facts.done.get(key) if folder in inputs.facts.present else None
+    return key, str(marked) if marked else None
 
 
 class HarnessRound(ABC):

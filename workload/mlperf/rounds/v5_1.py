@@ -46,10 +46,9 @@ from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, PrepareTree, SetupStage
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
+from workload.mlperf.rounds.base import PlanInputs, round_benchmarks, tree_state
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
-from workload.mlperf.settings import tree_key
 from workload.mlperf.system import HostSystem
 from workload.mlperf.tuning import LAST_TUNED, decide
 
@@ -203,12 +202,10 @@ class V5_1Round(V4_1Round):
     def tree_ops(self, inputs: PlanInputs) -> list[Op]:
         """``build/`` by ``make link_dirs`` (the README's "make clean; make link_dirs" without the clean, which would
         delete earlier engines): ``code/common/paths.py`` needs it before anything of NVIDIA's imports."""
-        folder = "build"
-        key = tree_key(inputs.nvidia_dir, inputs.facts.commit, folder)
-        marked = inputs.facts.done.get(key) if folder in inputs.facts.present else None
+        key, done = tree_state(inputs, "build")
         argv = tuple(make_argv("link_dirs", dict(self.extra_variables())))
         why = "v5.1 code/common/paths.py will not import without it; README: make link_dirs"
-        return [PrepareTree(inputs.container, folder, why, argv, key, done=str(marked) if marked else None)]
+        return [PrepareTree(inputs.container, "build", why, argv, key, done=done)]
 
     def setup_argv(self, model: str, stage: str) -> tuple[str, ...]:
         """One setup stage of ``model``: ``make <stage> BENCHMARKS=<NVIDIA's folder name>`` (``code/<b>/``, spelled as

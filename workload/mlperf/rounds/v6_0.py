@@ -38,9 +38,8 @@ from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import Op, PrepareTree
-from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
+from workload.mlperf.rounds.base import PlanInputs, round_benchmarks, tree_state
 from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
-from workload.mlperf.settings import tree_key
 from workload.mlperf.space_check import CheckFreeSpace, StageNeed
 from workload.mlperf.space_table import GIB
 from workload.mlperf.system import HostSystem
@@ -85,10 +84,8 @@ class V6_0Round(V5_1Round):
         disk for those still to make (left out, with the clones, when ``SkipFreeSpaceCheck``)."""
         clones: list[PrepareTree] = []
         for folder, url in CLONES:
-            key = tree_key(inputs.nvidia_dir, inputs.facts.commit, folder)
-            marked = inputs.facts.done.get(key) if folder in inputs.facts.present else None
+            key, done = tree_state(inputs, folder)
             why = f"git clone --depth 1 {url}: v6.0 code/common/paths.py will not import without it (README)"
-            done = str(marked) if marked else None
             clones.append(PrepareTree(inputs.container, folder, why, clone_argv(folder, url), key, done=done))
         needs = tuple(StageNeed(f"clone {op.folder}", ".", CLONE_BYTES[op.folder], True) for op in clones if op.shown)
         if not needs or inputs.params.SkipFreeSpaceCheck:
