@@ -30,6 +30,7 @@ from workload.mlperf.ops import (
     IdentifySystem,
     MakeTarget,
     Op,
+    PrepareTree,
     SetupStage,
     UseImage,
 )
@@ -149,6 +150,12 @@ def _prepare(op: Op, container: HarnessContainer, applied: Applied) -> None:
             Path(op.scratch, folder).mkdir(parents=True, exist_ok=True)
     elif isinstance(op, (UseImage, EnsureContainer)):
         container.ensure_running()
+    elif isinstance(op, PrepareTree):
+        if op.done:
+            return
+        code, output = _exec(container, applied, op.argv)
+        if code != 0:
+            raise BenchmarkFailed(f"preparing {op.folder} failed: {output[-500:]}")
     elif not isinstance(op, IdentifySystem):
         raise AssertionError(f"unexpected op before the system check: {op}")
 

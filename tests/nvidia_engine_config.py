@@ -13,7 +13,7 @@ Usage: ``python nvidia_engine_config.py CONFIG_DIR SYSTEM BENCHMARK SCENARIO ACC
 
 ``code.llmlib`` is imported as a bare package: its ``__init__.py`` (v5.1 line 29) imports ``code.ops.harness``,
 which the public trees (and ``shared/upstream``) lack, for the harness run, not the config step. CUDA, TensorRT,
-torch and nvtx are stand-ins (tests/upstream_standins/).
+torch and nvtx are stand-ins (tests/upstream_standins_values/).
 """
 
 from __future__ import annotations

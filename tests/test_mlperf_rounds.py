@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from workload.errors import EXIT_USAGE, ProfileError
 from workload.mlperf.harness import HarnessVersion, make_argv
 from workload.mlperf.ops import (
     BuildHarness,
@@ -57,12 +58,36 @@ def test_v40_and_v41_checkouts_are_the_v41_round(version: HarnessVersion) -> Non
     assert isinstance(chosen.round, V4_1Round) and chosen.note is None
 
 
-def test_a_round_no_adapter_knows_runs_as_the_default_and_says_so() -> None:
-    chosen = choose_round(Checkout(HarnessVersion(9, 9)))
+def test_an_older_round_no_adapter_knows_runs_as_the_default_and_says_so() -> None:
+    chosen = choose_round(Checkout(HarnessVersion(3, 1)))
     assert isinstance(chosen.round, DEFAULT)
-    assert chosen.note is not None and "v9.9 has no adapter" in chosen.note and "HarnessRound" in chosen.note
+    assert chosen.note is not None and "v3.1 has no adapter" in chosen.note and "HarnessRound" in chosen.note
     # No checkout yet: the default, silently (the planner already notes the assumed version).
     assert choose_round(Checkout(None)).note is None
+
+
+@pytest.mark.parametrize("version", [HarnessVersion(6, 2), HarnessVersion(7, 0), HarnessVersion(9, 9)])
+def test_a_round_newer_than_every_adapter_is_refused_naming_the_known_rounds(version: HarnessVersion) -> None:
+    # Issue 27 item 6: a v7.0 checkout (with v6.1's src/nv_mlpinf layout, say) was planned as v4.1 with a note.
+    newer = Checkout(version, frozenset({"src/nv_mlpinf/main.py"}))
+    with pytest.raises(ProfileError) as refused:
+        choose_round(newer)
+    assert refused.value.location == "closed/NVIDIA/VERSION"
+    assert f"NVIDIA's harness {version}, newer than every round this runner knows ({KNOWN_TEXT})" in str(
+        refused.value.describe()
+    )
+    assert refused.value.exit_code == EXIT_USAGE
+    assert refused.value.hint is not None and "HarnessRound" in refused.value.hint
+    # Forced by the parameter, it runs as the round named, without a note.
+    forced = choose_round(newer, "v6.1")
+    assert forced.round.name == "v6.1" and forced.note is None
+
+
+def test_plan_refuses_a_newer_checkout_before_any_op() -> None:
+    with pytest.raises(ProfileError, match=r"newer than every round"):
+        plan_ops(params(), facts(version=HarnessVersion(7, 0)))
+    planned = plan_ops(params(HarnessRound="v4.1"), facts(version=HarnessVersion(7, 0)))
+    assert any(isinstance(op, MakeTarget) for op in planned.ops)
 
 
 #: Every version an adapter claims, oldest first: the list an unknown round's message names.

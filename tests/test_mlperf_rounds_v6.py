@@ -6,18 +6,29 @@ custom system gets, and that the stand-in harnesses accept them: tests/test_mlpe
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from workload.errors import ProfileError
 from workload.mlperf.harness import HarnessVersion
-from workload.mlperf.ops import BuildImage, CollectResults, IdentifySystem, MakeTarget, SetupStage, UseImage, to_changes
+from workload.mlperf.ops import (
+    BuildImage,
+    CollectResults,
+    IdentifySystem,
+    MakeTarget,
+    PrepareTree,
+    SetupStage,
+    UseImage,
+    to_changes,
+)
 from workload.mlperf.planner import plan_ops
 from workload.mlperf.rounds import Checkout, choose_round
 from workload.mlperf.rounds.v6_1 import DEFAULT_IMAGE, SYSTEM_CHECK, system_name_of
 from workload.mlperf.server_ops import StartServer, StopServer
-from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts, tree_key
+from workload.mlperf.space_check import CheckFreeSpace
 from workload.mlperf.system import HostSystem
 
 ALICE = UserFacts("alice", 1000, 1000, "alice", "/home/alice")
@@ -240,3 +251,42 @@ def test_v60_custom_system_of_each_sku_is_named_like_nvidias_and_tuned(
     assert files.tuned and files.system_id == f"WL_{nvidia_system}"
     (config,) = files.files
     assert f"# from closed/NVIDIA/configs/{nvidia_system}/Server/{model.replace('.', '_')}.py" in config.text
+
+
+# -- the folders NVIDIA's README makes before anything imports its code (issue 27 item 1) ---------------------------
+def _tree_ops(planned: Any) -> list[Any]:
+    check = next(i for i, op in enumerate(planned.ops) if isinstance(op, IdentifySystem))
+    return [op for op in planned.ops[:check] if isinstance(op, PrepareTree | CheckFreeSpace)]
+
+
+def test_v60_clones_the_readmes_3rdparty_after_a_space_check_before_the_system_check() -> None:
+    ops = _tree_ops(plan_ops(params(), facts((6, 0)), run_id="r"))
+    space, *clones = ops
+    assert isinstance(space, CheckFreeSpace) and space.folders() == ("/r/closed/NVIDIA/.",)
+    assert space.summary().startswith("check the harness checkout's disk has room for NVIDIA's v6.0 3rdparty clones")
+    assert [(c.folder, c.argv[-1]) for c in clones] == [
+        ("3rdparty/trtllm", "https://github.com/NVIDIA/TensorRT-LLM.git"),
+        ("3rdparty/mlc-inference", "https://github.com/mlcommons/inference.git"),
+    ]
+    assert all(c.done is None and c.argv[:2] == ("bash", "-c") for c in clones)
+    assert not _tree_ops(plan_ops(params(HarnessRound="v6.1"), facts((6, 1)), run_id="r"))
+
+
+def test_v60_clones_done_for_this_commit_are_skipped_while_their_folders_are_there() -> None:
+    base = facts((6, 0))
+    done = {tree_key("/r/closed/NVIDIA", base.commit, f): "t" for f in ("3rdparty/trtllm", "3rdparty/mlc-inference")}
+    there = replace(base, done=done, present=frozenset({"3rdparty/trtllm", "3rdparty/mlc-inference"}))
+    ops = _tree_ops(plan_ops(params(), there, run_id="r"))
+    assert [type(op) for op in ops] == [PrepareTree, PrepareTree] and all(op.done == "t" for op in ops)
+    # One folder removed since (make clean): made again, and the space check counts it alone.
+    gone = replace(there, present=frozenset({"3rdparty/mlc-inference"}))
+    space, trtllm, mlc = _tree_ops(plan_ops(params(), gone, run_id="r"))
+    assert isinstance(space, CheckFreeSpace) and [n.stage for n in space.needs] == ["clone 3rdparty/trtllm"]
+    assert trtllm.done is None and mlc.done == "t"
+    skipped = _tree_ops(plan_ops(params(SkipFreeSpaceCheck=True), facts((6, 0)), run_id="r"))
+    assert [type(op) for op in skipped] == [PrepareTree, PrepareTree]
+
+
+def test_v51_makes_build_by_make_link_dirs_before_the_system_check() -> None:
+    (prepare,) = _tree_ops(plan_ops(params(HarnessRound="v5.1", Scenarios="Offline"), facts((5, 1)), run_id="r"))
+    assert prepare.folder == "build" and prepare.argv == ("make", "link_dirs", "EXTERNAL_USER=1")

@@ -8,7 +8,8 @@ on it without error. Before, the file lacked ``llm_gen_config_path`` and the ste
 ``code/llmlib/config.py`` line 178. NVIDIA's GPU detection runs too (nvmitten, through the CUDA stand-in describing
 the machine's GPUs): it must name our system by ``SYSTEM_NAME``.
 
-Stand-ins (tests/upstream_standins/, each naming the upstream import it serves): CUDA, TensorRT, torch, NVTX, ONNX.
+Stand-ins (tests/upstream_standins_values/, each naming the upstream import it serves): CUDA, TensorRT, torch,
+NVTX, ONNX.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from workload.mlperf.v6_systems import v60_files
 
 HERE = Path(__file__).resolve().parent
 STEP = HERE / "nvidia_engine_config.py"
-STANDINS = HERE / "upstream_standins"
+STANDINS = HERE / "upstream_standins_values"
 #: (nvidia-smi name, MiB, bytes as CUDA reports them, compute capability)
 HOPPERS = {
     "H200": ("NVIDIA H200", 143771, 150754820096, (9, 0)),

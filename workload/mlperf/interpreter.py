@@ -40,6 +40,7 @@ from workload.mlperf.ops import (
     IdentifySystem,
     MakeTarget,
     Op,
+    PrepareTree,
     SetupStage,
     UseImage,
 )
@@ -102,6 +103,7 @@ class Interpreter:
             CheckFreeSpace: self._check_space,
             SetupStage: self._setup_stage,
             BuildHarness: self._build_harness,
+            PrepareTree: self._prepare_tree,
             MakeTarget: self._make_target,
             CollectResults: self._collect,
             StartServer: self._start_server,
@@ -249,14 +251,21 @@ class Interpreter:
         if op.done:
             self.ctx.log(f"{op.stage} for {op.model}: already done ({op.done})")
             return
-        self._exec(f"{op.stage} BENCHMARKS={op.model}", op.argv)
+        self._exec(f"make {op.stage} BENCHMARKS={op.model}", op.argv)
+        self._mark(op.state_key)
+
+    def _prepare_tree(self, op: PrepareTree) -> None:
+        if op.done:
+            self.ctx.log(f"{op.folder}: already prepared ({op.done})")
+            return
+        self._exec(f"preparing {op.folder}", op.argv)
         self._mark(op.state_key)
 
     def _build_harness(self, op: BuildHarness) -> None:
         if op.done:
-            self.ctx.log(f"make build: already done for commit {(op.commit or '')[:12]}")
+            self.ctx.log(f"{shlex.join(op.argv[:2])}: already done for commit {(op.commit or '')[:12]}")
             return
-        self._exec("build", op.argv)
+        self._exec(shlex.join(op.argv[:2]), op.argv)
         self._mark(op.state_key)
 
     def _make_target(self, op: MakeTarget) -> None:
@@ -376,16 +385,15 @@ class Interpreter:
         ctx.log(f"# exit {code}")
         return code, output
 
-    def _exec(self, target: str, argv: Sequence[str]) -> str:
+    def _exec(self, what: str, argv: Sequence[str]) -> str:
+        """Run ``argv`` in the container (``what``: how messages name it, ``make build``); StepError on failure."""
         ctx, container = self.ctx, self._running()
-        ctx.stop_if_cancelled(f"make {target}")
+        ctx.stop_if_cancelled(what)
         ctx.log(f"$ docker exec {container.spec.name} {shlex.join(argv)}")
         code, output = container.exec(list(argv), on_line=ctx.line_sink())
         ctx.log(f"# exit {code}")
         if code != 0:
-            raise self.step.fail(
-                f"make {target} failed in the container (exit {code}); last lines:\n{tail(output, 15)}", ctx
-            )
+            raise self.step.fail(f"{what} failed in the container (exit {code}); last lines:\n{tail(output, 15)}", ctx)
         return output
 
     def _mark(self, key: str) -> None:

@@ -202,8 +202,36 @@ class SetupStage(Op):
 
 
 @dataclass(frozen=True)
+class PrepareTree(Op):
+    """A folder NVIDIA's README has the user make in closed/NVIDIA before the harness code imports at all (its
+    ``code/common/paths.py`` refuses to load without it): v5.1 ``build/`` (``make link_dirs``), v6.0's ``3rdparty/``
+    clones. Runs before the system check (which imports that code), once per harness commit while the folder is
+    there; ``argv`` itself resumes a part-done folder (finishes or redoes it), so a cut-off run is safe to repeat."""
+
+    container: ContainerRef
+    #: The folder made, relative to closed/NVIDIA (``build``, ``3rdparty/trtllm``).
+    folder: str
+    #: Why the round needs it (upstream file and line), shown by ``plan``.
+    why: str
+    argv: tuple[str, ...]
+    state_key: str
+    #: Marked done for this commit and the folder still there: apply skips it.
+    done: str | None = None
+
+    def summary(self) -> str:
+        return f"prepare the harness checkout: {self.folder} ({self.why})"
+
+    def commands(self) -> tuple[Command, ...]:
+        return (self.container.command(self.argv),)
+
+    @property
+    def shown(self) -> bool:
+        return self.done is None
+
+
+@dataclass(frozen=True)
 class BuildHarness(Op):
-    """``make build`` once per harness commit, marked done in host state."""
+    """The round's one-off build target (``make build``) once per harness commit, marked done in host state."""
 
     container: ContainerRef
     commit: str | None
@@ -213,7 +241,8 @@ class BuildHarness(Op):
     done: str | None = None
 
     def summary(self) -> str:
-        return f"make build (harness commit {(self.commit or 'unknown')[:12]})"
+        target = self.argv[1] if len(self.argv) > 1 else "build"
+        return f"make {target} (harness commit {(self.commit or 'unknown')[:12]})"
 
     def commands(self) -> tuple[Command, ...]:
         return (self.container.command(self.argv),)

@@ -106,6 +106,8 @@ def plan_ops(
     ops: list[Op] = [EnsureScratch(inputs.scratch)]
     ops += harness.image_ops(inputs)
     ops.append(EnsureContainer(container, facts.container_status))
+    # The folders the round's code needs before it imports at all (the system check imports it).
+    ops += harness.tree_ops(inputs)
     # The system check runs before any download: an unknown system must not cost hours of setup.
     check = harness.system_check(inputs)
     if isinstance(check, IdentifySystem) and values is not None:

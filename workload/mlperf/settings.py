@@ -265,6 +265,11 @@ def setup_key(scratch: str, model: str, stage: str) -> str:
     return f"setup:{scratch}:{model}:{stage}"
 
 
+def tree_key(nvidia_dir: str, commit: str | None, folder: str) -> str:
+    """Host-state key of a prepared harness folder (``build``, ``3rdparty/trtllm``): once per harness commit."""
+    return f"tree:{nvidia_dir}@{commit or 'unknown'}:{folder}"
+
+
 def build_key(nvidia_dir: str, commit: str | None) -> str:
     """Host-state key of a finished ``make build``: once per harness commit."""
     return f"build:{nvidia_dir}@{commit or 'unknown'}"

@@ -56,6 +56,10 @@ class CheckFreeSpace(Op):
     model: str
     harness_round: str
     needs: tuple[StageNeed, ...]
+    #: The disk as the summary names it (the v6.0 clones go in the harness checkout, not the scratch disk).
+    disk: str = "the scratch disk"
+    #: What needs the room, as the summary names it (default: ``<model>'s setup``).
+    subject: str = ""
 
     @property
     def total(self) -> int:
@@ -67,8 +71,9 @@ class CheckFreeSpace(Op):
 
     def summary(self) -> str:
         marked = " (~: estimated, no published size)" if any(n.estimate for n in self.needs) else ""
+        subject = self.subject or f"{self.model}'s setup"
         return (
-            f"check the scratch disk has room for {self.model}'s setup before it starts: "
+            f"check {self.disk} has room for {subject} before it starts: "
             f"{self.total / GIB:.1f} GiB free needed ({', '.join(n.label() for n in self.needs)}){marked}"
         )
 
@@ -166,6 +171,6 @@ def refusal(op: CheckFreeSpace, short: Sequence[Shortfall]) -> str:
         for s in short
     ]
     return (
-        f"not enough free space for the setup of {op.model} ({op.harness_round}, "
+        f"not enough free space for {op.subject or f'the setup of {op.model}'} ({op.harness_round}, "
         f"{', '.join(n.label() for n in op.needs)}): {'; '.join(parts)}; nothing was downloaded"
     )

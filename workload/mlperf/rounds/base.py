@@ -9,7 +9,9 @@ values/ops out; no host access except through what the interpreter does with the
    (its ``VERSION`` and which of :attr:`HarnessRound.markers` exist) this round?
 2. :meth:`HarnessRound.image_ops` -- the planner: how the harness image is made (build the
    checkout's recipe, or use a given image). Returns ops (``UseImage``/``BuildImage``...).
-3. :meth:`HarnessRound.system_check` -- the planner: the ``IdentifySystem`` op (the round's own
+3. :meth:`HarnessRound.tree_ops` -- the planner: the folders the round's own code needs in closed/NVIDIA before it
+   imports at all (``PrepareTree``, v5.1 ``build/``, v6.0 ``3rdparty/``), run before the system check.
+   :meth:`HarnessRound.system_check` -- the planner: the ``IdentifySystem`` op (the round's own
    system-detection command and the rule for an unknown system).
 4. :meth:`HarnessRound.setup_ops` -- the planner: the model's setup stages (``SetupStage``), then
    the one-off build (``BuildHarness``), those already done carrying ``done``; plus notes for them.
@@ -41,7 +43,7 @@ from workload.mlperf.gpuconfigs import ROUND_MODELS, ROUND_SCENARIOS, ResolvedCo
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.ops import ContainerRef, Op
 from workload.mlperf.server_urls import ServerUrls
-from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings, tree_key
 from workload.mlperf.system import HostSystem
 
 
@@ -96,6 +98,14 @@ class PlanInputs:
         check. The one rule the planner and the rounds' engine and run ops follow."""
         benchmark = self.settings.benchmark_at(target)
         return (scenario, benchmark) not in self.blocked and (scenario, benchmark, target) not in self.blocked_targets
+
+
+def tree_state(inputs: PlanInputs, folder: str) -> tuple[str, str | None]:
+    """(host-state key, done) of a folder :meth:`HarnessRound.tree_ops` makes in closed/NVIDIA: done (the time it was
+    marked) when marked for this commit and the folder is still there (it is one of the round's ``markers``)."""
+    key = tree_key(inputs.nvidia_dir, inputs.facts.commit, folder)
+    marked = inputs.facts.done.get(key) if folder in inputs.facts.present else None
+    return key, str(marked) if marked else None
 
 
 class HarnessRound(ABC):
@@ -170,6 +180,10 @@ class HarnessRound(ABC):
     @abstractmethod
     def image_ops(self, inputs: PlanInputs) -> list[Op]:
         """How the harness image is prepared (before ``EnsureContainer``)."""
+
+    def tree_ops(self, inputs: PlanInputs) -> list[Op]:
+        """Ops that make the folders NVIDIA's README has the user make before anything runs (default: none)."""
+        return []
 
     @abstractmethod
     def system_check(self, inputs: PlanInputs) -> Op:

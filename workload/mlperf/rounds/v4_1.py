@@ -54,6 +54,11 @@ class V4_1Round(HarnessRound):
     markers: ClassVar[tuple[str, ...]] = ("docker/release/Dockerfile", "scripts/get_system_id.py")
     #: v4.1's ``configs/<benchmark>/`` folders (gpuconfigs ``ROUND_MODELS``).
     benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v4.1")
+    #: The make target built once per harness commit after the setup stages (``Makefile.build`` ``build``); None: the
+    #: round's Makefiles have none (v6.0), and the setup is the stages only.
+    build_target: ClassVar[str | None] = "build"
+    #: The round's own system detection, run in the container from closed/NVIDIA (prints the system's name or id).
+    system_id_argv: ClassVar[tuple[str, ...]] = SYSTEM_ID_ARGV
 
     def _variables(self, **variables: str) -> tuple[tuple[str, str], ...]:
         return tuple({**variables, **self.extra_variables()}.items())
@@ -79,7 +84,7 @@ class V4_1Round(HarnessRound):
         settings = inputs.settings
         return IdentifySystem(
             container=inputs.container,
-            argv=SYSTEM_ID_ARGV,
+            argv=self.system_id_argv,
             custom_support=inputs.params.RequireCustomSystemSupport,
             config_targets=tuple(self.custom_config_path(settings.model, s) for s in settings.scenarios)
             if inputs.params.RequireCustomSystemSupport
@@ -96,11 +101,13 @@ class V4_1Round(HarnessRound):
             ops.append(SetupStage(inputs.container, model, stage, tuple(argv), key, done=_done(facts.done.get(key))))
         if not any(op.shown for op in ops):
             notes.append(f"setup of {model} already done ({', '.join(SETUP_STAGES)})")
+        if self.build_target is None:
+            return ops, notes
         key = build_key(inputs.nvidia_dir, facts.commit)
         built = _done(facts.done.get(key)) if facts.build_exists else None
         if built:
-            notes.append(f"make build already done for commit {(facts.commit or '')[:12]}")
-        argv = make_argv("build", dict(self.extra_variables()))
+            notes.append(f"make {self.build_target} already done for commit {(facts.commit or '')[:12]}")
+        argv = make_argv(self.build_target, dict(self.extra_variables()))
         ops.append(BuildHarness(inputs.container, facts.commit, tuple(argv), key, done=built))
         return ops, notes
 

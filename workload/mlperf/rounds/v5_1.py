@@ -7,8 +7,13 @@ UPSTREAM.md`` names repository and commit):
   (``code/fields/general.py``), and a system without its file silently runs ``configs/minimal``: we write our
   custom system's files (:mod:`workload.mlperf.exports_config`), pass ``SYSTEM_NAME``, and refuse any run whose
   output shows the minimal fallback (:func:`minimal_fallback`);
-* the system check prints the runtime id; an unknown machine is ``UNREGISTERED_<arch>_<gpu>x<n>``
-  (``code/common/systems/system_list.py``) and is refused without ``RequireCustomSystemSupport``;
+* the system check is NVIDIA's own detection, run in the container: v5.1 ships no ``scripts/get_system_id.py`` (only
+  ``get_system_id.sh``, which runs NVIDIA's internal image), so the check imports ``code/common/systems/
+  system_list.py`` as ``code/main.py`` does and prints ``DETECTED_SYSTEM.extras["id"]`` (:data:`DETECTION_ARGV`):
+  the runtime id; an unknown machine is ``UNREGISTERED_<arch>_<gpu>x<n>`` and is refused without
+  ``RequireCustomSystemSupport``;
+* ``build/`` is made first, as the README has it (``make link_dirs``): ``code/common/paths.py`` refuses to import
+  without it (``_verify_path(BUILD_DIR)``), so the system check could not run (:meth:`V5_1Round.tree_ops`);
 * the accuracy target is ``--accuracy_target=0.99|0.999`` (``code/fields/meta.py``), one per harness run;
 * setup stages name NVIDIA's benchmark folder (``make download_model BENCHMARKS=llama3_1-8b``: ``Makefile.data`` runs
   ``bash code/<b>/tensorrt/download_model.sh``), and whisper runs its own scripts (:data:`SETUP_SCRIPTS`);
@@ -40,9 +45,9 @@ from workload.mlperf.gpu_architecture import architecture, borrowed_fields
 from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
 from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make_argv
 from workload.mlperf.llm_server import ServerSpec
-from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage
+from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, PrepareTree, SetupStage
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
+from workload.mlperf.rounds.base import PlanInputs, round_benchmarks, tree_state
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.system import HostSystem
@@ -66,6 +71,15 @@ SETUP_SCRIPTS: dict[tuple[str, str], str] = {
     ("whisper", "download_model"): "code/whisper/tensorrt/download_models.sh",
     ("whisper", "download_data"): "code/whisper/tensorrt/download_dataset.sh",
 }
+#: NVIDIA's own system detection (v5.1+): ``code/main.py`` imports ``DETECTED_SYSTEM`` from
+#: ``code/common/systems/system_list.py`` (nvmitten's ``System.detect()`` matched against NVIDIA's systems, or the
+#: ``SYSTEM_NAME`` override) and logs ``DETECTED_SYSTEM.extras['id']``; the check prints that id, nothing else, on
+#: stdout (the module's own log lines go to stderr).
+DETECTION_ARGV: tuple[str, ...] = (
+    "python3",
+    "-c",
+    "from code.common.systems.system_list import DETECTED_SYSTEM; print(DETECTED_SYSTEM.extras['id'])",
+)
 #: What ``plan`` shows for SYSTEM_NAME before the system check decided it.
 SYSTEM_PLACEHOLDER = "<system id from the system check>"
 
@@ -213,9 +227,11 @@ class V5_1Round(V4_1Round):
 
     name: ClassVar[str] = "v5.1"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 1),)
-    markers: ClassVar[tuple[str, ...]] = ()
     creates_config_dirs: ClassVar[bool] = True
     system_by_id: ClassVar[bool] = True
+    system_id_argv: ClassVar[tuple[str, ...]] = DETECTION_ARGV
+    #: The folders :meth:`tree_ops` makes (also read at ``plan``: a folder gone is made again).
+    markers: ClassVar[tuple[str, ...]] = ("build",)
     #: ``code/common/constants.py`` ``Benchmark`` values (gpuconfigs ``ROUND_MODELS``) the catalog runs.
     benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v5.1")
     #: (model, stage) -> the benchmark's own script run instead of ``make <stage>``.
@@ -225,6 +241,14 @@ class V5_1Round(V4_1Round):
         op = super().system_check(inputs)
         assert isinstance(op, IdentifySystem)
         return replace(op, registry="SYSTEM_NAME=WL_<SKU>x<count> with its own configs/<system>/ folder")
+
+    def tree_ops(self, inputs: PlanInputs) -> list[Op]:
+        """``build/`` by ``make link_dirs`` (the README's "make clean; make link_dirs" without the clean, which would
+        delete earlier engines): ``code/common/paths.py`` needs it before anything of NVIDIA's imports."""
+        key, done = tree_state(inputs, "build")
+        argv = tuple(make_argv("link_dirs", dict(self.extra_variables())))
+        why = "v5.1 code/common/paths.py will not import without it; README: make link_dirs"
+        return [PrepareTree(inputs.container, "build", why, argv, key, done=done)]
 
     def setup_argv(self, model: str, stage: str) -> tuple[str, ...]:
         """One setup stage of ``model``: ``make <stage> BENCHMARKS=<NVIDIA's folder name>`` (``code/<b>/``, spelled as
@@ -388,6 +412,7 @@ def _benchmark_full(model: str, accuracy: str) -> str:
 
 __all__ = [
     "ACCURACY",
+    "DETECTION_ARGV",
     "FALLBACK_MARKS",
     "LAST_HOPPER_ROUND",
     "V5_1Round",

@@ -2,6 +2,17 @@
 
 What changed from v5.1, and the upstream file each behaviour comes from (``tests/fixtures/harness/rounds/v6.0/
 UPSTREAM.md`` names repository and commit):
+* no one-off ``make build``: v6.0's Makefiles have no ``build`` target (``Makefile.build`` has ``link_dirs``,
+  ``build_harness``, ``build_trt_llm``...; the README's prebuilt container needs none of them), and every target the
+  runner calls depends on ``link_dirs`` itself (``Makefile`` ``generate_engines: link_dirs``, ``run_harness:
+  link_dirs``; ``Makefile.data`` ``download_model: link_dirs``...): the setup is the stages only
+  (:attr:`V6_0Round.build_target` None);
+* before anything imports NVIDIA's code, the README's clones (its "Setting Up 3rdparty Dependencies": ``git clone
+  --depth 1`` of TensorRT-LLM into ``3rdparty/trtllm`` and of mlcommons/inference into ``3rdparty/mlc-inference``):
+  ``code/common/paths.py`` refuses to import without both (``_verify_path(SUBMODULES_DIR / "trtllm")``,
+  ``MLCOMMONS_INF_REPO``), so the system check could not run. :meth:`V6_0Round.tree_ops` makes them, after a free
+  space check of the checkout's disk, each resumable (a clone is renamed into place when complete; one cut off
+  part-way is removed and made again);
 * the image is NVIDIA's prebuilt one when ``ContainerImage`` names it (pulled where the daemon lacks it; a pull
   that cannot reach the registry fails naming the image), else built from the checkout's recipe as
   ``make prebuild BENCHMARK=<benchmark>`` does;
@@ -26,11 +37,22 @@ from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
-from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
+from workload.mlperf.ops import Op, PrepareTree
+from workload.mlperf.rounds.base import PlanInputs, round_benchmarks, tree_state
 from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
+from workload.mlperf.space_check import CheckFreeSpace, StageNeed
+from workload.mlperf.space_table import GIB
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import SystemFiles, v60_files
 
+#: The README's clones (closed/NVIDIA folder -> repository), ``git clone --depth 1`` of the default branch as it says.
+CLONES: tuple[tuple[str, str], ...] = (
+    ("3rdparty/trtllm", "https://github.com/NVIDIA/TensorRT-LLM.git"),
+    ("3rdparty/mlc-inference", "https://github.com/mlcommons/inference.git"),
+)
+#: Room each clone needs on the checkout's disk: conservative estimates (no published size; shallow clones without
+#: Git LFS objects), shown with ``~``.
+CLONE_BYTES: dict[str, int] = {"3rdparty/trtllm": 4 * GIB, "3rdparty/mlc-inference": 2 * GIB}
 #: v6.0's LLM benchmarks (``--core_type=trtllm_endpoint``: a trtllm-serve server beside the harness).
 LLM_BENCHMARKS = ("llama2-70b", "llama3.1-8b", "llama3.1-405b", "gpt-oss-120b", "deepseek-r1")
 
@@ -40,9 +62,12 @@ class V6_0Round(V5_1Round):
 
     name: ClassVar[str] = "v6.0"
     versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 0),)
-    markers: ClassVar[tuple[str, ...]] = ()
     #: The MAKE Targets documentation's "Available Benchmarks" (gpuconfigs ``ROUND_MODELS``) the catalog runs.
     benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v6.0")
+    #: The folders :meth:`tree_ops` makes (also read at ``plan``: a folder gone is made again).
+    markers: ClassVar[tuple[str, ...]] = tuple(folder for folder, _ in CLONES)
+    #: No one-off build: v6.0's Makefiles have no ``build`` target (see the module docstring).
+    build_target: ClassVar[str | None] = None
     # v6.0's per-benchmark download scripts are not in our index: every stage is ``make <stage> BENCHMARKS=<b>``.
     setup_scripts: ClassVar[dict[tuple[str, str], str]] = {}
 
@@ -53,6 +78,22 @@ class V6_0Round(V5_1Round):
     @staticmethod
     def serves(model: str) -> bool:
         return model in LLM_BENCHMARKS
+
+    def tree_ops(self, inputs: PlanInputs) -> list[Op]:
+        """The README's ``3rdparty/`` clones (see the module docstring), after the free-space check of the checkout's
+        disk for those still to make (left out, with the clones, when ``SkipFreeSpaceCheck``)."""
+        clones: list[PrepareTree] = []
+        for folder, url in CLONES:
+            key, done = tree_state(inputs, folder)
+            why = f"git clone --depth 1 {url}: v6.0 code/common/paths.py will not import without it (README)"
+            clones.append(PrepareTree(inputs.container, folder, why, clone_argv(folder, url), key, done=done))
+        needs = tuple(StageNeed(f"clone {op.folder}", ".", CLONE_BYTES[op.folder], True) for op in clones if op.shown)
+        if not needs or inputs.params.SkipFreeSpaceCheck:
+            return list(clones)
+        what = f"NVIDIA's {self.name} 3rdparty clones"
+        disk = "the harness checkout's disk"
+        check = CheckFreeSpace(inputs.nvidia_dir, what, self.name, needs, disk=disk, subject=what)
+        return [check, *clones]
 
     def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
         """v5.1's server (``make run_llm_server`` in the foreground of its own process group) on ``LLMServerPort``."""
@@ -98,3 +139,14 @@ class V6_0Round(V5_1Round):
     ) -> GeneratedFile:
         # The v5.1 EXPORTS format is v6.0's too (configs/<SYSTEM>/<Scenario>/<benchmark>.py).
         return super().custom_config(model, scenario, member, class_base, classes, version)
+
+
+def clone_argv(folder: str, url: str) -> tuple[str, ...]:
+    """A resumable ``git clone --depth 1 <url> <folder>`` run from closed/NVIDIA. The clone is made beside the folder
+    (``<folder>.partial``) and renamed into place when complete, so an existing ``<folder>`` is a finished clone (or
+    the user's own, kept); what a cut-off clone left in ``<folder>.partial`` is removed and the clone made again."""
+    script = (
+        'set -e; if [ -e "$1" ]; then exit 0; fi; mkdir -p "$(dirname "$1")"; rm -rf "$1.partial"; '
+        'git clone --depth 1 "$2" "$1.partial"; mv "$1.partial" "$1"'
+    )
+    return ("bash", "-c", script, "clone", folder, url)

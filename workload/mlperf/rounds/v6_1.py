@@ -120,6 +120,10 @@ class V6_1Round(V6_0Round):
             registry="SYSTEM_NAME=WL_<system> with its own configs/<model>/<system>/ folder",
         )
 
+    def tree_ops(self, inputs: PlanInputs) -> list[Op]:
+        """None: v6.1's layout (``src/nv_mlpinf``) is a stand-in of ours; no clones of v6.0's are known to it."""
+        return []
+
     def setup_ops(self, inputs: PlanInputs) -> tuple[list[Op], list[str]]:
         model = inputs.settings.model
         ops: list[Op] = []

@@ -1,64 +1,54 @@
-"""Stand-in for cuda-python's ``cuda.bindings.driver`` (the CUDA driver needs a GPU).
+"""Stand-in of ``cuda.bindings.driver``: the calls nvmitten's ``GPU.detect`` makes (``nvidia/accelerator.py``
+lines 61-85: ``cuInit``, ``cuDeviceGetCount``, ``cuDeviceGetName``, ``cuDeviceTotalMem``, ``cuDeviceGetAttribute``
+for the compute capability and ``INTEGRATED``), answered from ``STANDIN_CUDA_GPUS``."""
 
-Answers the queries nvmitten's GPU detection makes (``nvmitten/nvidia/accelerator.py`` ``GPU.detect``: cuInit,
-cuDeviceGetCount, cuDeviceGetName, cuDeviceTotalMem, cuDeviceGetAttribute) for the GPUs described by
-``$WL_STANDIN_GPU`` (JSON: name, memory_bytes, count, sm [major, minor]), as cuda-python returns them: a tuple of
-the result code and the value. Any other call raises.
-"""
+from __future__ import annotations
 
 import enum
 import json
 import os
+from typing import Any
 
+from cuda.bindings._errors import error_string, result_enum
 
-class CUresult(enum.IntEnum):
-    CUDA_SUCCESS = 0
-    CUDA_ERROR_INVALID_VALUE = 1
+CUresult = result_enum("CUresult", "CUDA_SUCCESS", "CUDA_ERROR_NO_DEVICE")
+cuGetErrorString = error_string(CUresult)
 
 
 class CUdevice_attribute(enum.IntEnum):
+    CU_DEVICE_ATTRIBUTE_INTEGRATED = 18
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
-    CU_DEVICE_ATTRIBUTE_INTEGRATED = 18
     CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = 134
 
 
-_GPU = json.loads(os.environ.get("WL_STANDIN_GPU", "{}"))
-_OK = CUresult.CUDA_SUCCESS
+def _gpus() -> list[dict[str, Any]]:
+    gpus: list[dict[str, Any]] = json.loads(os.environ.get("STANDIN_CUDA_GPUS", "[]"))
+    return gpus
 
 
-def cuGetErrorString(err):
-    return (_OK, b"stand-in")
+def cuInit(flags: int) -> tuple[Any]:
+    return (CUresult.CUDA_SUCCESS,)
 
 
-def cuInit(flags):
-    return (_OK,)
+def cuDeviceGetCount() -> tuple[Any, int]:
+    return (CUresult.CUDA_SUCCESS, len(_gpus()))
 
 
-def cuDeviceGetCount():
-    return (_OK, int(_GPU.get("count", 0)))
+def cuDeviceGetName(length: int, index: int) -> tuple[Any, bytes]:
+    return (CUresult.CUDA_SUCCESS, _gpus()[index]["name"].encode()[:length])
 
 
-def cuDeviceGetName(length, index):
-    return (_OK, _GPU["name"].encode())
+def cuDeviceTotalMem(index: int) -> tuple[Any, int]:
+    return (CUresult.CUDA_SUCCESS, int(_gpus()[index]["total_mem"]))
 
 
-def cuDeviceTotalMem(index):
-    return (_OK, int(_GPU["memory_bytes"]))
-
-
-def cuDeviceGetAttribute(attribute, index):
+def cuDeviceGetAttribute(attribute: CUdevice_attribute, index: int) -> tuple[Any, int]:
+    gpu = _gpus()[index]
     values = {
-        CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: _GPU["sm"][0],
-        CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: _GPU["sm"][1],
-        CUdevice_attribute.CU_DEVICE_ATTRIBUTE_INTEGRATED: 0,
+        CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: gpu["sm"][0],
+        CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: gpu["sm"][1],
+        CUdevice_attribute.CU_DEVICE_ATTRIBUTE_INTEGRATED: int(gpu.get("integrated", False)),
         CUdevice_attribute.CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: -1,
     }
-    return (_OK, values[attribute])
-
-
-def __getattr__(name):
-    def _call(*args, **kwargs):
-        raise RuntimeError(f"cuda.bindings.driver.{name}: not answered by this stand-in")
-
-    return _call
+    return (CUresult.CUDA_SUCCESS, values[attribute])

@@ -1,19 +1,6 @@
-"""Stand-in for cuda-python's ``cuda.bindings.nvrtc`` (needs a GPU): the success code and its description, which
-nvmitten's ``nvidia/cupy.py`` (lines 111-127) wraps at import; any call raises."""
+"""Stand-in of ``cuda.bindings.nvrtc``: only the result enum nvmitten ``cupy.py`` wraps at import (line 125)."""
 
-import enum
+from cuda.bindings._errors import error_string, result_enum
 
-
-class nvrtcResult(enum.IntEnum):
-    NVRTC_SUCCESS = 0
-
-
-def nvrtcGetErrorString(err):
-    return (nvrtcResult.NVRTC_SUCCESS, b"stand-in")
-
-
-def __getattr__(name):
-    def _call(*args, **kwargs):
-        raise RuntimeError(f"cuda.bindings.nvrtc.{name}: no GPU in this stand-in")
-
-    return _call
+nvrtcResult = result_enum("nvrtcResult", "NVRTC_SUCCESS", "NVRTC_ERROR_INTERNAL_ERROR")
+nvrtcGetErrorString = error_string(nvrtcResult)

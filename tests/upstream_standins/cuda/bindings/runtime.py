@@ -1,19 +1,6 @@
-"""Stand-in for cuda-python's ``cuda.bindings.runtime`` (needs a GPU): the success code and its description, which
-nvmitten's ``nvidia/cupy.py`` (lines 111-127) wraps at import; any call raises."""
+"""Stand-in of ``cuda.bindings.runtime``: only the result enum nvmitten ``cupy.py`` wraps at import (line 121)."""
 
-import enum
+from cuda.bindings._errors import error_string, result_enum
 
-
-class cudaError_t(enum.IntEnum):
-    cudaSuccess = 0
-
-
-def cudaGetErrorString(err):
-    return (cudaError_t.cudaSuccess, b"stand-in")
-
-
-def __getattr__(name):
-    def _call(*args, **kwargs):
-        raise RuntimeError(f"cuda.bindings.runtime.{name}: no GPU in this stand-in")
-
-    return _call
+cudaError_t = result_enum("cudaError_t", "cudaSuccess", "cudaErrorNoDevice")
+cudaGetErrorString = error_string(cudaError_t)

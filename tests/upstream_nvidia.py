@@ -1,0 +1,156 @@
+"""Test support: NVIDIA's REAL harness sources (``../shared/upstream``), staged and driven for conformance tests.
+
+Contract:
+* :func:`upstream_root` is the folder holding ``nvidia-harness/<round>/closed/NVIDIA`` and ``nvmitten/src``: the
+  environment variable ``WORKLOAD_UPSTREAM`` or, by default, ``<repository root>/../shared/upstream`` (CI clones the
+  project beside ``shared/``; a user with clones of the public repositories points the variable at them).
+* :func:`require_round` returns a round's ``closed/NVIDIA``; when the tree is absent the test is skipped with the
+  path it looked at, except under ``CI=true``, where an absent tree FAILS the test (CI always has it: a skip there
+  would count as a pass that checked nothing).
+* :func:`stage_round` copies a round's ``closed/NVIDIA`` into a test's temporary folder (the upstream tree stays
+  read-only and byte-exact; nothing is copied into the repository) and creates what NVIDIA's README has the user
+  create before the harness imports (``code/common/paths.py`` refuses to import without it): ``build/`` (v5.1) or
+  ``3rdparty/trtllm`` and ``3rdparty/mlc-inference`` (v6.0; the TensorRT-LLM clone stays empty: GPU software), and
+  the round's clone of MLCommons' checker as ``tests/upstream_standins/pinned_checker.py`` (the REAL checker file of
+  ``mlcommons-inference/`` cut to the round, see its docstring).
+* :func:`resolve_configs` runs ``tests/upstream_nvidia_driver.py`` in a subprocess with ``PYTHONPATH=<nvmitten>/src:
+  <staged tree>:tests/upstream_standins`` and ``SYSTEM_NAME=<system id>``: NVIDIA's own code detects the system,
+  finds and loads the config files, validates their keys and resolves the values (see the driver's docstring for
+  what is NVIDIA's code and what is a stand-in). Returns the driver's JSON answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: The environment variable naming the upstream folder (default: ``<repository root>/../shared/upstream``).
+UPSTREAM_ENV = "WORKLOAD_UPSTREAM"
+DRIVER = Path(__file__).resolve().parent / "upstream_nvidia_driver.py"
+STANDINS = Path(__file__).resolve().parent / "upstream_standins"
+#: Folders NVIDIA's README has the user create in ``closed/NVIDIA`` before anything runs, per round
+#: (``code/common/paths.py`` ``_verify_path``: v5.1 ``BUILD_DIR``; v6.0 also ``3rdparty``).
+ROUND_FOLDERS: dict[str, tuple[str, ...]] = {
+    "v4.1": ("build",),
+    "v5.1": ("build",),
+    "v6.0": ("build", "3rdparty/trtllm"),
+}
+#: Where each round's code imports MLCommons' checker from (relative to closed/NVIDIA), and the real checker file
+#: (relative to ``mlcommons-inference/tools/submission``) it is: v5.1 ``Makefile.build`` ``clone_loadgen`` into
+#: ``build/inference``; v6.0 README ``git clone ... 3rdparty/mlc-inference``.
+CHECKER: dict[str, tuple[str, str]] = {
+    "v5.1": ("build/inference/tools/submission/submission_checker.py", "submission_checker_old.py"),
+    "v6.0": (
+        "3rdparty/mlc-inference/tools/submission/submission_checker/constants.py",
+        "submission_checker/constants.py",
+    ),
+}
+#: A driver run is NVIDIA's imports plus a few config files: bounded so a hang fails instead of blocking the suite.
+DRIVER_TIMEOUT_S = 300
+
+
+def upstream_root() -> Path:
+    """Where the real upstream sources are (see the module docstring)."""
+    given = os.environ.get(UPSTREAM_ENV)
+    return Path(given).expanduser().resolve() if given else (REPO_ROOT.parent / "shared" / "upstream").resolve()
+
+
+def _absent(what: Path) -> None:
+    reason = (
+        f"NVIDIA's upstream sources are not at {what} (set {UPSTREAM_ENV} to the folder holding nvidia-harness/ "
+        "and nvmitten/, see ../shared/upstream/README.md)"
+    )
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason}; CI must have them", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_round(round_name: str) -> Path:
+    """``closed/NVIDIA`` of NVIDIA's ``round_name`` (``v5.1``) tree, and nvmitten beside it (skip/fail when absent)."""
+    tree = upstream_root() / "nvidia-harness" / round_name / "closed" / "NVIDIA"
+    if not (tree / "VERSION").is_file():
+        _absent(tree)
+    if round_name != "v4.1" and not (nvmitten_src() / "nvmitten" / "configurator").is_dir():
+        _absent(nvmitten_src())
+    return tree
+
+
+def nvmitten_src() -> Path:
+    """NVIDIA's nvmitten library (its ``src`` folder, put on ``PYTHONPATH``)."""
+    return upstream_root() / "nvmitten" / "src"
+
+
+def stage_round(round_name: str, into: Path, *, prepared: bool = True) -> Path:
+    """A private copy of the round's ``closed/NVIDIA`` under ``into`` with the folders its README creates
+    (``prepared=False``: the bare tree, as NVIDIA publishes it)."""
+    tree = require_round(round_name)
+    staged = into / round_name / "closed" / "NVIDIA"
+    shutil.copytree(tree, staged)
+    if not prepared:
+        return staged
+    for folder in ROUND_FOLDERS.get(round_name, ()):
+        (staged / folder).mkdir(parents=True, exist_ok=True)
+    if round_name in CHECKER:
+        target = staged / CHECKER[round_name][0]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(STANDINS / "pinned_checker.py", target)
+    return staged
+
+
+def checker_file(round_name: str) -> Path:
+    """MLCommons' real checker file the round's code imports (see :data:`CHECKER`)."""
+    return upstream_root() / "mlcommons-inference" / "tools" / "submission" / CHECKER[round_name][1]
+
+
+def write_files(staged: Path, files: Sequence[tuple[str, str]]) -> None:
+    """Write generated files (path relative to closed/NVIDIA, text) into a staged tree."""
+    for rel, text in files:
+        target = staged / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+def resolve_configs(staged: Path, system_id: str, runs: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """NVIDIA's code run with each of ``runs`` (the flags of one ``code/main.py`` call, make's RUN_ARGS) for
+    ``system_id`` in ``staged``: the driver's JSON answer (``system``; ``results``: one entry per benchmark and
+    scenario of each run, in order)."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(staged),
+        "PYTHONPATH": os.pathsep.join([str(nvmitten_src()), str(staged), str(STANDINS)]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "SYSTEM_NAME": system_id,
+        "GIT_PYTHON_REFRESH": "quiet",
+    }
+    round_name = staged.parent.parent.name
+    if round_name in CHECKER:
+        env |= {"WORKLOAD_CHECKER_FILE": str(checker_file(round_name)), "WORKLOAD_CHECKER_ROUND": round_name}
+    request = json.dumps({"runs": [list(flags) for flags in runs]})
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER)],
+        input=request,
+        capture_output=True,
+        text=True,
+        cwd=staged,
+        env=env,
+        timeout=DRIVER_TIMEOUT_S,
+        check=False,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise AssertionError(
+            f"NVIDIA's code failed for {system_id} (exit {proc.returncode}):\n"
+            f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        )
+    answer: dict[str, Any] = json.loads(lines[-1])
+    answer["log"] = proc.stderr
+    return answer

@@ -1,0 +1,1 @@
+"""Stand-in package of cuda-python's ``cuda.bindings`` (see ``cuda/__init__.py``)."""
