@@ -371,7 +371,7 @@ def test_dpkg_lock_holder_blocks_apt(module_vm: FreshVM) -> None:
         assert vm.check(["cat", f"/proc/{pid}/comm"]).strip() == "unattended-upgr"
         started = time.monotonic()
         code, out = vm.exec([*APT, "-o", "DPkg::Lock::Timeout=0", "install", "dkms"])
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 60  # failed at once, not after the holder's 60 s
         assert code == 100
         assert "Could not get lock /var/lib/dpkg/lock-frontend" in out
         assert f"held by process {pid} (unattended-upgr)" in out
