@@ -68,9 +68,11 @@ def free_ports(count: int) -> int:
     raise AssertionError("no consecutive free ports")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def harness_image(docker_engine: Any, freshvm_image: str) -> str:
-    """The fresh-VM image as NVIDIA's harness images are run (launch_docker: a shell kept open, no boot)."""
+    """The fresh-VM image as NVIDIA's harness images are run (launch_docker: a shell kept open, no boot).
+
+    Session scope: the tests that use it spread over parallel workers (tests/testbed/parallel.py)."""
     import io
 
     # standin-bin on PATH: the stand-in's MLCommons endpoints client (the real one comes in MLCommons' own image).
