@@ -1,7 +1,7 @@
 """pytest plugin for ``bench_suite.py``: CPU seconds and wall time of each test, and of collection.
 
 Loaded with ``-p _suite_cpu`` (``bench/`` on ``PYTHONPATH``); it writes one JSON line per test to
-``$WORKLOAD_SUITE_CPU_DIR/<worker>.jsonl`` (``<worker>`` is the pytest-xdist worker id, ``main``
+``$WORKLOAD_SUITE_CPU_DIR/<worker>-<pid>.jsonl`` (``<worker>`` is the pytest-xdist worker id, ``main``
 without xdist), so parallel workers never write the same file. A test's figures cover its setup,
 call and teardown (so a session fixture's cost lands on the first test that asked for it):
 
@@ -45,7 +45,7 @@ def _write(record: dict[str, Any]) -> None:
     if folder is None:
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    with open(folder / f"{worker}.jsonl", "a", encoding="utf-8") as handle:
+    with open(folder / f"{worker}-{os.getpid()}.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
 
 

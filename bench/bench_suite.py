@@ -39,11 +39,19 @@ BENCH = Path(__file__).resolve().parent
 
 @dataclass
 class TestTime:
-    nodeid: str
+    #: JUnit's identity of the test: (classname, name), as pytest's junitxml writes them
+    key: tuple[str, str]
     file: str
     wall: float
     outcome: str
     cpu: float | None = None
+
+    @property
+    def nodeid(self) -> str:
+        module = self.file.removesuffix(".py").replace("/", ".")
+        classname, name = self.key
+        inner = classname[len(module) + 1 :].replace(".", "::") if classname.startswith(module + ".") else ""
+        return "::".join(part for part in (self.file, inner, name) if part)
 
 
 @dataclass
@@ -53,6 +61,15 @@ class FileTime:
     wall: float = 0.0
     cpu: float = 0.0
     outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+def junit_key(nodeid: str) -> tuple[str, str]:
+    """(classname, name) of a node id, the way pytest's junitxml names a test case (``mangle_test_address``)."""
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = names[0].replace("/", ".").removesuffix(".py")
+    names[-1] += bracket + params
+    return ".".join(names[:-1]), names[-1]
 
 
 def _file_of(classname: str) -> str:
@@ -66,14 +83,10 @@ def _file_of(classname: str) -> str:
 
 
 def read_junit(path: Path) -> list[TestTime]:
-    """Every test case of a pytest JUnit XML report: its file, node id, wall seconds and outcome."""
+    """Every test case of a pytest JUnit XML report: its identity, file, wall seconds and outcome."""
     tests = []
     for case in ET.parse(path).getroot().iter("testcase"):
-        classname = case.get("classname", "")
-        file = case.get("file") or _file_of(classname)
-        module = file.removesuffix(".py").replace("/", ".")
-        inner = classname[len(module) + 1 :].replace(".", "::") if classname.startswith(module + ".") else ""
-        nodeid = "::".join(part for part in (file, inner, case.get("name", "")) if part)
+        key = (case.get("classname", ""), case.get("name", ""))
         outcome = "passed"
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
@@ -82,13 +95,19 @@ def read_junit(path: Path) -> list[TestTime]:
             wall = float(case.get("time", "0"))
         except ValueError:
             wall = 0.0
-        tests.append(TestTime(nodeid, file, wall, outcome))
+        tests.append(TestTime(key, case.get("file") or _file_of(key[0]), wall, outcome))
     return tests
 
 
-def read_cpu(folder: Path) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """CPU seconds per node id (self + children), and the collection records, from the plugin's files."""
-    per_test: dict[str, float] = {}
+@dataclass
+class CpuRecord:
+    file: str
+    cpu: float
+
+
+def read_cpu(folder: Path) -> tuple[dict[tuple[str, str], CpuRecord], list[dict[str, float]]]:
+    """The plugin's records: file and CPU seconds (self + children) per JUnit key, and the collections."""
+    per_test: dict[tuple[str, str], CpuRecord] = {}
     collections: list[dict[str, float]] = []
     for path in sorted(folder.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -96,7 +115,8 @@ def read_cpu(folder: Path) -> tuple[dict[str, float], list[dict[str, float]]]:
             if record.get("collection"):
                 collections.append({"wall": float(record["wall"]), "cpu": float(record["cpu"])})
             else:
-                per_test[str(record["nodeid"])] = float(record["cpu_self"]) + float(record["cpu_children"])
+                cpu = float(record["cpu_self"]) + float(record["cpu_children"])
+                per_test[junit_key(str(record["nodeid"]))] = CpuRecord(str(record["file"]), cpu)
     return per_test, collections
 
 
@@ -111,13 +131,12 @@ def by_file(tests: list[TestTime]) -> list[FileTime]:
     return sorted(files.values(), key=lambda f: f.wall, reverse=True)
 
 
-def _match_cpu(tests: list[TestTime], cpu: dict[str, float]) -> None:
-    """Attach CPU seconds to JUnit test cases (JUnit loses '/' in parametrize ids; fall back on the name)."""
-    by_name: dict[tuple[str, str], float] = {(n.split("::")[0], n.rsplit("::", 1)[-1]): v for n, v in cpu.items()}
+def _match_cpu(tests: list[TestTime], cpu: dict[tuple[str, str], CpuRecord]) -> None:
+    """Attach each test's CPU seconds and its file (the plugin knows the file; JUnit only a dotted name)."""
     for test in tests:
-        test.cpu = cpu.get(test.nodeid)
-        if test.cpu is None:
-            test.cpu = by_name.get((test.file, test.nodeid.rsplit("::", 1)[-1]))
+        record = cpu.get(test.key)
+        if record is not None:
+            test.cpu, test.file = record.cpu, record.file
 
 
 def run_suite(args: argparse.Namespace, work: Path) -> tuple[Path, dict[str, float | int]]:
@@ -129,7 +148,8 @@ def run_suite(args: argparse.Namespace, work: Path) -> tuple[Path, dict[str, flo
     if args.workers > 0:
         argv += ["-n", str(args.workers), "--dist", args.dist]
     argv += args.paths or ["tests"]
-    env = os.environ.copy()
+    # Not an xdist worker's variables, when this runs inside a test of a parallel run.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BENCH), env.get("PYTHONPATH", "")) if p)
     env["WORKLOAD_SUITE_CPU_DIR"] = str(cpu_dir)
     log = work / "pytest.log"
