@@ -11,7 +11,7 @@ With several workers the per-file wall times add up to more than the elapsed tim
 
 ``--junit FILE`` reads a JUnit XML report made elsewhere (CI's) instead of running: wall figures only.
 
-    .venv/bin/python bench/bench_suite.py [PATH ...] [--workers 2] [--dist loadgroup] [--top 25] [--json]
+    .venv/bin/python bench/bench_suite.py [PATH ...] [--workers 2] [--dist loadgroup] [--top 25] [--keep DIR] [--json]
     .venv/bin/python bench/bench_suite.py --junit report.xml
 
 A single run, not interleaved rounds: it is a profile of where the suite's time goes, to see the
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -45,6 +46,8 @@ class TestTime:
     wall: float
     outcome: str
     cpu: float | None = None
+    #: first line of the failure / error / skip message
+    message: str = ""
 
     @property
     def nodeid(self) -> str:
@@ -87,15 +90,16 @@ def read_junit(path: Path) -> list[TestTime]:
     tests = []
     for case in ET.parse(path).getroot().iter("testcase"):
         key = (case.get("classname", ""), case.get("name", ""))
-        outcome = "passed"
+        outcome, message = "passed", ""
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
                 outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
+                message = (child.get("message") or "").strip().split("\n", 1)[0][:300]
         try:
             wall = float(case.get("time", "0"))
         except ValueError:
             wall = 0.0
-        tests.append(TestTime(key, case.get("file") or _file_of(key[0]), wall, outcome))
+        tests.append(TestTime(key, case.get("file") or _file_of(key[0]), wall, outcome, message=message))
     return tests
 
 
@@ -170,6 +174,7 @@ def main() -> int:
     parser.add_argument("--dist", default="loadgroup", help="pytest-xdist distribution (default loadgroup)")
     parser.add_argument("--top", type=int, default=25, help="how many of the slowest tests to list (default 25)")
     parser.add_argument("--junit", type=Path, help="read this JUnit XML report instead of running pytest")
+    parser.add_argument("--keep", type=Path, help="keep pytest's output and JUnit report in this folder")
     parser.add_argument("--json", action="store_true", help="also print one JSON line with every figure")
     args = parser.parse_args()
 
@@ -185,6 +190,10 @@ def main() -> int:
             tests = read_junit(junit)
             cpu, collections = read_cpu(Path(tmp) / "cpu")
             _match_cpu(tests, cpu)
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                for name in ("junit.xml", "pytest.log"):
+                    shutil.copy(Path(tmp) / name, args.keep / name)
     end = machine()
     files = by_file(tests)
     wall_sum = sum(f.wall for f in files) or 1.0
@@ -203,6 +212,9 @@ def main() -> int:
     for t in tests:
         outcomes[t.outcome] += 1
     print(f"\ntests: {len(tests)} ({', '.join(f'{n} {k}' for k, n in sorted(outcomes.items()))})")
+    for t in tests:
+        if t.outcome in ("failed", "error"):
+            print(f"  {t.outcome.upper()} {t.nodeid}: {t.message}")
     print(f"sum of the tests' wall times: {wall_sum:.1f} s; of their CPU: {sum(f.cpu for f in files):.1f} s")
     if collections:
         worst = max(collections, key=lambda c: c["wall"])
@@ -222,6 +234,7 @@ def main() -> int:
             "collection": collections,
             "files": [{"file": f.file, "tests": f.tests, "wall_s": f.wall, "cpu_s": f.cpu} for f in files],
             "slowest": [{"nodeid": t.nodeid, "wall_s": t.wall, "cpu_s": t.cpu} for t in slowest],
+            "failed": [t.nodeid for t in tests if t.outcome in ("failed", "error")],
             "machine_start": start,
             "machine_end": end,
         }

@@ -64,6 +64,8 @@ def test_figures_per_file_and_per_test_from_junit_and_the_cpu_plugin(tmp_path: P
     assert record["slowest"][0]["nodeid"].endswith("test_burns_cpu")
     assert files["test_sample.py"]["cpu_s"] >= 0.3
     assert len(record["collection"]) == 2  # one collection per worker
+    assert [Path(n).name for n in record["failed"]] == ["test_sample.py::test_fails"]
+    assert "FAILED" in proc.stdout and "test_fails: assert False" in proc.stdout
     assert "slowest 3 tests" in proc.stdout and "test_sample.py" in proc.stdout
 
 
