@@ -26,9 +26,8 @@ from tests.testbed.aptrepo import ensure_repo
 from tests.testbed.dockerd import DockerEngine, acquire_engine
 from tests.testbed.fileserver import CudaRunfileServer, start_cuda_runfile_server
 from tests.testbed.freshvm import FreshVM, create_vms
-from tests.testbed.image import ensure_image
+from tests.testbed.image import ensure_derived_image, ensure_image
 from tests.testbed.slurm import SlurmCluster, ensure_slurm_image
-from tests.testbed.state import file_lock
 
 __all__ = [
     "cuda_runfile_server",
@@ -86,14 +85,10 @@ def freshvm_image(docker_engine: DockerEngine) -> str:
 def harness_image(docker_engine: DockerEngine, freshvm_image: str) -> str:
     """The fresh-VM image as NVIDIA's harness containers are run (launch_docker: an interactive shell kept
     open, no boot): tag ``workload-test/r51-harness:latest``. Session scope (not per module), so the
-    tests that use it spread over parallel workers; built under a lock, as every worker makes it."""
-    import io
-
+    tests that use it spread over parallel workers; built only when missing or changed (``ensure_derived_image``
+    says why a rebuild would kill other tests' containers)."""
     dockerfile = f'FROM {freshvm_image}\nENTRYPOINT []\nWORKDIR /work\nCMD ["/bin/bash"]\n'
-    tag = "workload-test/r51-harness:latest"
-    with file_lock("harness-image"):
-        docker_engine.client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
-    return tag
+    return ensure_derived_image(docker_engine, "workload-test/r51-harness:latest", dockerfile)
 
 
 @pytest.fixture
