@@ -1,4 +1,4 @@
-"""Shared test configuration: markers, and the real test-bed fixtures (tests/testbed/)."""
+"""Shared test configuration: markers, parallel-run groups, and the real test-bed fixtures (tests/testbed/)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,13 @@ import shutil
 
 import pytest
 
+from tests.testbed.parallel import group_by_shared_fixtures
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # pytest-xdist (.ci/run: -n 2 --dist loadgroup): tests sharing a module/class fixture stay on one
+    # worker (tests/testbed/parallel.py says why); everything else spreads.
+    group_by_shared_fixtures(items)
     # GPU tests need a real NVIDIA GPU; everywhere else they are reported as skipped, never passed.
     if shutil.which("nvidia-smi") is None:
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (nvidia-smi not found)")

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.loadgen_verdicts import judge_executor_result
 from tests.test_loadgen_executor import make_ctx, make_step
 from workload.cli import invoke
 from workload.hosts.local import LocalHost
@@ -113,6 +114,8 @@ def test_the_executor_retries_once_and_keeps_both_attempts(tmp_path: Path) -> No
     step.apply(ctx, step.plan(ctx))
     step.verify(ctx)
     (final,) = ctx.results
+    # The retry changed what retry_fix computes for the first attempt, and ran with it.
+    assert not judge_executor_result(ctx.host_dir, final, "Server").valid
     record = json.loads((final / "attempts.json").read_text())
     first, second = record["attempts"]
     assert first["validity"] == "INVALID" and second["validity"] == "INVALID"

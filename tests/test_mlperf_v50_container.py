@@ -8,7 +8,6 @@ results parsed by the metrics layer (tests/fixtures/harness/rounds/v5.0/UPSTREAM
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import uuid
 from collections.abc import Iterator
@@ -43,14 +42,6 @@ SOMEONE = {
         },
     }
 }
-
-
-@pytest.fixture(scope="module")
-def harness_image(docker_engine: Any, freshvm_image: str) -> str:
-    dockerfile = f'FROM {freshvm_image}\nENTRYPOINT []\nWORKDIR /work\nCMD ["/bin/bash"]\n'
-    tag = "workload-test/r51-harness:latest"
-    docker_engine.client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
-    return tag
 
 
 @pytest.fixture

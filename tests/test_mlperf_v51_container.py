@@ -42,17 +42,6 @@ B200X4 = HostSystem("NVIDIA B200", 183359, 4, "AMD EPYC 9V84 96-Core Processor",
 ROOT = UserFacts("root", 0, 0, "root", "/root")
 
 
-@pytest.fixture(scope="module")
-def harness_image(docker_engine: Any, freshvm_image: str) -> str:
-    """The fresh-VM image run as the harness container is (launch_docker: an interactive shell kept open)."""
-    import io
-
-    dockerfile = f'FROM {freshvm_image}\nENTRYPOINT []\nWORKDIR /work\nCMD ["/bin/bash"]\n'
-    tag = "workload-test/r51-harness:latest"
-    docker_engine.client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
-    return tag
-
-
 @pytest.fixture
 def bed(tmp_path: Path, docker_engine: Any, harness_image: str) -> Iterator[dict[str, Any]]:
     repo = tmp_path / "repo"

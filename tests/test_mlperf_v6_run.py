@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.harness.make_round import make_round_bare_repo
+from tests.testbed.image import ensure_derived_image
 from workload.engine import Engine, RunOptions
 from workload.hosts.base import Host, HostSpec
 from workload.hosts.local import LocalHost
@@ -68,19 +69,17 @@ def free_ports(count: int) -> int:
     raise AssertionError("no consecutive free ports")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def harness_image(docker_engine: Any, freshvm_image: str) -> str:
-    """The fresh-VM image as NVIDIA's harness images are run (launch_docker: a shell kept open, no boot)."""
-    import io
+    """The fresh-VM image as NVIDIA's harness images are run (launch_docker: a shell kept open, no boot).
 
+    Session scope: the tests that use it spread over parallel workers (tests/testbed/parallel.py)."""
     # standin-bin on PATH: the stand-in's MLCommons endpoints client (the real one comes in MLCommons' own image).
     dockerfile = (
         f"FROM {freshvm_image}\nENTRYPOINT []\nWORKDIR /work\nENV PATH=/work/standin-bin:/usr/local/sbin:"
         '/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nCMD ["/bin/bash"]\n'
     )
-    tag = "workload-test/r61-harness-v2:latest"
-    docker_engine.client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
-    return tag
+    return ensure_derived_image(docker_engine, "workload-test/r61-harness-v2:latest", dockerfile)
 
 
 @pytest.fixture

@@ -25,8 +25,11 @@ from tests.processes import processes
 from tests.test_mlperf_cli import bed  # noqa: F401  (fixture)
 from tests.testbed.sshd import SshServer, fresh_sshd, ssh_host  # noqa: F401  (fixture)
 from workload.commands import cmd
+from workload.interrupts import INTERRUPT_TIMEOUT_S, KILL_GRACE_S
 
 ROOT = Path(workload.__file__).resolve().parent.parent
+#: How long a stop may take by the code's own bounds: SIGTERM, the kill grace, the kill commands' timeout.
+STOP_BOUND_S = KILL_GRACE_S + INTERRUPT_TIMEOUT_S
 
 
 def processes_mentioning(text: str) -> list[int]:
@@ -114,13 +117,13 @@ def test_signal_during_the_cpu_profile_stops_the_whole_run(
         time.sleep(1.0)
         sent = time.monotonic()
         proc.send_signal(signum)
-        out, _ = proc.communicate(timeout=10)
+        out, _ = proc.communicate(timeout=STOP_BOUND_S)
         took = time.monotonic() - sent
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, out
-    assert took < 10
+    assert took < STOP_BOUND_S
     # Killed processes take a moment to be reaped (over SSH: by sshd's session after the channel closed).
     wait_for(lambda: not processes_mentioning(folder.name), 3, "every benchmark process to end")
     # the host's folder (telemetry/ holds what the monitor sampled meanwhile)
@@ -179,13 +182,13 @@ def test_signal_during_a_harness_run_in_the_container(request: pytest.FixtureReq
         wait_for(lambda: started.exists() and bool(processes("sleep 393.5")), 300, "the harness run")
         sent = time.monotonic()
         proc.send_signal(signum)
-        out, _ = proc.communicate(timeout=10)
+        out, _ = proc.communicate(timeout=STOP_BOUND_S)
         took = time.monotonic() - sent
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130 and took < 10, out
+    assert proc.returncode == 130 and took < STOP_BOUND_S, out
     wait_for(lambda: not processes("sleep 393.5"), 3, "the harness to end")
     (folder,) = testbed.runs.iterdir()
     (outcome,) = json.loads((folder / "run.json").read_text())["outcomes"]

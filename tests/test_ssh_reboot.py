@@ -51,7 +51,7 @@ def test_reboot_then_wait_until_back(fresh_sshd: SshServer, tmp_path: Path) -> N
         wait_for_reboot(host, boot_id_before=ticket.boot_id, marker=ticket.marker, timeout_s=30, first_poll_s=0.2)
     finally:
         down.join()
-    assert 1.5 <= time.monotonic() - started < 15
+    assert 1.5 <= time.monotonic() - started < 30  # after the 1.5 s down, within wait_for_reboot's timeout
     assert host.check(cmd("echo", "after")).stdout == "after\n"
     host.close()
 

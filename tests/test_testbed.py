@@ -88,10 +88,10 @@ def test_image_is_built_once_and_cached(docker_engine: DockerEngine, freshvm_ima
     image = docker_engine.client.images.get(freshvm_image)
     assert freshvm_image == IMAGE
     assert RECIPE_LABEL in image.labels
-    started = time.monotonic()
     assert ensure_image(docker_engine) == IMAGE
-    assert docker_engine.client.images.get(IMAGE).id == image.id  # not rebuilt
-    assert time.monotonic() - started < 10
+    # Not rebuilt: the same image (a build would give a new id). No time bound: ensure_image may wait
+    # for another session's lock on a busy machine, which says nothing about the cache.
+    assert docker_engine.client.images.get(IMAGE).id == image.id
 
 
 def test_engine_is_private_and_answers(docker_engine: DockerEngine) -> None:
@@ -371,7 +371,7 @@ def test_dpkg_lock_holder_blocks_apt(module_vm: FreshVM) -> None:
         assert vm.check(["cat", f"/proc/{pid}/comm"]).strip() == "unattended-upgr"
         started = time.monotonic()
         code, out = vm.exec([*APT, "-o", "DPkg::Lock::Timeout=0", "install", "dkms"])
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 60  # failed at once, not after the holder's 60 s
         assert code == 100
         assert "Could not get lock /var/lib/dpkg/lock-frontend" in out
         assert f"held by process {pid} (unattended-upgr)" in out

@@ -28,6 +28,8 @@ from tests.testbed.state import TestbedError, file_lock, state_dir
 LABEL = "workload.testbed"
 OWNER_LABEL = "workload.testbed.owner"
 START_TIMEOUT_S = 60.0
+#: How long a live dockerd may leave pings unanswered before a new session replaces it as wedged.
+WEDGED_AFTER_S = 60.0
 
 
 @dataclass
@@ -80,11 +82,11 @@ def _live_leases(root: Path) -> list[Path]:
     return live
 
 
-def _ping(socket_path: Path) -> bool:
+def _ping(socket_path: Path, timeout_s: float = 5.0) -> bool:
     if not socket_path.exists():
         return False
     try:
-        client = docker.APIClient(base_url=f"unix://{socket_path}", version="auto", timeout=5)
+        client = docker.APIClient(base_url=f"unix://{socket_path}", version="auto", timeout=timeout_s)
     except (docker.errors.DockerException, requests.RequestException):
         return False
     try:
@@ -93,6 +95,22 @@ def _ping(socket_path: Path) -> bool:
         return False
     finally:
         client.close()
+
+
+def _answers_when_less_busy(root: Path, socket_path: Path) -> bool:
+    """A live daemon that missed one ping: ask again, patiently, before it is called wedged and replaced.
+
+    On a loaded machine (other sessions, parallel workers) dockerd can take longer than a ping's
+    5 s to answer; replacing it then would kill every container other sessions are using.
+    """
+    if _daemon_pid(root) is None:
+        return False
+    deadline = time.monotonic() + WEDGED_AFTER_S
+    while time.monotonic() < deadline:
+        if _ping(socket_path, timeout_s=min(15.0, max(1.0, deadline - time.monotonic()))):
+            return True
+        time.sleep(1.0)
+    return False
 
 
 def _daemon_pid(root: Path) -> int | None:
@@ -161,7 +179,7 @@ def acquire_engine() -> DockerEngine:
     socket_path = root / "docker.sock"
     with file_lock("dockerd"):
         started = False
-        if not _ping(socket_path):
+        if not _ping(socket_path) and not _answers_when_less_busy(root, socket_path):
             _start_daemon(root, socket_path)
             started = True
         lease = root / "leases" / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"

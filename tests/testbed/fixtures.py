@@ -2,7 +2,8 @@
 
 Session scope (built once per machine, cached, shared by concurrent sessions):
 ``testbed_engine``/``docker_engine`` (a private real dockerd), ``standin_repo`` (the apt repo
-directory), ``freshvm_image`` (the image tag), ``cuda_runfile_server``.
+directory), ``freshvm_image`` (the image tag), ``harness_image`` (the fresh-VM image run the way
+NVIDIA's harness containers are), ``cuda_runfile_server``.
 Function scope: ``fresh_vm`` (factory: ``fresh_vm(**FreshVM kwargs) -> FreshVM``) and
 ``fresh_vms`` (factory: ``fresh_vms(n, **kwargs) -> list[FreshVM]``, created in parallel).
 Every VM a factory made is removed at the end of the test.
@@ -25,7 +26,7 @@ from tests.testbed.aptrepo import ensure_repo
 from tests.testbed.dockerd import DockerEngine, acquire_engine
 from tests.testbed.fileserver import CudaRunfileServer, start_cuda_runfile_server
 from tests.testbed.freshvm import FreshVM, create_vms
-from tests.testbed.image import ensure_image
+from tests.testbed.image import ensure_derived_image, ensure_image
 from tests.testbed.slurm import SlurmCluster, ensure_slurm_image
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "fresh_vm",
     "fresh_vms",
     "freshvm_image",
+    "harness_image",
     "slurm_cluster",
     "slurm_image",
     "standin_repo",
@@ -77,6 +79,16 @@ def standin_repo() -> Path:
 def freshvm_image(docker_engine: DockerEngine) -> str:
     """Tag of the fresh-VM image (debootstrap bookworm + stand-in base tools), built once per machine."""
     return ensure_image(docker_engine)
+
+
+@pytest.fixture(scope="session")
+def harness_image(docker_engine: DockerEngine, freshvm_image: str) -> str:
+    """The fresh-VM image as NVIDIA's harness containers are run (launch_docker: an interactive shell kept
+    open, no boot): tag ``workload-test/r51-harness:latest``. Session scope (not per module), so the
+    tests that use it spread over parallel workers; built only when missing or changed (``ensure_derived_image``
+    says why a rebuild would kill other tests' containers)."""
+    dockerfile = f'FROM {freshvm_image}\nENTRYPOINT []\nWORKDIR /work\nCMD ["/bin/bash"]\n'
+    return ensure_derived_image(docker_engine, "workload-test/r51-harness:latest", dockerfile)
 
 
 @pytest.fixture

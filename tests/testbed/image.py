@@ -173,3 +173,25 @@ def ensure_image(engine: DockerEngine) -> str:
             log = "".join(str(chunk.get("stream", chunk)) for chunk in exc.build_log)
             raise TestbedError(f"test bed: building {IMAGE} failed: {exc}\n{log[-3000:]}") from None
         return IMAGE
+
+
+def ensure_derived_image(engine: DockerEngine, tag: str, dockerfile: str) -> str:
+    """Build ``tag`` from ``dockerfile`` (a ``FROM`` on an image of this test bed) only when it is missing
+    or was built from another recipe; return ``tag``.
+
+    Rebuilding unconditionally gives the tag a new image id each time (the builder does not always hit
+    its cache), and the harness code recreates a container whose image id changed under it
+    (``HarnessContainer.ensure_running``): a test that rebuilt the tag killed the containers (and the
+    LLM servers in them) of every test running at that moment, in other workers and other sessions.
+    The recipe (the Dockerfile and the id of its base image) is kept as a label; the build holds a lock.
+    """
+    base = dockerfile.split("\n", 1)[0].removeprefix("FROM ").strip()
+    recipe = digest(dockerfile, engine.client.images.get(base).id)
+    with file_lock("derived-image-" + re.sub(r"[^A-Za-z0-9_.-]", "_", tag)):
+        if _has_image(engine.client, tag, recipe):
+            return tag
+        text = f"{dockerfile.rstrip()}\nLABEL {RECIPE_LABEL}={recipe}\n"
+        engine.client.images.build(fileobj=io.BytesIO(text.encode()), tag=tag, rm=True)
+        if not _has_image(engine.client, tag, recipe):
+            raise TestbedError(f"test bed: building {tag} did not give an image labelled with its recipe")
+        return tag
