@@ -61,7 +61,7 @@ class QualifyParameters(LoadGenParameters):
     Model: Literal["torch-encoder", "standin"] = "torch-encoder"
     Precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"
     #: GPU indices to qualify; empty = every GPU nvidia-smi lists (the stand-in without one: device 0).
-    Devices: str = ""
+    Devices: str | None = None
     SequenceLength: int = Field(default=128, ge=2, le=512)
     StragglerThreshold: float = Field(default=0.10, gt=0, lt=1)
     MaxThrottledFraction: float = Field(default=0.05, ge=0, le=1)
@@ -211,8 +211,9 @@ class GpuQualifyExecutor(LoadGenExecutor):
             )
         listed = ctx.host.run(cmd(*GPU_IDENTITY_QUERY, timeout=60, readonly=True))
         identities = parse_gpu_identities(listed.stdout) if listed.ok else {}
-        wanted = [int(d) for d in split_list(self.q.Devices) if d.isdigit()]
-        if len(wanted) != len(split_list(self.q.Devices)):
+        listed_devices = split_list(self.q.Devices or "")
+        wanted = [int(d) for d in listed_devices if d.isdigit()]
+        if len(wanted) != len(listed_devices):
             raise self.fail(f"Devices {self.q.Devices!r}: expected GPU indices such as 0,1,2", ctx)
         if not wanted:
             wanted = sorted(identities) or ([0] if self.q.Model == "standin" else [])

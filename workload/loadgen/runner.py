@@ -167,6 +167,8 @@ def run(scenario: Scenario, mode: Mode, out: Path, settings: RunSettings) -> dic
         "user_conf": user_conf_values(settings, scenario),
         "find_performance": found.as_dict() | {"applied": applied} if found else None,
         "model": model.describe() | {"intra_op_threads": threads},
+        # the GPU this process was pinned to (GpuQualifyExecutor); None when not pinned
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "loadgen": loadgen_settings(values) | {"version": values.get("loadgen_version")},
         "wall_seconds": round(wall, 3),
     }
