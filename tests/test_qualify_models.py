@@ -17,7 +17,7 @@ from workload.qualify.models import (
     make_model,
     matmul_probe,
 )
-from workload.qualify.verdicts import AGREEMENT_TOLERANCE, agreement, GpuIdentity
+from workload.qualify.verdicts import AGREEMENT_TOLERANCE, GpuIdentity, agreement
 
 
 def test_bert_large_flops_per_sample_match_two_flops_per_weight_per_token() -> None:
