@@ -39,13 +39,12 @@ from pydantic import Field
 
 from workload.commands import Command, cmd, shell
 from workload.errors import WorkloadError
-from workload.hosts.base import Host
 from workload.loadgen.settings import RunSettings, Scenario
 from workload.monitors.nvsmi import GpuSample
 from workload.safefile import atomic_write_text, read_regular
 from workload.steps import Change, StepContext, StepParameters, StepPlan, split_list
 
-from .loadgen_executor import RUNNER_MODULE, LoadGenExecutor, LoadGenParameters, _is_local
+from .loadgen_executor import RESULT_FILES, RUNNER_MODULE, LoadGenExecutor, LoadGenParameters, _is_local
 
 PROBE_MODULE = "workload.qualify.probe"
 PROBE_FILES = ("settings.json", "outputs.npy", "probe.json")
@@ -280,10 +279,7 @@ class GpuQualifyExecutor(LoadGenExecutor):
         result = ctx.run(command, echo=True)
         if not _is_local(ctx.host):
             for folder in folders:
-                if names is None:
-                    self._fetch(ctx.host, self._remote(ctx, folder), folder)
-                else:
-                    _fetch_names(ctx.host, self._remote(ctx, folder), folder, names)
+                self._fetch(ctx.host, self._remote(ctx, folder), folder, names or RESULT_FILES)
         return result.ok
 
     # -- verdicts ------------------------------------------------------------------------------------
@@ -392,11 +388,3 @@ def _probe_record(folder: Path) -> dict[str, Any]:
     except (OSError, ValueError, WorkloadError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _fetch_names(host: Host, remote_dir: str, local: Path, names: tuple[str, ...]) -> None:
-    local.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        remote = posixpath.join(remote_dir, name)
-        if host.exists(remote):
-            host.get(remote, str(local / name))
