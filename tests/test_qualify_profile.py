@@ -85,3 +85,20 @@ def test_the_torch_model_is_refused_clearly_without_torch(tmp_path: Path, capsys
     assert "cannot run the qualification" in text and "torch" in text
     assert "workload-mlperf[cpu,gpu]" in text
     assert "Traceback" not in text
+
+
+@pytest.mark.gpu
+def test_torch_encoder_on_every_gpu_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a GPU machine with torch: the real model on every GPU, short runs; the figures are in the verdicts."""
+    pytest.importorskip("torch")
+    small = "MinDurationMs=2000,,,SampleCount=256,,,AgreementSamples=8,,,MatmulProbeSeconds=1"
+    code = invoke(["run", "--profile", "PERF-GPU-QUALIFY", "-p", small, "--output-dir", str(tmp_path / "runs")])
+    out = capsys.readouterr().out
+    folder = _run_folder(tmp_path / "runs")
+    results = folder / "local" / "results" / "qualify" / "qualify-torch-encoder"
+    verdicts = {p.parent.name: json.loads(p.read_text()) for p in (results / "verdicts").glob("*/accuracy.json")}
+    assert verdicts["agreement"]["pass"] is True, verdicts["agreement"]["problems"]
+    assert verdicts["math-efficiency"]["value"] > 0
+    assert all("serial" in d for d in verdicts["throttling"]["details"])
+    failed = [n for n, v in verdicts.items() if not v["pass"]]
+    assert code == (6 if failed else 0), (failed, out[-2000:])

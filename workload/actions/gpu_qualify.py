@@ -103,7 +103,9 @@ class GpuQualifyExecutor(LoadGenExecutor):
         return f"qualify-{self.q.Model}"
 
     def devices(self, ctx: StepContext) -> list[int]:
-        """The GPU indices to qualify (found at plan time, kept for apply and verify)."""
+        """The GPU indices to qualify (found at plan time, kept for apply and verify; looked up if not yet)."""
+        if "devices" not in ctx.memo:
+            self._check_host(ctx)
         found: list[int] = ctx.memo["devices"]
         return found
 
