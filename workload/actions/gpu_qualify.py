@@ -318,11 +318,13 @@ class GpuQualifyExecutor(LoadGenExecutor):
         reference = _load_outputs(self.probe_dir(ctx, "probe-cpu"))
         outputs = {d: _load_outputs(self.probe_dir(ctx, f"probe-gpu{d}")) for d in devices}
         probes = {d: _probe_record(self.probe_dir(ctx, f"probe-gpu{d}")) for d in devices}
-        precision = str(probes[devices[0]].get("model", {}).get("precision", "fp32"))
-        achieved = {d: rate * float(probes[d].get("flops_per_sample") or 0) / 1e12 for d, rate in offline.items()}
-        peak = {
-            d: float(p["matmul_tflops"]) for d, p in probes.items() if isinstance(p.get("matmul_tflops"), int | float)
-        }
+        described = probes[devices[0]].get("model")
+        precision = described.get("precision") if isinstance(described, dict) else None
+        if precision not in v.AGREEMENT_TOLERANCE:
+            precision = "fp32"  # not recorded: the strictest bound
+        flops = {d: _positive(p.get("flops_per_sample")) for d, p in probes.items()}
+        achieved = {d: rate * (flops.get(d) or 0.0) / 1e12 for d, rate in offline.items()}
+        peak = {d: tflops for d, p in probes.items() if (tflops := _positive(p.get("matmul_tflops"))) is not None}
         with_telemetry = [gpus[d] for d in devices if d in identities]
         checks = {
             "parity": v.parity(figures, threshold=self.q.StragglerThreshold),
@@ -356,8 +358,10 @@ class GpuQualifyExecutor(LoadGenExecutor):
 
 
 def _number(values: dict[str, Any], key: str) -> float | None:
-    value = values.get(key)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A detail-log figure as a finite float, else None."""
+    from workload.metrics.raw import finite_float
+
+    return finite_float(values.get(key))
 
 
 def _gpu_samples(records: list[dict[str, Any]]) -> list[GpuSample]:
@@ -385,8 +389,19 @@ def _load_outputs(folder: Path) -> Any:
 
 
 def _probe_record(folder: Path) -> dict[str, Any]:
+    """``probe.json`` (written on the host, so outside input): bounded numbers; ``{}`` when unreadable."""
+    from workload.numbers import load_json
+
     try:
-        data = json.loads(read_regular(folder / "probe.json"))
+        data = load_json(read_regular(folder / "probe.json"))
     except (OSError, ValueError, WorkloadError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _positive(value: object) -> float | None:
+    """A probe figure as a finite positive float, else None (missing, malformed, unbounded)."""
+    from workload.metrics.raw import finite_float
+
+    number = finite_float(value)
+    return number if number is not None and number > 0 else None
