@@ -95,3 +95,18 @@ def test_remote_host_files_come_back_and_verdicts_judge_recorded_files(
     assert any(p.startswith("GPU 0 (PCI 00000000:00:06.0") for p in verdicts["math-efficiency"]["problems"])
     assert verdicts["throttling"]["pass"] is False
     assert "SW power cap" in verdicts["throttling"]["problems"][0]
+
+
+class ShortJobHost(LocalHost):
+    """This machine inside a scheduler job with one second left (what a Slurm node's host reports)."""
+
+    def time_left_s(self) -> float | None:
+        return 1.0
+
+
+def test_a_job_too_short_for_the_next_run_stops_before_it(tmp_path: Path) -> None:
+    step = make_step(**(QUICK | {"Devices": "0"}))
+    ctx = make_ctx(ShortJobHost("local"), tmp_path)
+    with pytest.raises(StepError, match=r"LoadGen Offline on gpu0 needs about \d+s, the job has 1s left"):
+        step.apply(ctx, step.plan(ctx))
+    assert not (ctx.host_dir / "results" / "qualify" / "qualify-standin" / "gpu0").exists()

@@ -44,7 +44,16 @@ from workload.monitors.nvsmi import GpuSample
 from workload.safefile import atomic_write_text, read_regular
 from workload.steps import Change, StepContext, StepParameters, StepPlan, split_list
 
-from .loadgen_executor import RESULT_FILES, RUNNER_MODULE, LoadGenExecutor, LoadGenParameters, _is_local
+from .loadgen_executor import (
+    RESULT_FILES,
+    RUNNER_MODULE,
+    LoadGenExecutor,
+    LoadGenParameters,
+    _is_local,
+    _measured_rate,
+    expected_marker,
+    expected_seconds,
+)
 
 PROBE_MODULE = "workload.qualify.probe"
 PROBE_FILES = ("settings.json", "outputs.npy", "probe.json")
@@ -232,6 +241,7 @@ class GpuQualifyExecutor(LoadGenExecutor):
         settings = self.settings_for()
         samples: list[GpuSample] = []
         failures: list[str] = []
+        rates: dict[str, float] = {}
         commands = [change.commands[0] for change in plan.changes]
         probes = ["probe-cpu", *(f"probe-gpu{d}" for d in self.devices(ctx))]
         for name, command in zip(probes, commands, strict=False):
@@ -254,11 +264,23 @@ class GpuQualifyExecutor(LoadGenExecutor):
             for (prefix, group, scenario), command in zip(runs, commands[len(probes) :], strict=True):
                 ctx.stop_if_cancelled(f"LoadGen {scenario} on {prefix}")
                 folders = [self.group_dir(ctx, prefix, d, scenario) for d in group]
+                expected = expected_seconds(scenario, "PerformanceOnly", settings, rates)
+                left = ctx.host.time_left_s()  # a scheduler's time limit (Slurm --time); None: none
+                if left is not None and left < expected:
+                    raise self.fail(
+                        f"LoadGen {scenario} on {prefix} needs about {expected:.0f}s, the job has {left:.0f}s left",
+                        ctx,
+                        hint="ask for a longer --time (or fewer Devices or scenarios, or a shorter MinDurationMs)",
+                    )
                 for folder in folders:
                     self._write_settings(ctx, folder, settings)
-                ctx.log(f"-> LoadGen {scenario} on {', '.join(f.parent.parent.parent.name for f in folders)}")
+                names = ", ".join(f.parent.parent.parent.name for f in folders)
+                ctx.log(f"-> LoadGen {scenario} on {names} {expected_marker(expected)}")
                 if self._run_and_fetch(ctx, command, folders, None):
                     ctx.results.extend(folders)
+                    rate = _measured_rate(folders[0])
+                    if rate is not None and len(group) == 1:
+                        rates.setdefault(scenario, rate)
                 else:
                     failures.append(f"{scenario} on {prefix}{'' if len(group) == 1 else 's'}")
         finally:
