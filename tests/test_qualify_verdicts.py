@@ -214,3 +214,19 @@ def test_check_as_accuracy_json_is_what_the_metrics_parser_reads() -> None:
     parse("accuracy.json", json.dumps(data), raw)
     assert raw.accuracy_pass is False
     assert any("GPU 1" in p for p in raw.accuracy_problems)
+    assert raw.accuracy_fixes == [check.fix] and "PCIe" in check.fix
+    assert (
+        data["fixes"] and parity(_figures([1000, 1000])).as_accuracy_json(model="m", scenario="Offline")["fixes"] == []
+    )
+
+
+def test_a_failed_check_s_own_fix_replaces_the_generic_advice_in_the_verdict() -> None:
+    from workload.metrics.model import AccuracyCheck
+    from workload.metrics.verdict import explain_accuracy
+
+    check = AccuracyCheck(name="gpu_output_cosine_min", value=-1.0, threshold=0.99, passed=False)
+    reasons, fixes = explain_accuracy([check], None, ["GPU 2 (...): outputs disagree"], ["run dcgmi diag -r 3"])
+    assert fixes == ["run dcgmi diag -r 3"]
+    assert any("GPU 2" in r for r in reasons)
+    _, generic = explain_accuracy([check], None, ["GPU 2 (...): outputs disagree"])
+    assert generic and "dcgmi" not in " ".join(generic)

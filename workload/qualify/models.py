@@ -168,8 +168,8 @@ class TorchEncoder:
         tokens = torch.nn.Embedding(VOCAB_SIZE, shape.hidden)
         positions = torch.nn.Embedding(shape.max_positions, shape.hidden)
         torch.random.set_rng_state(generator_state)
-        self._modules = torch.nn.ModuleDict({"encoder": encoder, "tokens": tokens, "positions": positions})
-        self._modules.eval().to(device=device, dtype=dtype)
+        self._net = torch.nn.ModuleDict({"encoder": encoder, "tokens": tokens, "positions": positions})
+        self._net.eval().to(device=device, dtype=dtype)
 
     def embed(self, batch: TokenBatch) -> FloatArray:
         torch = self._torch
@@ -177,11 +177,12 @@ class TorchEncoder:
             ids = torch.from_numpy(batch.input_ids).to(self.device)
             mask = torch.from_numpy(batch.attention_mask).to(self.device)
             where = torch.arange(ids.shape[1], device=self.device)
-            x = self._modules["tokens"](ids) + self._modules["positions"](where)[None]
-            x = self._modules["encoder"](x, src_key_padding_mask=mask == 0)
-            weights = mask[..., None].to(x.dtype)
-            pooled = (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
-            return np.ascontiguousarray(pooled.float().cpu().numpy(), dtype=np.float32)
+            x = self._net["tokens"](ids) + self._net["positions"](where)[None]
+            x = self._net["encoder"](x, src_key_padding_mask=mask == 0)
+            # pooled in fp32: a 16-bit sum over the sequence would add its own rounding to the comparison
+            weights = mask[..., None].float()
+            pooled = (x.float() * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+            return np.ascontiguousarray(pooled.cpu().numpy(), dtype=np.float32)
 
     def flops_per_sample(self, sequence_length: int) -> float:
         return encoder_flops(self.shape, sequence_length)

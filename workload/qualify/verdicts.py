@@ -83,6 +83,8 @@ class Check:
     problems: tuple[str, ...] = ()
     #: Per-GPU figures behind the value (for the record; not part of the verdict).
     details: tuple[str, ...] = ()
+    #: What an operator does about a failure (written only when the check failed).
+    fix: str = ""
 
     def as_accuracy_json(self, *, model: str, scenario: str) -> dict[str, object]:
         """The ``accuracy.json`` object the metrics collector reads (workload/metrics/parsers/accuracy_json.py)."""
@@ -93,6 +95,7 @@ class Check:
             "pass": self.passed,
             "problems": list(self.problems),
             "details": list(self.details),
+            "fixes": [self.fix] if self.fix and not self.passed else [],
             "model": model,
             "scenario": scenario,
         }
@@ -147,7 +150,11 @@ def parity(figures: Sequence[GpuFigures], *, threshold: float = DEFAULT_STRAGGLE
                         f"{figure.p99_latency_ms / median_latency - 1:.1%} above its siblings' median "
                         f"{median_latency:.2f} ms (limit {threshold:.0%})"
                     )
-    return Check("gpu_parity_ratio_min", worst, 1 - threshold, not problems, tuple(problems), tuple(details))
+    fix = (
+        "compare the named GPU's clocks, power limit and PCIe link with its siblings' "
+        "(nvidia-smi -q -d CLOCK,POWER,PERFORMANCE; lspci -vv for the link width and speed), then rerun"
+    )
+    return Check("gpu_parity_ratio_min", worst, 1 - threshold, not problems, tuple(problems), tuple(details), fix)
 
 
 def throttling(
@@ -190,7 +197,11 @@ def throttling(
             )
     if not gpus:
         details.append("no GPU identities: nothing to judge (CPU stand-in)")
-    return Check("gpu_throttled_fraction_max", worst, max_fraction, not problems, tuple(problems), tuple(details))
+    fix = (
+        "check the named GPU's cooling and power delivery (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER); "
+        "a GPU without telemetry: check that nvidia-smi answers on the host"
+    )
+    return Check("gpu_throttled_fraction_max", worst, max_fraction, not problems, tuple(problems), tuple(details), fix)
 
 
 def _cosine_rows(a: FloatArray, b: FloatArray) -> npt.NDArray[np.float64]:
@@ -263,7 +274,11 @@ def agreement(
     if not outputs:
         problems.append("no GPU outputs to compare")
         worst = 0.0
-    return Check("gpu_output_cosine_min", worst, bound, not problems, tuple(problems), tuple(details))
+    fix = (
+        "take the named GPU out of service and run the vendor's diagnostics (dcgmi diag -r 3): the same inputs "
+        "and weights gave other answers there"
+    )
+    return Check("gpu_output_cosine_min", worst, bound, not problems, tuple(problems), tuple(details), fix)
 
 
 def math_efficiency(
@@ -299,6 +314,10 @@ def math_efficiency(
     if not achieved_tflops:
         problems.append("no achieved throughput to compare")
         worst = 0.0
+    fix = (
+        "below the bound: raise OfflineBatchSize or use a 16-bit Precision; a missing or impossible figure: "
+        "read the probe's probe.json and the probe step's log"
+    )
     return Check(
         "gpu_math_efficiency_min",
         0.0 if worst == math.inf else worst,
@@ -306,4 +325,5 @@ def math_efficiency(
         not problems,
         tuple(problems),
         tuple(details),
+        fix,
     )
