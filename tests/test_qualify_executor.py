@@ -45,6 +45,11 @@ def test_gpu_identities_from_nvidia_smi_rows() -> None:
     assert found[1].serial == "1654923012345" and found[1].name == "NVIDIA H200"
 
 
+def test_an_accuracy_mode_is_refused_at_profile_load() -> None:
+    with pytest.raises(ValueError, match="TestModes: the qualification runs PerformanceOnly"):
+        make_step(**(QUICK | {"TestModes": "PerformanceOnly,AccuracyOnly"}))
+
+
 def test_devices_that_are_not_indices_are_refused(tmp_path: Path) -> None:
     step = make_step(**(QUICK | {"Devices": "0,first"}))
     with pytest.raises(StepError, match="Devices '0,first': expected GPU indices"):

@@ -104,6 +104,15 @@ class GpuQualifyExecutor(LoadGenExecutor):
         assert isinstance(self.params, QualifyParameters)
         return self.params
 
+    @classmethod
+    def check_parameters(cls, params: StepParameters) -> None:
+        super().check_parameters(params)
+        assert isinstance(params, QualifyParameters)
+        if "accuracyonly" in params.TestModes.lower():
+            raise ValueError(
+                "TestModes: the qualification runs PerformanceOnly (output agreement takes the accuracy run's place)"
+            )
+
     # -- what runs ---------------------------------------------------------------------------------
     def settings_for(self) -> RunSettings:
         return super().settings_for().model_copy(update={"model_kind": self.q.Model, "precision": self.q.Precision})
@@ -136,11 +145,8 @@ class GpuQualifyExecutor(LoadGenExecutor):
         return f"{ctx.host.identity.state_root}/qualify/{ctx.host_dir.parent.name}/{relative}"
 
     def _env_prefix(self, ctx: StepContext) -> str:
-        if not _is_local(ctx.host):
-            return ""
-        import workload
-
-        return f"PYTHONPATH={shlex.quote(str(Path(workload.__file__).resolve().parent.parent))} "
+        """Locally, run the same package as this process, installed or not (as LoadGenExecutor does)."""
+        return f"PYTHONPATH={shlex.quote(_package_root())} " if _is_local(ctx.host) else ""
 
     def group_command(self, ctx: StepContext, prefix: str, devices: list[int], scenario: Scenario) -> Command:
         """One shell command: a pinned runner per device, side by side; fails when any of them failed."""
@@ -161,7 +167,7 @@ class GpuQualifyExecutor(LoadGenExecutor):
 
     def probe_command(self, ctx: StepContext, name: str, device: int | None) -> Command:
         out = self._remote(ctx, self.probe_dir(ctx, name))
-        argv = [self.python(ctx), "-m", "workload.qualify.probe", "--settings", posixpath.join(out, "settings.json")]
+        argv = [self.python(ctx), "-m", PROBE_MODULE, "--settings", posixpath.join(out, "settings.json")]
         argv += ["--out", out, "--samples", str(self.q.AgreementSamples)]
         if device is None:
             argv += ["--device", "cpu", "--matmul-seconds", "0"]
@@ -169,9 +175,7 @@ class GpuQualifyExecutor(LoadGenExecutor):
             argv += ["--matmul-seconds", str(self.q.MatmulProbeSeconds)]
         env = {"CUDA_VISIBLE_DEVICES": "" if device is None else str(device)}
         if _is_local(ctx.host):
-            import workload
-
-            env["PYTHONPATH"] = str(Path(workload.__file__).resolve().parent.parent)
+            env["PYTHONPATH"] = _package_root()
         return cmd(*argv, env=env, timeout=600 + 10 * self.q.AgreementSamples, idempotent=True)
 
     # -- step life ---------------------------------------------------------------------------------
@@ -377,6 +381,13 @@ class GpuQualifyExecutor(LoadGenExecutor):
         ]
         if problems:
             raise self.fail("; ".join(problems), ctx)
+
+
+def _package_root() -> str:
+    """The folder that holds this ``workload`` package (for ``PYTHONPATH``)."""
+    import workload
+
+    return str(Path(workload.__file__).resolve().parent.parent)
 
 
 def _number(values: dict[str, Any], key: str) -> float | None:
