@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,3 +82,24 @@ def test_torch_encoder_on_the_gpu_agrees_with_the_cpu_reference() -> None:
 def test_matmul_probe_on_the_gpu_reaches_tensor_core_rates() -> None:
     tflops = matmul_probe("torch-encoder", device="cuda", precision="auto", seconds=1.0)
     assert tflops > 50, tflops  # any data-centre GPU with tensor cores; an H200's bf16 peak is ~990 dense
+
+
+def test_probe_writes_the_qsl_s_first_outputs_and_refuses_an_onnx_model(tmp_path: Path) -> None:
+    import json
+
+    from workload.loadgen.settings import RunSettings
+    from workload.qualify.probe import main, probe
+
+    settings = RunSettings(model_kind="standin", sample_count=20, sequence_length=12, data_seed=4)
+    path = tmp_path / "settings.json"
+    path.write_text(settings.model_dump_json())
+    record = probe(path, tmp_path / "out", device="cpu", samples=5, matmul_seconds=None)
+    outputs = np.load(tmp_path / "out" / "outputs.npy")
+    expected = StandInEncoder().embed(synthetic_tokens(20, 12, seed=4).take([0, 1, 2, 3, 4]))
+    np.testing.assert_allclose(outputs, expected, rtol=1e-5, atol=1e-6)
+    written = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert written["samples"] == record["samples"] == 5 and written["matmul_tflops"] is None
+    assert written["flops_per_sample"] == encoder_flops(STANDIN, 12)
+
+    path.write_text(RunSettings().model_dump_json())  # model_kind onnx
+    assert main(["--settings", str(path), "--out", str(tmp_path / "onnx"), "--device", "cpu"]) == 2

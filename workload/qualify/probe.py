@@ -45,7 +45,8 @@ def probe(
         raise UsageError(f"{settings_path}: model_kind 'onnx' is not a qualification model")
     precision = "fp32" if device == "cpu" else settings.precision
     model = make_model(settings.model_kind, device=device, precision=precision)
-    data = synthetic_tokens(min(samples, settings.sample_count), settings.sequence_length, settings.data_seed)
+    everything = synthetic_tokens(settings.sample_count, settings.sequence_length, settings.data_seed)
+    data = everything.take(list(range(min(samples, len(everything)))))  # the QSL's first samples, exactly
     outputs = np.concatenate(
         [model.embed(data.take(list(range(i, min(i + 8, len(data)))))) for i in range(0, len(data), 8)]
     )
