@@ -254,7 +254,8 @@ def test_unknown_type_suggests_and_lists_the_known_types(tmp_path: Path, capsys:
     assert invoke(["plan", "--profile", profile]) == 2
     err = capsys.readouterr().err
     assert "p.json: Actions[0].Type: unknown step type 'MLPerfExecuter' (did you mean 'MLPerfExecutor'?)" in err
-    assert "hint: known types: DockerInstallation, FormatDisks, GitRepoClone, LoadGenExecutor, MLPerfExecutor" in err
+    known = "DockerInstallation, FormatDisks, GitRepoClone, GpuQualifyExecutor, LoadGenExecutor, MLPerfExecutor"
+    assert f"hint: known types: {known}" in err
 
 
 def test_timeout_repeats_action_rounds_until_the_deadline(

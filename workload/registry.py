@@ -27,6 +27,7 @@ STEP_TYPES: dict[str, str] = {
     # Actions (workload/actions/).
     "MLPerfExecutor": "workload.actions.mlperf_executor:MLPerfExecutor",
     "LoadGenExecutor": "workload.actions.loadgen_executor:LoadGenExecutor",
+    "GpuQualifyExecutor": "workload.actions.gpu_qualify:GpuQualifyExecutor",
     # Monitors (workload/monitors/): background telemetry while the actions run.
     "NvidiaSmiMonitor": "workload.monitors.step:NvidiaSmiMonitor",
 }
@@ -43,6 +44,7 @@ STEP_KINDS: dict[str, StepKind] = {
     "NvidiaContainerToolkitInstallation": "dependency",
     "MLPerfExecutor": "action",
     "LoadGenExecutor": "action",
+    "GpuQualifyExecutor": "action",
     "NvidiaSmiMonitor": "monitor",
 }
 

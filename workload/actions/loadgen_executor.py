@@ -447,9 +447,10 @@ class LoadGenExecutor(Step):
         return result
 
     @staticmethod
-    def _fetch(host: Host, remote_dir: str, local: Path) -> None:
+    def _fetch(host: Host, remote_dir: str, local: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
+        """Copy the ``names`` present in ``remote_dir`` on ``host`` into ``local``."""
         local.mkdir(parents=True, exist_ok=True)
-        for name in RESULT_FILES:
+        for name in names:
             remote = posixpath.join(remote_dir, name)
             if host.exists(remote):
                 host.get(remote, str(local / name))

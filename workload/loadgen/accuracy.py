@@ -24,7 +24,7 @@ import numpy as np
 
 from workload.errors import ResultsError, WorkloadError
 from workload.loadgen.logs import ACCURACY_LOG
-from workload.loadgen.model import EmbeddingModel, FloatArray, TokenBatch
+from workload.loadgen.model import Embedder, FloatArray, TokenBatch
 from workload.safefile import atomic_write_text
 
 REFERENCE_FILE = "reference_embeddings.npy"
@@ -59,7 +59,7 @@ class AccuracyResult:
         }
 
 
-def compute_reference(model: EmbeddingModel, data: TokenBatch) -> FloatArray:
+def compute_reference(model: Embedder, data: TokenBatch) -> FloatArray:
     """Reference embeddings for every sample, one model call per sample."""
     rows = [model.embed(data.take([i]))[0] for i in range(len(data))]
     return np.stack(rows).astype(np.float32)

@@ -36,7 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from workload.loadgen.model import EmbeddingModel, FloatArray, TokenBatch
+from workload.loadgen.model import Embedder, FloatArray, TokenBatch
 from workload.loadgen.settings import RunSettings, Scenario
 from workload.loadgen.sut import SUT, make_sut
 
@@ -120,7 +120,7 @@ def _latencies(sut: SUT, per_query: int, budget_s: float, data_len: int) -> list
 
 
 def find_performance(
-    scenario: Scenario, model: EmbeddingModel, data: TokenBatch, settings: RunSettings, budget_s: float = BUDGET_S
+    scenario: Scenario, model: Embedder, data: TokenBatch, settings: RunSettings, budget_s: float = BUDGET_S
 ) -> FindPerfResult:
     """Measure ``scenario``'s SUT for about ``budget_s`` seconds and choose its targets."""
     started = time.perf_counter()

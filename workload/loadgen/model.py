@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +46,18 @@ class TokenBatch:
 
     def take(self, indices: IntArray | list[int]) -> TokenBatch:
         return TokenBatch(self.input_ids[indices], self.attention_mask[indices])
+
+
+class Embedder(Protocol):
+    """What the SUTs and the accuracy check need of a model: embeddings for a batch, and a description.
+
+    :class:`EmbeddingModel` (ONNX) is one; the GPU qualification's encoders (workload/loadgen/encoders.py)
+    are the others.
+    """
+
+    def embed(self, batch: TokenBatch) -> FloatArray: ...
+
+    def describe(self) -> dict[str, object]: ...
 
 
 def synthetic_tokens(count: int, sequence_length: int, seed: int) -> TokenBatch:

@@ -37,7 +37,7 @@ from workload.errors import EXIT_USAGE, BenchmarkFailed, UsageError, WorkloadErr
 from workload.loadgen import accuracy as acc
 from workload.loadgen.findperf import FindPerfResult, apply_found, find_performance
 from workload.loadgen.logs import ACCURACY_LOG, DETAIL_LOG, SUMMARY_LOG, detail_values, loadgen_settings
-from workload.loadgen.model import EmbeddingModel, TokenBatch, synthetic_tokens
+from workload.loadgen.model import Embedder, EmbeddingModel, TokenBatch, synthetic_tokens
 from workload.loadgen.settings import (
     CONF_MODEL,
     EFFECTIVE_SETTINGS,
@@ -117,12 +117,21 @@ def _run_loadgen(scenario: Scenario, ts: Any, sut: SUT, data_len: int, out: Path
     return time.perf_counter() - started
 
 
+def load_model(settings: RunSettings, threads: int) -> Embedder:
+    """The ONNX model, or a GPU qualification encoder (imported only when one is asked for)."""
+    if settings.model_kind == "onnx":
+        return EmbeddingModel(Path(settings.model_path) if settings.model_path else None, threads=threads)
+    from workload.loadgen.encoders import make_model
+
+    return make_model(settings.model_kind, precision=settings.precision)
+
+
 def run(scenario: Scenario, mode: Mode, out: Path, settings: RunSettings) -> dict[str, Any]:
     """Run one test into ``out``; return the effective-settings record (also written to disk)."""
     out.mkdir(parents=True, exist_ok=True)
     data: TokenBatch = synthetic_tokens(settings.sample_count, settings.sequence_length, settings.data_seed)
     threads = model_threads(scenario, settings, os.cpu_count() or 1)
-    model = EmbeddingModel(Path(settings.model_path) if settings.model_path else None, threads=threads)
+    model = load_model(settings, threads)
 
     asked = settings.model_dump()
     found: FindPerfResult | None = None
@@ -158,6 +167,8 @@ def run(scenario: Scenario, mode: Mode, out: Path, settings: RunSettings) -> dic
         "user_conf": user_conf_values(settings, scenario),
         "find_performance": found.as_dict() | {"applied": applied} if found else None,
         "model": model.describe() | {"intra_op_threads": threads},
+        # the GPU this process was pinned to (GpuQualifyExecutor); None when not pinned
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "loadgen": loadgen_settings(values) | {"version": values.get("loadgen_version")},
         "wall_seconds": round(wall, 3),
     }

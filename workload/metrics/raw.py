@@ -81,6 +81,9 @@ class RawResult:
     runner: str | None = None
     #: why an accuracy check failed besides its figure (accuracy.json ``problems``: unanswered samples ...)
     accuracy_problems: list[str] = field(default_factory=list)
+    #: what to do about a failed check, in the checker's own words (accuracy.json ``fixes``); replaces the
+    #: generic advice, which is about a model's numbers (the GPU qualification's checks are about GPUs)
+    accuracy_fixes: list[str] = field(default_factory=list)
     #: (path, lines) of each accuracy.txt: read into figures once the round is known (``accuracy_txt.read_figures``)
     accuracy_texts: list[tuple[str, list[str]]] = field(default_factory=list)
 

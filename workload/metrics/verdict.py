@@ -260,13 +260,17 @@ def explain_invalid(
 
 
 def explain_accuracy(
-    checks: Iterable[AccuracyCheck], benchmark_full: str | None, problems: Sequence[str] = ()
+    checks: Iterable[AccuracyCheck],
+    benchmark_full: str | None,
+    problems: Sequence[str] = (),
+    given_fixes: Sequence[str] = (),
 ) -> tuple[list[str], list[str]]:
     """Reasons (metric, value, target) and fixes for failed accuracy checks; the fix matches the failing figure.
 
     ``problems`` are the checker's own words on why it failed besides the figure (accuracy.json
     ``problems``: samples without an answer ...); they are reasons of their own, and a figure that
-    reaches its target is then not called "below the threshold".
+    reaches its target is then not called "below the threshold". ``given_fixes`` (accuracy.json ``fixes``) are the
+    checker's own advice: when there are any, they are the fixes instead of the generic ones.
     """
     reasons: list[str] = []
     fixes: list[str] = []
@@ -300,6 +304,8 @@ def explain_accuracy(
             "every sample must be answered with the model's full output: find the SUT's errors in the run's "
             "log, then run the AccuracyOnly test again"
         )
+    if failed and given_fixes:
+        fixes = list(dict.fromkeys(given_fixes))
     return reasons, fixes
 
 

@@ -4,7 +4,9 @@ Shape: ``{"metric": "cosine_similarity_min", "value": 0.9991, "threshold": 0.999
 "samples": 1024, "mean": 0.9998, "problems": []}``; optional ``model`` and ``scenario`` name the result.
 ``mean`` is the mean of the same per-sample figure whose minimum is ``value``. ``problems`` says why
 the check failed besides the figure (samples without an answer, malformed answers); files written
-before it existed lack it. Values of the wrong type are issues naming the key.
+before it existed lack it. An optional ``fixes`` list says what to do when it failed, replacing the
+generic advice (the GPU qualification's checks, workload/qualify/verdicts.py, name boards to inspect).
+Values of the wrong type are issues naming the key.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ def parse(path: str, text: str, raw: RawResult) -> None:
         raw.accuracy_problems.extend(p for p in problems if p.strip())
     elif problems is not None:
         raw.issue(path, f'"problems" is not a list of strings (found {type(problems).__name__})')
+    fixes = data.get("fixes")
+    if isinstance(fixes, list) and all(isinstance(f, str) for f in fixes):
+        raw.accuracy_fixes.extend(f for f in fixes if f.strip())
+    elif fixes is not None:
+        raw.issue(path, f'"fixes" is not a list of strings (found {type(fixes).__name__})')
     check = AccuracyCheck(
         name=name,
         value=value,
