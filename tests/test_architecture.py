@@ -26,15 +26,27 @@ FOUNDATIONS = {
 
 #: package prefix -> prefixes it must not import (ARCHITECTURE.md, "Import rules")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "workload.commands": ("workload.hosts", "workload.steps", "workload.engine", "installers", "workload.metrics"),
-    "workload.errors": ("workload.hosts", "workload.steps", "workload.engine", "installers", "workload.metrics"),
+    "workload.commands": (
+        "workload.hosts",
+        "workload.steps",
+        "workload.engine",
+        "workload.installers",
+        "workload.metrics",
+    ),
+    "workload.errors": (
+        "workload.hosts",
+        "workload.steps",
+        "workload.engine",
+        "workload.installers",
+        "workload.metrics",
+    ),
     "workload.hosts": (
         "workload.steps",
         "workload.registry",
         "workload.engine",
         "workload.profile",
         "workload.actions",
-        "installers",
+        "workload.installers",
         "workload.metrics",
         "workload.history",
         "workload.report",
@@ -49,7 +61,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "workload.engine",
         "workload.profile",
         "workload.actions",
-        "installers",
+        "workload.installers",
         "workload.mlperf",
         "workload.loadgen",
         "workload.metrics",
@@ -58,9 +70,15 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "workload.doctor",
     ),
     "workload.doctor": ("workload.engine", "workload.profile", "workload.actions", "workload.metrics"),
-    "workload.steps": ("workload.engine", "workload.profile", "workload.actions", "installers", "workload.metrics"),
+    "workload.steps": (
+        "workload.engine",
+        "workload.profile",
+        "workload.actions",
+        "workload.installers",
+        "workload.metrics",
+    ),
     "workload.registry": ("workload.engine", "workload.profile", "workload.metrics"),
-    "installers": (
+    "workload.installers": (
         "workload.engine",
         "workload.profile",
         "workload.actions",
@@ -77,12 +95,12 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "workload.engine",
         "workload.profile",
         "workload.actions",
-        "installers",
+        "workload.installers",
         "workload.mlperf",
         "workload.facts",
     ),
     # Actions read what installers publish through declared exports (Step.exports), never their modules.
-    "workload.actions": ("installers", "workload.engine"),
+    "workload.actions": ("workload.installers", "workload.engine"),
     # The MLPerf harness support (rounds, ops, planner, interpreter) is below the actions that use it.
     "workload.mlperf": ("workload.actions", "workload.engine", "workload.profile", "workload.registry"),
     # A round adapter is pure: values in, ops out (the interpreter runs them).
@@ -93,10 +111,22 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "workload.mlperf.interpreter",
         "workload.mlperf.image",
         "workload.mlperf.system_support",
-        "installers",
+        "workload.installers",
     ),
-    "workload.history": ("workload.hosts", "workload.steps", "workload.engine", "workload.actions", "installers"),
-    "workload.report": ("workload.hosts", "workload.steps", "workload.engine", "workload.actions", "installers"),
+    "workload.history": (
+        "workload.hosts",
+        "workload.steps",
+        "workload.engine",
+        "workload.actions",
+        "workload.installers",
+    ),
+    "workload.report": (
+        "workload.hosts",
+        "workload.steps",
+        "workload.engine",
+        "workload.actions",
+        "workload.installers",
+    ),
 }
 
 #: Split out of workload.engine (issue 14): forbidden wherever the engine is.
@@ -107,7 +137,10 @@ for _prefix, _banned in FORBIDDEN.items():
 
 
 def _module_name(path: Path) -> str:
+    """The dotted name ``path`` installs as (``installers/x.py`` is ``workload.installers.x``, pyproject.toml)."""
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[0] == "installers":
+        parts.insert(0, "workload")
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -121,13 +154,15 @@ def _imports(path: Path) -> set[str]:
             found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {name for name in found if name.split(".")[0] in ("workload", "installers")}
+    return {name for name in found if name.split(".")[0] == "workload"}
 
 
 def _under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
+# workload/installers is a symlink to the top-level installers/ folder (pyproject maps it into the package);
+# rglob does not follow it, so each file is read once, from installers/.
 SOURCES = sorted([*ROOT.joinpath("workload").rglob("*.py"), *ROOT.joinpath("installers").rglob("*.py")])
 
 

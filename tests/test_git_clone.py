@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from installers.git_clone import (
+from tests.steptypes import step_context
+from workload.errors import CommandFailed, StepError
+from workload.hosts.local import LocalHost
+from workload.installers.git_clone import (
     CloneFacts,
     GitRepoClone,
     GitRepoCloneParameters,
@@ -17,9 +20,6 @@ from installers.git_clone import (
     same_remote,
     without_credentials,
 )
-from tests.steptypes import step_context
-from workload.errors import CommandFailed, StepError
-from workload.hosts.local import LocalHost
 from workload.steps import HostState, StepContext, StepPlan
 
 ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"}

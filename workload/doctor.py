@@ -227,7 +227,7 @@ def recorded_scratch_path(host: Host, state_path: str | None = None) -> str | No
 
     ``state_path`` defaults to ``$WORKLOAD_STATE_PATH``, else the state's usual place, like ``run``.
     """
-    from installers.disks import SCRATCH_EXPORT, STATE_KEY
+    from workload.installers.disks import SCRATCH_EXPORT, STATE_KEY
     from workload.steps import HostState
 
     state = HostState(host, state_path or os.environ.get("WORKLOAD_STATE_PATH") or None)

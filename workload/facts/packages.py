@@ -301,7 +301,7 @@ class PackageFacts:
 
 
 # -- how fresh apt's package lists are ---------------------------------------------------------------
-#: Touched by workload right after each ``apt-get update`` it runs (see ``installers.apt.update``).
+#: Touched by workload right after each ``apt-get update`` it runs (see ``workload.installers.apt.update``).
 APT_LISTS_STAMP = "/var/lib/workload/apt-lists-refreshed"
 #: Lists that workload refreshed less than this long ago, with no apt source and no list file
 #: changed since, are fresh: the next installer plans from them instead of refreshing again (each
