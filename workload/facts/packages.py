@@ -272,13 +272,6 @@ def parse_madison(text: str) -> list[MadisonEntry]:
     return entries
 
 
-def read_madison(host: Host, name: str) -> list[MadisonEntry]:
-    result = host.run(
-        cmd("apt-cache", "madison", name, env={"LC_ALL": "C"}, timeout=120, readonly=True, scope=APT_LISTS)
-    )
-    return parse_madison(result.stdout) if result.ok else []
-
-
 @dataclass(frozen=True)
 class PackageFacts:
     """Installed packages, holds and apt policies for the names a planner cares about."""
