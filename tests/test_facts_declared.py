@@ -249,7 +249,6 @@ LIBRARY: list[Fact[Any]] = [
     system.free_space("/tmp/not/yet/there"),
     packages.LISTS_FRESH,
     packages.package_facts(("dpkg", "coreutils")),
-    packages.apt_policies(("dpkg",)),
     docker_facts.DOCKER_INFO,
     docker_facts.NVIDIA_CTK_VERSION,
     nvidia.GPUS,

@@ -11,11 +11,11 @@ from tests.steptypes import step_context
 from workload.errors import CommandFailed, StepError
 from workload.hosts.local import LocalHost
 from workload.installers.git_clone import (
+    TRANSIENT,
     CloneFacts,
     GitRepoClone,
     GitRepoCloneParameters,
     clone_commands,
-    is_transient,
     plan_clone,
     same_remote,
     without_credentials,
@@ -179,7 +179,7 @@ def test_connection_refused_is_transient_and_retried(tmp_path: Path) -> None:
     s = step(f"http://127.0.0.1:{port}/repo.git", tmp_path, Commit="b" * 40, Retries=2)
     with pytest.raises(CommandFailed) as info:
         s.apply(ctx, s.plan(ctx))
-    assert is_transient(info.value)
+    assert TRANSIENT.search(info.value.stderr or "")  # the pattern clone_retry's RetryPolicy retries on
     assert "retrying (attempt 2 of 2)" in (tmp_path / "step.log").read_text()
 
 

@@ -172,10 +172,6 @@ class AptPolicy:
     #: Versions some configured source offers (the installed one only if a source also has it).
     available: tuple[str, ...] = field(default=())
 
-    def versions_with_upstream(self, upstream: str) -> list[str]:
-        """Downloadable versions whose upstream part is ``upstream`` (newest first)."""
-        return [v for v in self.available if upstream_version(v) == upstream]
-
 
 _VERSION_LINE = re.compile(r"^ (?:\*\*\*| {3}) (\S+) (-?\d+)\s*$")
 _SOURCE_LINE = re.compile(r"^ {8}(-?\d+) (\S+)")
@@ -253,23 +249,6 @@ def read_apt_policy(host: Host, names: Iterable[str]) -> dict[str, AptPolicy]:
     if not result.ok:
         raise FactError(f"apt-cache policy failed (exit {result.returncode}): {result.stderr.strip()}", host=host.name)
     return parse_apt_policy(result.stdout)
-
-
-@dataclass(frozen=True)
-class MadisonEntry:
-    name: str
-    version: str
-    source: str
-
-
-def parse_madison(text: str) -> list[MadisonEntry]:
-    """Parse ``apt-cache madison NAME`` (``name | version | source`` lines)."""
-    entries: list[MadisonEntry] = []
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split("|")]
-        if len(parts) == 3 and parts[0] and parts[1]:
-            entries.append(MadisonEntry(*parts))
-    return entries
 
 
 @dataclass(frozen=True)
@@ -353,13 +332,4 @@ def package_facts(names: Iterable[str]) -> Fact[PackageFacts]:
         f"packages({','.join(wanted)})",
         lambda host: read_package_facts(host, wanted),
         tuple(package_fact_queries(wanted)),
-    )
-
-
-def apt_policies(names: Iterable[str]) -> Fact[dict[str, AptPolicy]]:
-    """What the configured apt sources offer for ``names`` (:func:`read_apt_policy`)."""
-    wanted = tuple(dict.fromkeys(names))
-    query = apt_policy_query(wanted)
-    return Fact(
-        f"apt-policy({','.join(wanted)})", lambda host: read_apt_policy(host, wanted), (query,) if query else ()
     )
