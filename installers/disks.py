@@ -33,17 +33,27 @@ MountDisks
 
 Both planners are pure functions of (parameters, facts): :func:`plan_format`, :func:`plan_mount`.
 
-The code lives by job in :mod:`installers.disks_format` (FormatDisks), :mod:`installers.disks_mount`
-(MountDisks) and :mod:`installers.disks_common` (what both share); this module states the contract
-and re-exports every name, so ``installers.disks:FormatDisks`` and older imports keep working.
+The code lives by job in :mod:`workload.installers.disks_format` (FormatDisks), :mod:`workload.installers.disks_mount`
+(MountDisks) and :mod:`workload.installers.disks_common` (what both share); this module states the contract
+and re-exports every name, so ``workload.installers.disks:FormatDisks`` and older imports keep working.
 """
 
 from __future__ import annotations
 
+from workload.facts.disks import (
+    Disk,
+    DiskFacts,
+    FstabEntry,
+    Volume,
+    format_size,
+    parse_fstab,
+    read_disk_facts,
+)
+
 # Re-exports (issue 14 split this module by job; every name stays importable from here).
-from installers.diskfilter import DiskFilter as Filter
-from installers.diskfilter import parse_size
-from installers.disks_common import (
+from workload.installers.diskfilter import DiskFilter as Filter
+from workload.installers.diskfilter import parse_size
+from workload.installers.disks_common import (
     ALLOW_NON_NVME_OPTION,
     FSTAB_OPTIONS,
     MDADM_CONF,
@@ -51,7 +61,7 @@ from installers.disks_common import (
     STATE_KEY,
     PlanRefused,
 )
-from installers.disks_format import (
+from workload.installers.disks_format import (
     EXCLUSIVE_SCRIPT,
     PERSIST_RAID_SCRIPT,
     STARTED_KEY,
@@ -64,7 +74,7 @@ from installers.disks_format import (
     refusal,
     started_record,
 )
-from installers.disks_mount import (
+from workload.installers.disks_mount import (
     MountDisks,
     MountDisksParameters,
     MountFacts,
@@ -76,15 +86,6 @@ from installers.disks_mount import (
     planned_mountpoint,
     read_stats,
     resolve_owner,
-)
-from workload.facts.disks import (
-    Disk,
-    DiskFacts,
-    FstabEntry,
-    Volume,
-    format_size,
-    parse_fstab,
-    read_disk_facts,
 )
 
 __all__ = [

@@ -1,6 +1,6 @@
 """What ``FormatDisks`` and ``MountDisks`` share: names, paths and the planners' refusal.
 
-Moved out of :mod:`installers.disks` (which re-exports every name; its docstring states both
+Moved out of :mod:`workload.installers.disks` (which re-exports every name; its docstring states both
 steps' contracts).
 """
 

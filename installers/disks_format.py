@@ -1,6 +1,6 @@
 """``FormatDisks``: partition and format only blank disks (or stripe blank NVMe disks into a RAID0).
 
-Moved out of :mod:`installers.disks` (which re-exports every name and states the contract):
+Moved out of :mod:`workload.installers.disks` (which re-exports every name and states the contract):
 the parameters, the blank-disk refusals, the pure planner :func:`plan_format` and the step.
 """
 
@@ -11,11 +11,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from installers.diskfilter import DiskFilter as Filter
-from installers.disks_common import _NAME, ALLOW_NON_NVME_OPTION, MDADM_CONF, PlanRefused
 from workload.commands import Command, cmd
 from workload.facts.disks import Disk, DiskFacts, format_size, read_disk_facts
 from workload.hosts.base import Host
+from workload.installers.diskfilter import DiskFilter as Filter
+from workload.installers.disks_common import _NAME, ALLOW_NON_NVME_OPTION, MDADM_CONF, PlanRefused
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
 
 

@@ -1,6 +1,6 @@
 """``MountDisks``: mount the selected volumes through one fstab line each; export the scratch path.
 
-Moved out of :mod:`installers.disks` (which re-exports every name and states the contract):
+Moved out of :mod:`workload.installers.disks` (which re-exports every name and states the contract):
 the parameters, the pure planner :func:`plan_mount`, the owner and space reads, and the step.
 """
 
@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from installers.diskfilter import DiskFilter as Filter
-from installers.diskfilter import parse_size
-from installers.disks_common import _NAME, FSTAB_OPTIONS, SCRATCH_EXPORT, STATE_KEY, PlanRefused
 from workload.commands import Command, cmd
 from workload.facts.disks import DiskFacts, FstabEntry, Volume, format_size, parse_fstab, read_disk_facts
 from workload.hosts.base import Host
+from workload.installers.diskfilter import DiskFilter as Filter
+from workload.installers.diskfilter import parse_size
+from workload.installers.disks_common import _NAME, FSTAB_OPTIONS, SCRATCH_EXPORT, STATE_KEY, PlanRefused
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
 
 

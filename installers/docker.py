@@ -24,8 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from installers import apt
-from installers.apt import AptRepository
 from workload.commands import cmd
 from workload.facts.docker import DOCKER_INFO, DockerInfo
 from workload.facts.fact import Fact, HostFacts
@@ -39,6 +37,8 @@ from workload.facts.system import (
     file_exists,
     user_home,
 )
+from workload.installers import apt
+from workload.installers.apt import AptRepository
 from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 DOCKER_PACKAGES = ("docker-ce", "docker-ce-cli", "containerd.io", "docker-compose-plugin")

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from installers.apt import with_retry
 from workload.commands import Command, cmd
 from workload.facts.fact import Fact
 from workload.hosts.base import Host
+from workload.installers.apt import with_retry
 
 Tool = Literal["curl", "wget"]
 DOWNLOAD_TIMEOUT_S = 4 * 3600.0

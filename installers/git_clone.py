@@ -305,10 +305,6 @@ def read_clone_facts(host: Host, target: str, commit: str | None) -> CloneFacts:
     )
 
 
-def is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, CommandFailed) and bool(TRANSIENT.search(exc.stderr or ""))
-
-
 class GitRepoClone(Step):
     """Clone a repository at a pinned commit and verify it."""
 

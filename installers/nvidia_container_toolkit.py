@@ -28,14 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from installers import apt
-from installers.apt import AptRepository, PlanRefused
 from workload.commands import cmd
 from workload.facts.docker import DOCKER_INFO, NVIDIA_CTK_VERSION, DockerInfo
 from workload.facts.fact import Fact, HostFacts, command_fact
 from workload.facts.nvidia import GPUS, GpuInventory
 from workload.facts.packages import PackageFacts, package_facts
 from workload.facts.system import ARCHITECTURE, OS_RELEASE, Architecture, OsRelease, file_exists
+from workload.installers import apt
+from workload.installers.apt import AptRepository, PlanRefused
 from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan
 
 PACKAGE = "nvidia-container-toolkit"

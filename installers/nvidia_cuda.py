@@ -34,8 +34,8 @@ Idempotency: everything is decided from the host's facts (dpkg, apt-mark, nvidia
 nv-fabricmanager, ``nvcc --version``, files), so a provisioned host plans no change.
 
 The code lives by job: parameters, facts shapes and derived names in
-:mod:`installers.nvidia_cuda_params`; the pure planner, preflight check and verify in
-:mod:`installers.nvidia_cuda_plan`; the step (reading facts, applying) here, which re-exports
+:mod:`workload.installers.nvidia_cuda_params`; the pure planner, preflight check and verify in
+:mod:`workload.installers.nvidia_cuda_plan`; the step (reading facts, applying) here, which re-exports
 every moved name.
 
 Example::
@@ -54,12 +54,33 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from installers import apt
-from installers.apt import PlanRefused
-from installers.download import SHA256_RE, DownloadState, download_state, file_name
+from workload.commands import cmd
+from workload.facts.fact import Fact, HostFacts
+from workload.facts.nvidia import (
+    DRIVER_ORIGIN,
+    FABRIC_MANAGER,
+    GPUS,
+    CudaToolkit,
+    cuda_toolkit,
+)
+from workload.facts.packages import (
+    package_facts,
+    read_package_facts,
+    upstream_version,
+)
+from workload.facts.system import (
+    ARCHITECTURE,
+    OS_RELEASE,
+    file_exists,
+    file_text,
+    user_home,
+)
+from workload.installers import apt
+from workload.installers.apt import PlanRefused
+from workload.installers.download import SHA256_RE, DownloadState, download_state, file_name
 
 # Moved by job (issue 14); re-exported so that every name stays importable from here.
-from installers.nvidia_cuda_params import (
+from workload.installers.nvidia_cuda_params import (
     BUILD_PACKAGES,
     CUDA_REPO_DEFAULT,
     CUDA_REPO_KEY_DEFAULT,
@@ -83,30 +104,9 @@ from installers.nvidia_cuda_params import (
     planned_packages,
     runfile_path,
 )
-from installers.nvidia_cuda_plan import _installs as _installs
-from installers.nvidia_cuda_plan import _put_lock_wait_first as _put_lock_wait_first
-from installers.nvidia_cuda_plan import check_possible, plan_nvidia_cuda, verify_problems, wants_fabric_manager
-from workload.commands import cmd
-from workload.facts.fact import Fact, HostFacts
-from workload.facts.nvidia import (
-    DRIVER_ORIGIN,
-    FABRIC_MANAGER,
-    GPUS,
-    CudaToolkit,
-    cuda_toolkit,
-)
-from workload.facts.packages import (
-    package_facts,
-    read_package_facts,
-    upstream_version,
-)
-from workload.facts.system import (
-    ARCHITECTURE,
-    OS_RELEASE,
-    file_exists,
-    file_text,
-    user_home,
-)
+from workload.installers.nvidia_cuda_plan import _installs as _installs
+from workload.installers.nvidia_cuda_plan import _put_lock_wait_first as _put_lock_wait_first
+from workload.installers.nvidia_cuda_plan import check_possible, plan_nvidia_cuda, verify_problems, wants_fabric_manager
 from workload.steps import FactPhase, StepContext, StepParameters, StepPlan
 
 __all__ = [

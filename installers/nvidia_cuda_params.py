@@ -1,6 +1,6 @@
 """NvidiaCudaInstallation's parameters, the facts its phases read, and the names derived from them.
 
-Moved out of :mod:`installers.nvidia_cuda` (which re-exports every name and states the contract):
+Moved out of :mod:`workload.installers.nvidia_cuda` (which re-exports every name and states the contract):
 constants, :class:`NvidiaCudaParameters`, the facts shapes and the packages/paths/repository
 that follow from the parameters.
 """
@@ -13,9 +13,6 @@ from typing import Literal
 
 from pydantic import field_validator
 
-from installers import apt
-from installers.apt import AptRepository
-from installers.download import DownloadState, file_name
 from workload.facts.nvidia import (
     DriverOrigin,
     FabricManagerFacts,
@@ -29,6 +26,9 @@ from workload.facts.system import (
     OsRelease,
     UserHome,
 )
+from workload.installers import apt
+from workload.installers.apt import AptRepository
+from workload.installers.download import DownloadState, file_name
 from workload.steps import StepParameters
 
 CUDA_REPO_NAME = "workload-nvidia-cuda"

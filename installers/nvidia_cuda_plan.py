@@ -1,6 +1,6 @@
 """NvidiaCudaInstallation's pure judgments: the target version, the preflight check, the plan, verify.
 
-Moved out of :mod:`installers.nvidia_cuda` (which re-exports every name and states the contract):
+Moved out of :mod:`workload.installers.nvidia_cuda` (which re-exports every name and states the contract):
 :func:`check_possible`, :func:`plan_nvidia_cuda` and :func:`verify_problems` are pure functions
 of (parameters, facts); they share the version matching (``_versions_for``, ``_match_upstream``).
 """
@@ -11,10 +11,24 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from installers import apt
-from installers.apt import PlanRefused
-from installers.download import download_commands
-from installers.nvidia_cuda_params import (
+from workload.commands import Command, cmd
+from workload.facts.nvidia import (
+    FABRIC_MANAGER_UNIT,
+    GpuInventory,
+)
+from workload.facts.packages import (
+    compare_versions,
+    newest,
+    upstream_version,
+)
+from workload.facts.system import (
+    UserHome,
+    unsupported_platform,
+)
+from workload.installers import apt
+from workload.installers.apt import PlanRefused
+from workload.installers.download import download_commands
+from workload.installers.nvidia_cuda_params import (
     BUILD_PACKAGES,
     RUNFILE_TIMEOUT_S,
     SUPPORTED_UBUNTU,
@@ -30,20 +44,6 @@ from installers.nvidia_cuda_params import (
     driver_packages,
     fabric_manager_packages,
     runfile_path,
-)
-from workload.commands import Command, cmd
-from workload.facts.nvidia import (
-    FABRIC_MANAGER_UNIT,
-    GpuInventory,
-)
-from workload.facts.packages import (
-    compare_versions,
-    newest,
-    upstream_version,
-)
-from workload.facts.system import (
-    UserHome,
-    unsupported_platform,
 )
 from workload.steps import Change, StepPlan
 

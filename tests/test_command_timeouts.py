@@ -44,7 +44,7 @@ def _commands_without_timeout(path: Path) -> list[str]:
         func = node.func
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
         keywords = {k.arg for k in node.keywords}
-        # ``**options`` passes the caller's timeout on (e.g. installers.git_clone.git)
+        # ``**options`` passes the caller's timeout on (e.g. workload.installers.git_clone.git)
         if name in ("cmd", "shell", "Command") and "timeout" not in keywords and None not in keywords:
             found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:100]}")
     return found

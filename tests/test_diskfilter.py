@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from installers.diskfilter import DiskFilter, parse_size
-from installers.disks import (
+from workload.facts.disks import DiskFacts, Mount, Probe, build_facts, parse_lsblk
+from workload.installers.diskfilter import DiskFilter, parse_size
+from workload.installers.disks import (
     FormatDisksParameters,
     MountDisksParameters,
     MountFacts,
@@ -19,7 +20,6 @@ from installers.disks import (
     plan_format,
     plan_mount,
 )
-from workload.facts.disks import DiskFacts, Mount, Probe, build_facts, parse_lsblk
 
 GIB = 1024**3
 TIB = 1024**4

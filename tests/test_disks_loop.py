@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from installers.disks import FormatDisks, FormatDisksParameters, MountDisks, MountDisksParameters
 from tests.steptypes import step_context
 from workload.errors import StepError
 from workload.hosts.local import LocalHost
+from workload.installers.disks import FormatDisks, FormatDisksParameters, MountDisks, MountDisksParameters
 from workload.steps import HostState, Step, StepContext, StepPlan
 
 pytestmark = [

@@ -6,7 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from installers.disks import (
+from tests.test_disks_facts import load_facts
+from workload.facts.disks import DiskFacts, Mount
+from workload.installers.disks import (
     EXCLUSIVE_SCRIPT,
     PERSIST_RAID_SCRIPT,
     UPDATE_INITRAMFS_SCRIPT,
@@ -21,8 +23,6 @@ from installers.disks import (
     plan_format,
     plan_mount,
 )
-from tests.test_disks_facts import load_facts
-from workload.facts.disks import DiskFacts, Mount
 
 USER = Owner("azureuser", 1000, 1000)
 

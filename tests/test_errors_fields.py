@@ -180,7 +180,7 @@ def test_a_command_is_retried_as_its_policy_says_and_not_without_one(tmp_path: P
 
 
 def test_git_clone_retries_what_its_planner_marked_not_what_says_fetch(tmp_path: Path) -> None:
-    from installers.git_clone import GitRepoClone, GitRepoCloneParameters, clone_commands
+    from workload.installers.git_clone import GitRepoClone, GitRepoCloneParameters, clone_commands
 
     params = GitRepoCloneParameters(RepoUri="https://example.invalid/r.git", PackageName="r", Retries=3)
     planned = clone_commands(params, "/opt/r")
@@ -201,8 +201,8 @@ def test_git_clone_retries_what_its_planner_marked_not_what_says_fetch(tmp_path:
 
 
 def test_the_dpkg_lock_wait_follows_the_commands_lock_not_their_program_name() -> None:
-    from installers import apt
-    from installers.nvidia_cuda import _installs, _put_lock_wait_first
+    from workload.installers import apt
+    from workload.installers.nvidia_cuda import _installs, _put_lock_wait_first
 
     marked = [Change("hold", (apt.hold(["cuda"]),))]
     _put_lock_wait_first(marked, 60)

@@ -15,10 +15,6 @@ from typing import Any, ClassVar
 
 import pytest
 
-from installers.docker import DockerInstallation, DockerParameters
-from installers.download import download_state
-from installers.nvidia_container_toolkit import NvidiaContainerToolkitInstallation, ToolkitParameters
-from installers.nvidia_cuda import NvidiaCudaInstallation, NvidiaCudaParameters
 from tests.steptypes import step_context
 from workload import doctor, registry
 from workload.commands import Command, cmd
@@ -29,6 +25,10 @@ from workload.facts import nvidia, packages, system
 from workload.facts.fact import Fact, HostFacts, UndeclaredFact, command_fact, queries_of
 from workload.hosts.base import CommandResult, Host, HostSpec, LineSink, parse_host_spec
 from workload.hosts.local import LocalHost
+from workload.installers.docker import DockerInstallation, DockerParameters
+from workload.installers.download import download_state
+from workload.installers.nvidia_container_toolkit import NvidiaContainerToolkitInstallation, ToolkitParameters
+from workload.installers.nvidia_cuda import NvidiaCudaInstallation, NvidiaCudaParameters
 from workload.profile import load_profile, resolve_profile
 from workload.rundir import RunFolder
 from workload.steps import Change, FactPhase, Step, StepContext, StepParameters, StepPlan
@@ -249,7 +249,6 @@ LIBRARY: list[Fact[Any]] = [
     system.free_space("/tmp/not/yet/there"),
     packages.LISTS_FRESH,
     packages.package_facts(("dpkg", "coreutils")),
-    packages.apt_policies(("dpkg",)),
     docker_facts.DOCKER_INFO,
     docker_facts.NVIDIA_CTK_VERSION,
     nvidia.GPUS,

@@ -7,19 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from installers.git_clone import (
+from tests.steptypes import step_context
+from workload.errors import CommandFailed, StepError
+from workload.hosts.local import LocalHost
+from workload.installers.git_clone import (
+    TRANSIENT,
     CloneFacts,
     GitRepoClone,
     GitRepoCloneParameters,
     clone_commands,
-    is_transient,
     plan_clone,
     same_remote,
     without_credentials,
 )
-from tests.steptypes import step_context
-from workload.errors import CommandFailed, StepError
-from workload.hosts.local import LocalHost
 from workload.steps import HostState, StepContext, StepPlan
 
 ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"}
@@ -179,7 +179,7 @@ def test_connection_refused_is_transient_and_retried(tmp_path: Path) -> None:
     s = step(f"http://127.0.0.1:{port}/repo.git", tmp_path, Commit="b" * 40, Retries=2)
     with pytest.raises(CommandFailed) as info:
         s.apply(ctx, s.plan(ctx))
-    assert is_transient(info.value)
+    assert TRANSIENT.search(info.value.stderr or "")  # the pattern clone_retry's RetryPolicy retries on
     assert "retrying (attempt 2 of 2)" in (tmp_path / "step.log").read_text()
 
 

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from installers.disks import FormatDisks, FormatDisksParameters
 from tests.steptypes import step_context
 from tests.test_disks_loop import make_loop, run_step  # noqa: F401  (fixture)
 from tests.testbed.sshd import SshServer, local_user, ssh_host, sshd  # noqa: F401  (fixture)
@@ -29,6 +28,7 @@ from workload.commands import Command, Secret
 from workload.errors import StepError, WorkloadError
 from workload.hosts.base import CommandResult
 from workload.hosts.local import LocalHost
+from workload.installers.disks import FormatDisks, FormatDisksParameters
 from workload.steps import HostState, StepContext
 
 pytestmark = [
@@ -68,7 +68,7 @@ def test_a_format_cut_off_before_mkfs_is_finished_by_the_next_run(
     make_loop: Callable[[], str],  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    from installers.disks import STARTED_KEY
+    from workload.installers.disks import STARTED_KEY
 
     dev = make_loop()
     step = fmt(dev)

@@ -20,12 +20,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from installers.git_clone import GitRepoClone, GitRepoCloneParameters, clone_commands
-from installers.nvidia_cuda import NvidiaCudaParameters, runfile_path
 from tests.steptypes import step_context
 from workload.commands import mask_text
 from workload.errors import ProfileError, UsageError
 from workload.hosts.local import LocalHost
+from workload.installers.git_clone import GitRepoClone, GitRepoCloneParameters, clone_commands
+from workload.installers.nvidia_cuda import NvidiaCudaParameters, runfile_path
 from workload.params import display_value, parse_parameters
 from workload.profile import load_profile, resolve_profile
 
@@ -236,7 +236,7 @@ def test_positional_arguments_follow_a_double_dash() -> None:
         argv = [str(a) for a in command.argv]
         if "clone" in argv:
             assert argv[argv.index("--") + 1] == "https://github.com/o/r.git"
-    from installers.download import fetch_command
+    from workload.installers.download import fetch_command
 
     for tool in ("curl", "wget"):
         argv = [str(a) for a in fetch_command("https://h/f.run", "/c/f.run.part", tool).argv]  # type: ignore[arg-type]

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from installers import apt
-from installers.download import download_commands, parse_download_state, read_download_state
 from tests.steptypes import step_context
 from workload.commands import Command, cmd
 from workload.errors import CommandFailed
 from workload.hosts.local import LocalHost
+from workload.installers import apt
+from workload.installers.download import download_commands, parse_download_state, read_download_state
 from workload.steps import Change, StepPlan
 
 HOLDER = """

@@ -7,9 +7,13 @@ from typing import Any
 
 import pytest
 
-from installers.apt import AptRefresh, PlanRefused
-from installers.docker import DOCKER_PACKAGES, DockerFacts, DockerParameters, plan_docker
-from installers.nvidia_container_toolkit import (
+from tests.fixtures.facts.builders import AZUREUSER, DEBIAN_12, ROCKY_9, ROOT, UBUNTU_22, UBUNTU_24, X86, inventory
+from tests.test_installers_nvidia_cuda import LOCK_WAIT, short
+from workload.facts.docker import DockerInfo
+from workload.facts.packages import APT_LISTS_STAMP, AptPolicy, InstalledPackage, PackageFacts
+from workload.installers.apt import AptRefresh, PlanRefused
+from workload.installers.docker import DOCKER_PACKAGES, DockerFacts, DockerParameters, plan_docker
+from workload.installers.nvidia_container_toolkit import (
     ToolkitFacts,
     ToolkitParameters,
     daemon_json_has_nvidia,
@@ -17,10 +21,6 @@ from installers.nvidia_container_toolkit import (
     plan_toolkit,
     undriven_gpus_problem,
 )
-from tests.fixtures.facts.builders import AZUREUSER, DEBIAN_12, ROCKY_9, ROOT, UBUNTU_22, UBUNTU_24, X86, inventory
-from tests.test_installers_nvidia_cuda import LOCK_WAIT, short
-from workload.facts.docker import DockerInfo
-from workload.facts.packages import APT_LISTS_STAMP, AptPolicy, InstalledPackage, PackageFacts
 
 DOCKER_VERSIONS = ("5:27.3.1-1~ubuntu.22.04~jammy", "5:27.3.0-1~ubuntu.22.04~jammy", "5:26.1.4-1~ubuntu.22.04~jammy")
 RUNNING = DockerInfo(installed=True, server_version="27.3.1", runtimes=("io.containerd.runc.v2", "runc"))

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from installers.apt import AptRefresh
-from installers.docker import DockerInstallation
-from installers.nvidia_container_toolkit import NvidiaContainerToolkitInstallation
-from installers.nvidia_cuda import NvidiaCudaInstallation
 from workload.doctor import read_doctor_facts, run_checks
 from workload.engine import drive_step
 from workload.errors import StepError
 from workload.facts.packages import read_package_facts
 from workload.hosts import ConnectOptions, Host, SshHost, open_host, parse_host_spec
+from workload.installers.apt import AptRefresh
+from workload.installers.docker import DockerInstallation
+from workload.installers.nvidia_container_toolkit import NvidiaContainerToolkitInstallation
+from workload.installers.nvidia_cuda import NvidiaCudaInstallation
 from workload.steps import HostState, Step, StepContext, StepParameters, StepPlan
 
 pytestmark = pytest.mark.slow

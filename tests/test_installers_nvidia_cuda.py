@@ -7,18 +7,6 @@ from typing import Any
 
 import pytest
 
-from installers.apt import APT_LOCKS, AptRefresh, PlanRefused
-from installers.nvidia_cuda import (
-    CudaFacts,
-    NvidiaCudaInstallation,
-    NvidiaCudaParameters,
-    PreflightFacts,
-    VerifyFacts,
-    apt_pin_text,
-    check_possible,
-    plan_nvidia_cuda,
-    verify_problems,
-)
 from tests.fixtures.facts.builders import (
     AZUREUSER,
     DEBIAN_12,
@@ -36,6 +24,18 @@ from tests.fixtures.facts.builders import (
 from workload.commands import Command
 from workload.facts.nvidia import DriverOrigin
 from workload.facts.system import Architecture
+from workload.installers.apt import APT_LOCKS, AptRefresh, PlanRefused
+from workload.installers.nvidia_cuda import (
+    CudaFacts,
+    NvidiaCudaInstallation,
+    NvidiaCudaParameters,
+    PreflightFacts,
+    VerifyFacts,
+    apt_pin_text,
+    check_possible,
+    plan_nvidia_cuda,
+    verify_problems,
+)
 
 RUNFILE = "https://developer.download.nvidia.com/compute/cuda/12.4.0/local_installers/cuda_12.4.0_550.54.14_linux.run"
 DRIVER, DKMS, FM, META = (

@@ -195,7 +195,7 @@ def test_docker_name_names_the_container_like_the_harness_docker_name() -> None:
 
 # -- declared exports ----------------------------------------------------------------------------
 def test_the_clone_declares_the_export_the_action_reads() -> None:
-    from installers.git_clone import GitRepoClone
+    from workload.installers.git_clone import GitRepoClone
     from workload.steps import package_export
 
     step = GitRepoClone(

@@ -30,7 +30,7 @@ def test_wheel_contains_profiles_gpuconfigs_and_installers(wheel: Path) -> None:
     assert "workload/profiles/PERF-GPU-MLPERF.json" in names
     assert "workload/profiles/PERF-CPU-MLPERF.json" in names
     assert any(n.startswith("workload/gpuconfigs/") and n.endswith(".json") for n in names), sorted(names)
-    assert "installers/__init__.py" in names
+    assert "workload/installers/__init__.py" in names and "workload/installers/py.typed" in names
     assert "workload/py.typed" in names
     assert "workload/metrics/rules/v3.1.json" in names and "workload/metrics/rules/v6.1.json" in names
     assert not any(n.startswith("tests/") for n in names)
@@ -38,9 +38,34 @@ def test_wheel_contains_profiles_gpuconfigs_and_installers(wheel: Path) -> None:
 
 def test_wheel_contains_every_module_of_the_source_tree(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    sources = [p.relative_to(ROOT).as_posix() for top in ("workload", "installers") for p in (ROOT / top).rglob("*.py")]
+    # installers/ installs as workload/installers/ (pyproject's package-dir); rglob does not follow the
+    # workload/installers symlink, so each file is counted once.
+    sources = [p.relative_to(ROOT).as_posix() for p in (ROOT / "workload").rglob("*.py")]
+    sources += ["workload/" + p.relative_to(ROOT).as_posix() for p in (ROOT / "installers").rglob("*.py")]
     missing = sorted(s for s in sources if "__pycache__" not in s and s not in names)
     assert not missing, f"not in the wheel (add the package to pyproject's packages list): {missing}"
+
+
+def test_wheel_puts_nothing_generic_at_the_top_of_site_packages(wheel: Path, tmp_path: Path) -> None:
+    """Issue 28: the dependency steps install as ``workload.installers``; ``import installers`` fails."""
+    tops = {n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist()}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"workload"}, sorted(tops)
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)], check=True
+    )
+    # -I -S: no site-packages, so neither the checkout nor an editable install of it can answer; only the
+    # installed wheel (on sys.path) and the standard library. find_spec locates without running the module.
+    probe = (
+        "import importlib.util, sys\n"
+        f"sys.path.insert(0, {str(target)!r})\n"
+        "spec = importlib.util.find_spec('workload.installers.apt')\n"
+        "print(spec.origin if spec else 'missing')\n"
+        "import installers\n"
+    )
+    found = subprocess.run([sys.executable, "-I", "-S", "-c", probe], cwd=tmp_path, capture_output=True, text=True)
+    assert found.stdout.strip() == str(target / "workload" / "installers" / "apt.py"), found.stdout + found.stderr
+    assert found.returncode == 1 and "ModuleNotFoundError: No module named 'installers'" in found.stderr, found.stderr
 
 
 def test_installed_wheel_lists_and_resolves_shipped_profiles(wheel: Path, tmp_path: Path) -> None:

@@ -382,11 +382,6 @@ def shell(script: str, **options: object) -> Command:
     return cmd("bash", "-c", script, **options)
 
 
-def quote_all(args: Iterable[Arg]) -> str:
-    """Masked, quoted join of arguments (for messages)."""
-    return " ".join(shlex.quote(_masked(a)) for a in args)
-
-
 def masked_arg(arg: Arg, secrets: Secrets | None = None) -> str:
     """One argument as it may be shown: ``***`` for a Secret, :func:`mask_text` for text."""
     return _masked(arg, secrets)

@@ -130,8 +130,8 @@ def check_fabric_manager(gpus: GpuInventory, fm: FabricManagerFacts, policies: d
 #: by DockerInstallation and NvidiaContainerToolkitInstallation).
 ADMIN_DOCKER_FIX = (
     "ask the cluster's admins to install Docker on the node (apt-get install docker-ce docker-ce-cli "
-    "containerd.io; systemctl enable --now docker) and to let your user open its socket (the docker group), "
-    "or to provide enroot + pyxis; where you may change the nodes yourself, rerun with --slurm-allow-changes"
+    "containerd.io; systemctl enable --now docker) and to let your user open its socket (the docker group); "
+    "where you may change the nodes yourself, rerun with --slurm-allow-changes"
 )
 ADMIN_TOOLKIT_FIX = (
     "ask the cluster's admins to install the NVIDIA container toolkit on the node (apt-get install "
@@ -227,7 +227,7 @@ def recorded_scratch_path(host: Host, state_path: str | None = None) -> str | No
 
     ``state_path`` defaults to ``$WORKLOAD_STATE_PATH``, else the state's usual place, like ``run``.
     """
-    from installers.disks import SCRATCH_EXPORT, STATE_KEY
+    from workload.installers.disks import SCRATCH_EXPORT, STATE_KEY
     from workload.steps import HostState
 
     state = HostState(host, state_path or os.environ.get("WORKLOAD_STATE_PATH") or None)

@@ -7,8 +7,6 @@ in the README). Anything that is not a ``WorkloadError`` is a bug and is reporte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from workload import exit_codes as _codes
 from workload.commands import mask_text
 
@@ -228,12 +226,6 @@ class BenchmarkFailed(WorkloadError):
     exit_code = EXIT_STEP_FAILED
 
 
-class InvalidResults(WorkloadError):
-    """Results were collected but at least one is INVALID or failed its accuracy check."""
-
-    exit_code = EXIT_INVALID_RESULTS
-
-
 class OutputError(WorkloadError):
     """The run folder or an output file could not be written (disk full, read-only, permissions).
 
@@ -260,11 +252,6 @@ class Interrupted(WorkloadError):
     """The user pressed Ctrl-C; what was collected so far is kept."""
 
     exit_code = EXIT_INTERRUPTED
-
-
-def join_errors(errors: Sequence[WorkloadError]) -> str:
-    """One message for several errors (one per host in a fleet run)."""
-    return "\n".join(str(e) for e in errors)
 
 
 class HistoryError(WorkloadError):

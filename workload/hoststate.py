@@ -147,9 +147,6 @@ class HostState:
             return
         self._change("merge", key, entries)
 
-    def snapshot(self) -> dict[str, Any]:
-        return dict(self._data)
-
     def _change(self, op: Literal["set", "merge"], key: str, value: Any) -> None:
         python = self._host.python
         change = json.dumps({"op": op, "key": key, "value": value})

@@ -18,12 +18,14 @@ if TYPE_CHECKING:
 #: Every step type this project ships: type name -> "module:Class".
 STEP_TYPES: dict[str, str] = {
     # Dependencies (installers/).
-    "FormatDisks": "installers.disks:FormatDisks",
-    "MountDisks": "installers.disks:MountDisks",
-    "GitRepoClone": "installers.git_clone:GitRepoClone",
-    "NvidiaCudaInstallation": "installers.nvidia_cuda:NvidiaCudaInstallation",
-    "DockerInstallation": "installers.docker:DockerInstallation",
-    "NvidiaContainerToolkitInstallation": "installers.nvidia_container_toolkit:NvidiaContainerToolkitInstallation",
+    "FormatDisks": "workload.installers.disks:FormatDisks",
+    "MountDisks": "workload.installers.disks:MountDisks",
+    "GitRepoClone": "workload.installers.git_clone:GitRepoClone",
+    "NvidiaCudaInstallation": "workload.installers.nvidia_cuda:NvidiaCudaInstallation",
+    "DockerInstallation": "workload.installers.docker:DockerInstallation",
+    "NvidiaContainerToolkitInstallation": (
+        "workload.installers.nvidia_container_toolkit:NvidiaContainerToolkitInstallation"
+    ),
     # Actions (workload/actions/).
     "MLPerfExecutor": "workload.actions.mlperf_executor:MLPerfExecutor",
     "LoadGenExecutor": "workload.actions.loadgen_executor:LoadGenExecutor",

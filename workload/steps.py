@@ -208,7 +208,7 @@ class CancelToken:
 
 #: The timeout of a step's command that sets none (seconds): generous, since a command without
 #: its own bound may be an install, but finite. Long-running commands set their own
-#: (apt: installers.apt.APT_TIMEOUT_S, downloads: DOWNLOAD_TIMEOUT_S, image builds: 4 h).
+#: (apt: workload.installers.apt.APT_TIMEOUT_S, downloads: DOWNLOAD_TIMEOUT_S, image builds: 4 h).
 DEFAULT_COMMAND_TIMEOUT_S = 2 * 3600.0
 
 

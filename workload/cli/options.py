@@ -6,9 +6,11 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
+
+from workload.cli.target_opener import TargetOpener
 
 if TYPE_CHECKING:
     from workload.commands import Secret
@@ -187,15 +189,6 @@ class HostOpener:
         """The passwords of the connection options and the inventory, for the run to mask in its texts."""
         found = [self.options.password, self.options.sudo_password, *(s.password for s in self.specs)]
         return [s for s in found if s is not None]
-
-
-class TargetOpener(Protocol):
-    """What :func:`build_targets` hands the engine: opens a host spec; knows the secrets it connects with."""
-
-    def __call__(self, spec: HostSpec) -> Host: ...
-
-    @property
-    def secrets(self) -> list[Secret]: ...
 
 
 def build_targets(targets: Targets, *, only: set[str] | None = None) -> tuple[list[HostSpec], TargetOpener]:

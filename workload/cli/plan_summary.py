@@ -21,7 +21,7 @@ from workload.commands import Secrets, mask_text
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from workload.cli.options import TargetOpener
+    from workload.cli.target_opener import TargetOpener
     from workload.commands import Secret
     from workload.facts.nvidia import GpuInventory
     from workload.hosts.base import Host, HostSpec

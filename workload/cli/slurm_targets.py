@@ -19,7 +19,7 @@ import click
 if TYPE_CHECKING:
     # Only for annotations: `--help` builds the Slurm options from this module and must not load
     # the host layer (bench/bench_startup.py); the functions that need them import them.
-    from workload.cli.options import TargetOpener
+    from workload.cli.target_opener import TargetOpener
     from workload.commands import Secret
     from workload.engine import HostOutcome
     from workload.hosts.base import Host, HostSpec

@@ -128,12 +128,6 @@ def parse_fabric_states(text: str) -> list[str]:
     return states
 
 
-def parse_smi_table_driver(text: str) -> str | None:
-    """Driver version from the default ``nvidia-smi`` table header ("Driver Version: 550.127.05")."""
-    match = re.search(r"Driver Version:\s*([\d.]+)", text)
-    return match.group(1) if match else None
-
-
 @dataclass(frozen=True)
 class PciDevice:
     address: str

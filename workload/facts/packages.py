@@ -172,10 +172,6 @@ class AptPolicy:
     #: Versions some configured source offers (the installed one only if a source also has it).
     available: tuple[str, ...] = field(default=())
 
-    def versions_with_upstream(self, upstream: str) -> list[str]:
-        """Downloadable versions whose upstream part is ``upstream`` (newest first)."""
-        return [v for v in self.available if upstream_version(v) == upstream]
-
 
 _VERSION_LINE = re.compile(r"^ (?:\*\*\*| {3}) (\S+) (-?\d+)\s*$")
 _SOURCE_LINE = re.compile(r"^ {8}(-?\d+) (\S+)")
@@ -256,30 +252,6 @@ def read_apt_policy(host: Host, names: Iterable[str]) -> dict[str, AptPolicy]:
 
 
 @dataclass(frozen=True)
-class MadisonEntry:
-    name: str
-    version: str
-    source: str
-
-
-def parse_madison(text: str) -> list[MadisonEntry]:
-    """Parse ``apt-cache madison NAME`` (``name | version | source`` lines)."""
-    entries: list[MadisonEntry] = []
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split("|")]
-        if len(parts) == 3 and parts[0] and parts[1]:
-            entries.append(MadisonEntry(*parts))
-    return entries
-
-
-def read_madison(host: Host, name: str) -> list[MadisonEntry]:
-    result = host.run(
-        cmd("apt-cache", "madison", name, env={"LC_ALL": "C"}, timeout=120, readonly=True, scope=APT_LISTS)
-    )
-    return parse_madison(result.stdout) if result.ok else []
-
-
-@dataclass(frozen=True)
 class PackageFacts:
     """Installed packages, holds and apt policies for the names a planner cares about."""
 
@@ -301,7 +273,7 @@ class PackageFacts:
 
 
 # -- how fresh apt's package lists are ---------------------------------------------------------------
-#: Touched by workload right after each ``apt-get update`` it runs (see ``installers.apt.update``).
+#: Touched by workload right after each ``apt-get update`` it runs (see ``workload.installers.apt.update``).
 APT_LISTS_STAMP = "/var/lib/workload/apt-lists-refreshed"
 #: Lists that workload refreshed less than this long ago, with no apt source and no list file
 #: changed since, are fresh: the next installer plans from them instead of refreshing again (each
@@ -360,13 +332,4 @@ def package_facts(names: Iterable[str]) -> Fact[PackageFacts]:
         f"packages({','.join(wanted)})",
         lambda host: read_package_facts(host, wanted),
         tuple(package_fact_queries(wanted)),
-    )
-
-
-def apt_policies(names: Iterable[str]) -> Fact[dict[str, AptPolicy]]:
-    """What the configured apt sources offer for ``names`` (:func:`read_apt_policy`)."""
-    wanted = tuple(dict.fromkeys(names))
-    query = apt_policy_query(wanted)
-    return Fact(
-        f"apt-policy({','.join(wanted)})", lambda host: read_apt_policy(host, wanted), (query,) if query else ()
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from workload.commands import Command, cmd
 from workload.errors import FactError
 from workload.facts.fact import Fact
-from workload.hosts.base import Host, probe
+from workload.hosts.base import Host
 
 #: (ID, VERSION_ID) pairs the installers support. Anything else is refused at plan time.
 SUPPORTED_RELEASES: tuple[tuple[str, str], ...] = (("ubuntu", "22.04"), ("ubuntu", "24.04"), ("debian", "12"))
@@ -103,13 +103,6 @@ def read_architecture(host: Host) -> Architecture:
     return parse_architecture(lines[0], lines[1] if len(lines) > 1 else "")
 
 
-def read_kernel(host: Host) -> str:
-    result = probe(host, "uname", "-r")
-    if not result.ok or not result.stdout.strip():
-        raise FactError(f"`uname -r` failed: {result.stderr.strip()}", host=host.name)
-    return result.stdout.strip()
-
-
 def unsupported_platform(os_release: OsRelease, arch: Architecture) -> str | None:
     """Why this OS/architecture is not supported, or None when it is."""
     if (os_release.id, os_release.version_id) not in SUPPORTED_RELEASES:
@@ -132,10 +125,6 @@ class CpuInfo:
     cores_per_socket: int
     threads_per_core: int
     numa_nodes: int
-
-    @property
-    def physical_cores(self) -> int:
-        return self.sockets * self.cores_per_socket
 
 
 def _int(value: str | None, default: int = 0) -> int:

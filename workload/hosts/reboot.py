@@ -169,12 +169,6 @@ def wait_for_reboot(
         time.sleep(min(pause, max(0.0, deadline - now)))
 
 
-def reboot_and_wait(host: Host, *, timeout_s: float, command: Command | None = None) -> None:
-    """:func:`reboot` then :func:`wait_for_reboot` with the ticket's boot id and marker."""
-    ticket = reboot(host, command=command)
-    wait_for_reboot(host, boot_id_before=ticket.boot_id, timeout_s=timeout_s, marker=ticket.marker)
-
-
 def _probe(host: Host, marker: str | None) -> tuple[str, bool]:
     """One round trip: the boot id, and whether the marker exists."""
     script = f"cat {BOOT_ID_PATH}"
