@@ -9,9 +9,12 @@ import pytest
 from tests.testbed.parallel import group_by_shared_fixtures
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # pytest-xdist (.ci/run: -n 2 --dist loadgroup): tests sharing a module/class fixture stay on one
-    # worker (tests/testbed/parallel.py says why); everything else spreads.
+    # worker (tests/testbed/parallel.py says why); everything else spreads. tryfirst: xdist's worker reads
+    # the xdist_group markers in its own pytest_collection_modifyitems (xdist/remote.py), so ours must
+    # run before it, whatever order the plugins were registered in (tests/test_parallel_groups.py).
     group_by_shared_fixtures(items)
     # GPU tests need a real NVIDIA GPU; everywhere else they are reported as skipped, never passed.
     if shutil.which("nvidia-smi") is None:
