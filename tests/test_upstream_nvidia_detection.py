@@ -12,10 +12,7 @@ read by our adapter as the round's unknown-system id, or as the ``SYSTEM_NAME`` 
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,13 +28,17 @@ from workload.mlperf.system import HostSystem
 ROUNDS = {"v5.1": HarnessVersion(5, 1), "v6.0": HarnessVersion(6, 0)}
 B200X8 = HostSystem("NVIDIA B200", 183359, 8, "Intel(R) Xeon(R) 8570", 56, 2, 2, 2_000_000_000_000)
 #: What the stand-in CUDA driver reports: 8x B200 (179 GiB each, compute capability 10.0).
-GPUS = json.dumps([{"name": "NVIDIA B200", "total_mem": 192_265_846_784, "sm": [10, 0]}] * 8)
+GPUS = up.cuda_gpus("NVIDIA B200", 192_265_846_784, (10, 0), 8)
 TIMEOUT_S = 300
-#: ``git`` with only ``clone`` stood in (the network is out of reach in tests): ``clone --depth 1 URL DEST`` makes
-#: DEST a repository holding the URL in ``.git/standin-origin``; anything else is the real git (GitPython runs
-#: ``git version`` when NVIDIA's code imports it).
+#: ``git`` with only what reaches the network stood in (the network is out of reach in tests): ``clone --depth 1
+#: URL DEST`` makes DEST a repository holding the URL in ``.git/standin-origin``; ``-C DEST fetch --depth 1 URL
+#: COMMIT`` (a pinned clone, after a real ``git init``) writes ``URL COMMIT`` there, and its ``checkout`` of
+#: FETCH_HEAD does nothing; anything else is the real git (GitPython runs ``git version`` when NVIDIA's code imports
+#: it). tests/test_mlperf_rounds_v6.py runs the pinned clone with the real git against a local repository.
 GIT_STANDIN = """#!/bin/sh
 if [ "$1" = "clone" ]; then mkdir -p "$5/.git" && echo "$4" > "$5/.git/standin-origin"; exit $?; fi
+if [ "$3" = "fetch" ]; then echo "$6 $7" > "$2/.git/standin-origin"; exit $?; fi
+if [ "$3" = "checkout" ]; then exit 0; fi
 exec /usr/bin/git "$@"
 """
 
@@ -60,31 +61,14 @@ def _plan(round_name: str) -> list[object]:
 
 
 def _run(argv: tuple[str, ...], staged: Path, tmp: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """``argv`` as the container would run it from closed/NVIDIA (``python3``: this test's interpreter, which has
-    nvmitten's pure-Python dependencies)."""
+    """``argv`` as the container would run it from closed/NVIDIA, ``git`` stood in for the network."""
     bin_dir = tmp / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "git").write_text(GIT_STANDIN)
     (bin_dir / "git").chmod(0o755)
-    argv = (sys.executable, *argv[1:]) if argv[0] == "python3" else argv
-    return subprocess.run(
-        argv,
-        cwd=staged,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-        env={
-            "PATH": f"{bin_dir}:/usr/bin:/bin",
-            "HOME": str(tmp),
-            "MLPERF_SCRATCH_PATH": str(tmp / "scratch"),
-            "PYTHONPATH": os.pathsep.join([str(up.nvmitten_src()), str(staged), str(up.STANDINS)]),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "GIT_PYTHON_REFRESH": "quiet",
-            "STANDIN_CUDA_GPUS": GPUS,
-            **env,
-        },
-    )
+    system_id = env.pop("SYSTEM_NAME", None)
+    extra = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "MLPERF_SCRATCH_PATH": str(tmp / "scratch")}
+    return up.run_in_round(staged, argv, system_id=system_id, gpus=GPUS, extra_env=extra | env)
 
 
 @pytest.mark.parametrize("round_name", sorted(ROUNDS))
@@ -106,6 +90,9 @@ def test_the_plan_prepares_the_tree_then_runs_nvidias_own_detection(round_name: 
         made = _run(op.argv, staged, tmp_path)
         assert made.returncode == 0, made.stdout[-1500:] + made.stderr[-1500:]
         assert (staged / op.folder).is_dir()
+        if op.argv[0] == "bash" and op.argv[-1]:  # a pinned clone fetched the pinned commit (issue 27 item 4)
+            origin = (staged / op.folder / ".git" / "standin-origin").read_text().split()
+            assert origin == [op.argv[-2], op.argv[-1]]
         again = _run(op.argv, staged, tmp_path)  # resumable: a second run keeps what is there
         assert again.returncode == 0, again.stderr[-1500:]
 
@@ -127,5 +114,5 @@ def test_a_clone_cut_off_part_way_is_made_again(tmp_path: Path) -> None:
     made = _run(op.argv, staged, tmp_path)
     assert made.returncode == 0, made.stderr[-1500:]
     assert not partial.exists()
-    assert (staged / op.folder / ".git" / "standin-origin").read_text().strip() == op.argv[-1]
+    assert (staged / op.folder / ".git" / "standin-origin").read_text().strip() == op.argv[-2]
     assert not (staged / op.folder / "half-written").exists()

@@ -13,10 +13,15 @@ Contract:
   ``3rdparty/trtllm`` and ``3rdparty/mlc-inference`` (v6.0; the TensorRT-LLM clone stays empty: GPU software), and
   the round's clone of MLCommons' checker as ``tests/upstream_standins/pinned_checker.py`` (the REAL checker file of
   ``mlcommons-inference/`` cut to the round, see its docstring).
-* :func:`resolve_configs` runs ``tests/upstream_nvidia_driver.py`` in a subprocess with ``PYTHONPATH=<nvmitten>/src:
-  <staged tree>:tests/upstream_standins`` and ``SYSTEM_NAME=<system id>``: NVIDIA's own code detects the system,
+* :func:`run_in_round` is the one way a test runs a script in NVIDIA's environment: a subprocess in the staged tree
+  with ``PYTHONPATH=<nvmitten>/src:<staged tree>:tests/upstream_standins`` (the stand-ins, loaded by the script's
+  ``import upstream_standins_boot`` or by ``sitecustomize``), ``SYSTEM_NAME=<system id>`` when given, the GPUs the
+  CUDA stand-in reports (``STANDIN_CUDA_GPUS``, see :func:`cuda_gpus`), and the round's checker file.
+* :func:`resolve_configs` runs ``tests/upstream_nvidia_driver.py`` that way: NVIDIA's own code detects the system,
   finds and loads the config files, validates their keys and resolves the values (see the driver's docstring for
-  what is NVIDIA's code and what is a stand-in). Returns the driver's JSON answer.
+  what is NVIDIA's code and what is a stand-in). Returns the driver's JSON answer. ``tests/nvidia_v60_values.py``
+  (what NVIDIA's ConfigurationIndex resolves per file) and ``tests/nvidia_engine_config.py`` (the generate_engines
+  config step) are run the same way by their tests.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,25 +124,41 @@ def write_files(staged: Path, files: Sequence[tuple[str, str]]) -> None:
         target.write_text(text, encoding="utf-8")
 
 
-def resolve_configs(staged: Path, system_id: str, runs: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """NVIDIA's code run with each of ``runs`` (the flags of one ``code/main.py`` call, make's RUN_ARGS) for
-    ``system_id`` in ``staged``: the driver's JSON answer (``system``; ``results``: one entry per benchmark and
-    scenario of each run, in order)."""
+def cuda_gpus(name: str, total_mem: int, sm: tuple[int, int], count: int) -> list[dict[str, Any]]:
+    """``count`` identical GPUs as the CUDA stand-in reports them (``STANDIN_CUDA_GPUS``: nvidia-smi name, bytes of
+    memory as ``cuDeviceTotalMem`` gives them, compute capability)."""
+    return [{"name": name, "total_mem": total_mem, "sm": list(sm), "integrated": False}] * count
+
+
+def run_in_round(
+    staged: Path,
+    argv: Sequence[str],
+    *,
+    system_id: str | None = None,
+    gpus: Sequence[dict[str, Any]] = (),
+    stdin: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``argv`` run from the staged tree in NVIDIA's environment (see the module docstring; ``python3`` is this
+    test's interpreter, which has nvmitten's pure-Python dependencies; ``extra_env`` last, e.g. a ``PATH`` with a
+    command stood in), bounded by :data:`DRIVER_TIMEOUT_S`: the finished process, for the caller to judge."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(staged),
         "PYTHONPATH": os.pathsep.join([str(nvmitten_src()), str(staged), str(STANDINS)]),
         "PYTHONDONTWRITEBYTECODE": "1",
-        "SYSTEM_NAME": system_id,
         "GIT_PYTHON_REFRESH": "quiet",
+        "STANDIN_CUDA_GPUS": json.dumps(list(gpus)),
     }
+    if system_id is not None:
+        env["SYSTEM_NAME"] = system_id
     round_name = staged.parent.parent.name
     if round_name in CHECKER:
         env |= {"WORKLOAD_CHECKER_FILE": str(checker_file(round_name)), "WORKLOAD_CHECKER_ROUND": round_name}
-    request = json.dumps({"runs": [list(flags) for flags in runs]})
-    proc = subprocess.run(
-        [sys.executable, str(DRIVER)],
-        input=request,
+    env |= extra_env or {}
+    return subprocess.run(
+        [sys.executable, *argv[1:]] if argv[0] == "python3" else list(argv),
+        input=stdin,
         capture_output=True,
         text=True,
         cwd=staged,
@@ -145,6 +166,14 @@ def resolve_configs(staged: Path, system_id: str, runs: Sequence[Sequence[str]])
         timeout=DRIVER_TIMEOUT_S,
         check=False,
     )
+
+
+def resolve_configs(staged: Path, system_id: str, runs: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """NVIDIA's code run with each of ``runs`` (the flags of one ``code/main.py`` call, make's RUN_ARGS) for
+    ``system_id`` in ``staged``: the driver's JSON answer (``system``; ``results``: one entry per benchmark and
+    scenario of each run, in order)."""
+    request = json.dumps({"runs": [list(flags) for flags in runs]})
+    proc = run_in_round(staged, ["python3", str(DRIVER)], system_id=system_id, stdin=request)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         raise AssertionError(
