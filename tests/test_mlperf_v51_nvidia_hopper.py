@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -35,12 +34,6 @@ HOPPERS = {
     "H200": ("NVIDIA H200", 143771, 150754820096, (9, 0)),
     "H100": ("NVIDIA H100 80GB HBM3", 81559, 85520809984, (9, 0)),
 }
-
-
-def _leaves(tree: Any) -> list[Any]:
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in _leaves(value)]
-    return [tree]
 
 
 def engine_config_step(
@@ -97,7 +90,7 @@ def test_v51_hopper_untuned_files_pass_nvidias_generate_engines_config_step_in_f
         assert result["system_id"] == system_id  # NVIDIA's detection took our SYSTEM_NAME
         assert result["core_type"] == "trtllm_endpoint" and result["precision"] == "fp8"
         assert result["gen_config_path"] == f"code/{model}/tensorrt/generation_config.json"
-        assert "fp4" not in _leaves(result["build_flags"]) + _leaves(result["checkpoint_flags"])
+        assert "fp4" not in up.leaves(result["build_flags"]) + up.leaves(result["checkpoint_flags"])
         theirs = v50.resolve(gpu[0], count, model, scenario, high_accuracy=accuracy == "k_99_9").fields
         flags = theirs.get("trtllm_build_flags", {})
         assert result["build_flags"]["tensor_parallelism"] == flags.get("tensor_parallelism", 1)
@@ -126,7 +119,7 @@ def test_v60_hopper_untuned_files_pass_nvidias_generate_engines_config_step_in_f
         assert done.returncode == 0, done.stderr[-3000:]
         result = json.loads(done.stdout)
         assert result["system_id"] == files.system_id and result["precision"] == "fp8"
-        assert "fp4" not in _leaves(result["build_flags"]) + _leaves(result["runtime_flags"])
+        assert "fp4" not in up.leaves(result["build_flags"]) + up.leaves(result["runtime_flags"])
         theirs = v50.resolve(gpu[0], 8, "llama2-70b", scenario).fields
         assert result["build_flags"]["max_batch_size"] == next(iter(theirs["gpu_batch_size"].values()))
         assert result["build_flags"]["max_num_tokens"] == theirs["trtllm_build_flags"]["max_num_tokens"]

@@ -147,13 +147,6 @@ def test_v60_generated_values_equal_nvidias_for_every_published_system(tmp_path:
     print(f"v6.0 values: {len(systems)} systems, {compared} configs, {keys} keys equal to NVIDIA's; 0 missing")
 
 
-def _values(tree: Any) -> list[Any]:
-    """Every leaf value of a resolved config (dict flags included)."""
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in _values(value)]
-    return [tree]
-
-
 @pytest.mark.parametrize(("gpu", "mib", "count"), [("NVIDIA H200", 143771, 8), ("NVIDIA H100 80GB HBM3", 81559, 8)])
 def test_v60_hopper_untuned_files_are_hoppers_fp8_values_and_load_in_nvidias_code(
     tmp_path: Path, gpu: str, mib: int, count: int
@@ -192,7 +185,7 @@ def test_v60_hopper_untuned_files_are_hoppers_fp8_values_and_load_in_nvidias_cod
     for (scenario, stem), theirs in expected.items():
         ours = resolved_all[sid][scenario][stem]["k_99"]["fields"]
         assert ours["model_fields.precision"] == "fp8" == theirs["precision"]
-        assert "fp4" not in _values(ours), (scenario, stem)
+        assert "fp4" not in up.leaves(ours), (scenario, stem)
         throughput = "offline_expected_qps" if scenario == "Offline" else "server_target_qps"
         assert ours[f"loadgen_fields.{throughput}"] == pytest.approx(theirs[throughput])
         assert list(ours["model_fields.gpu_batch_size"].values()) == list(theirs["gpu_batch_size"].values())

@@ -183,3 +183,10 @@ def resolve_configs(staged: Path, system_id: str, runs: Sequence[Sequence[str]])
     answer: dict[str, Any] = json.loads(lines[-1])
     answer["log"] = proc.stderr
     return answer
+
+
+def leaves(tree: Any) -> list[Any]:
+    """Every leaf value of a resolved config (nested flag dicts included), e.g. to assert no ``fp4`` anywhere."""
+    if isinstance(tree, dict):
+        return [leaf for value in tree.values() for leaf in leaves(value)]
+    return [tree]
