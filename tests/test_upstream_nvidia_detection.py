@@ -3,11 +3,11 @@
 v5.1 and v6.0 ship no ``scripts/get_system_id.py``, and their ``code/common/paths.py`` will not import without the
 folders NVIDIA's README has the user make (v5.1 ``build/``, v6.0 the ``3rdparty/`` clones). On a staged copy of each
 real tree this test shows: NVIDIA's code refuses to import in the bare tree; the ``PrepareTree`` ops our plan runs
-before the system check make the folders (v5.1: NVIDIA's own ``make link_dirs``; v6.0: our resumable clone command,
-with a ``git`` stand-in for the network clone); and then the system check exactly as planned (``python3 -c`` of
-NVIDIA's ``code/common/systems/system_list.py``) runs NVIDIA's detection: nvmitten's probes, with the CUDA driver
-stood in to report 8x B200 (``tests/upstream_standins/cuda``), matched against NVIDIA's systems; and the answer is
-read by our adapter as the round's unknown-system id, or as the ``SYSTEM_NAME`` override.
+before the system check make the folders (v5.1: NVIDIA's own ``make link_dirs``; v6.0: our resumable clone command, with
+``git`` stood in for the network: ``upstream_nvidia.GIT_STANDIN``); and then the system check exactly as planned
+(``python3 -c`` of NVIDIA's ``code/common/systems/system_list.py``) runs NVIDIA's detection: nvmitten's probes, with the
+CUDA driver stood in to report 8x B200 (``tests/upstream_standins/cuda``), matched against NVIDIA's systems; and the
+answer is read by our adapter as the round's unknown-system id, or as the ``SYSTEM_NAME`` override.
 """
 
 from __future__ import annotations
@@ -30,17 +30,6 @@ B200X8 = HostSystem("NVIDIA B200", 183359, 8, "Intel(R) Xeon(R) 8570", 56, 2, 2,
 #: What the stand-in CUDA driver reports: 8x B200 (179 GiB each, compute capability 10.0).
 GPUS = up.cuda_gpus("NVIDIA B200", 192_265_846_784, (10, 0), 8)
 TIMEOUT_S = 300
-#: ``git`` with only what reaches the network stood in (the network is out of reach in tests): ``clone --depth 1
-#: URL DEST`` makes DEST a repository holding the URL in ``.git/standin-origin``; ``-C DEST fetch --depth 1 URL
-#: COMMIT`` (a pinned clone, after a real ``git init``) writes ``URL COMMIT`` there, and its ``checkout`` of
-#: FETCH_HEAD does nothing; anything else is the real git (GitPython runs ``git version`` when NVIDIA's code imports
-#: it). tests/test_mlperf_rounds_v6.py runs the pinned clone with the real git against a local repository.
-GIT_STANDIN = """#!/bin/sh
-if [ "$1" = "clone" ]; then mkdir -p "$5/.git" && echo "$4" > "$5/.git/standin-origin"; exit $?; fi
-if [ "$3" = "fetch" ]; then echo "$6 $7" > "$2/.git/standin-origin"; exit $?; fi
-if [ "$3" = "checkout" ]; then exit 0; fi
-exec /usr/bin/git "$@"
-"""
 
 
 def _plan(round_name: str) -> list[object]:
@@ -62,19 +51,13 @@ def _plan(round_name: str) -> list[object]:
 
 def _run(argv: tuple[str, ...], staged: Path, tmp: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """``argv`` as the container would run it from closed/NVIDIA, ``git`` stood in for the network."""
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "git").write_text(GIT_STANDIN)
-    (bin_dir / "git").chmod(0o755)
     system_id = env.pop("SYSTEM_NAME", None)
-    extra = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "MLPERF_SCRATCH_PATH": str(tmp / "scratch")}
-    return up.run_in_round(staged, argv, system_id=system_id, gpus=GPUS, extra_env=extra | env)
+    return up.run_in_round(staged, argv, system_id=system_id, gpus=GPUS, extra_env=up.offline_path(tmp) | env)
 
 
 @pytest.mark.parametrize("round_name", sorted(ROUNDS))
 def test_the_plan_prepares_the_tree_then_runs_nvidias_own_detection(round_name: str, tmp_path: Path) -> None:
     staged = up.stage_round(round_name, tmp_path, prepared=False)
-    (tmp_path / "scratch").mkdir()
     ops = _plan(round_name)
     check = next(op for op in ops if isinstance(op, IdentifySystem))
     prepare = [op for op in ops if isinstance(op, PrepareTree)]

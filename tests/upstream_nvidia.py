@@ -104,11 +104,19 @@ def stage_round(round_name: str, into: Path, *, prepared: bool = True) -> Path:
         return staged
     for folder in ROUND_FOLDERS.get(round_name, ()):
         (staged / folder).mkdir(parents=True, exist_ok=True)
+    place_checker(staged)
+    return staged
+
+
+def place_checker(staged: Path) -> None:
+    """The round's clone of MLCommons' checker, stood in, in a staged tree (v5.1 ``make clone_loadgen``'s
+    ``build/inference``; v6.0 the README's ``3rdparty/mlc-inference``): ``pinned_checker.py`` where NVIDIA's code
+    imports it from (see :data:`CHECKER`)."""
+    round_name = staged.parent.parent.name
     if round_name in CHECKER:
         target = staged / CHECKER[round_name][0]
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(STANDINS / "pinned_checker.py", target)
-    return staged
 
 
 def checker_file(round_name: str) -> Path:
@@ -190,3 +198,27 @@ def leaves(tree: Any) -> list[Any]:
     if isinstance(tree, dict):
         return [leaf for value in tree.values() for leaf in leaves(value)]
     return [tree]
+
+
+#: ``git`` with only what reaches the network stood in (the network is out of reach in tests): ``clone --depth 1
+#: URL DEST`` makes DEST a repository holding the URL in ``.git/standin-origin``; ``-C DEST fetch --depth 1 URL
+#: COMMIT`` (a pinned clone, after a real ``git init``) writes ``URL COMMIT`` there, and its ``checkout`` of
+#: FETCH_HEAD does nothing; anything else is the real git (GitPython runs ``git version`` when NVIDIA's code imports
+#: it). tests/test_mlperf_rounds_v6.py runs the pinned clone with the real git against a local repository.
+GIT_STANDIN = """#!/bin/sh
+if [ "$1" = "clone" ]; then mkdir -p "$5/.git" && echo "$4" > "$5/.git/standin-origin"; exit $?; fi
+if [ "$3" = "fetch" ]; then echo "$6 $7" > "$2/.git/standin-origin"; exit $?; fi
+if [ "$3" = "checkout" ]; then exit 0; fi
+exec /usr/bin/git "$@"
+"""
+
+
+def offline_path(tmp: Path) -> dict[str, str]:
+    """The environment a planned command gets in place of the network: :data:`GIT_STANDIN` first on ``PATH``
+    (written under ``tmp``), ``HOME`` and NVIDIA's scratch path under ``tmp``."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "git").write_text(GIT_STANDIN)
+    (bin_dir / "git").chmod(0o755)
+    (tmp / "scratch").mkdir(exist_ok=True)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "MLPERF_SCRATCH_PATH": str(tmp / "scratch")}
