@@ -1,8 +1,9 @@
 """Run INSIDE NVIDIA's v5.1 or v6.0 harness environment (not by pytest): the config step of ``generate_engines`` on one
 of our config files, with NVIDIA's code, and print what it made of it as JSON.
 
-Usage: ``python nvidia_engine_config.py CONFIG_DIR SYSTEM BENCHMARK SCENARIO ACCURACY`` with
-``PYTHONPATH=<stand-ins>:<overlay of closed/NVIDIA>:<nvmitten/src>``. What NVIDIA's ``code/main.py`` does for
+Usage: ``python nvidia_engine_config.py CONFIG_DIR SYSTEM BENCHMARK SCENARIO ACCURACY``, run by
+``tests/upstream_nvidia.py`` ``run_in_round`` (a staged closed/NVIDIA, nvmitten and ``tests/upstream_standins`` on
+``PYTHONPATH``; the CUDA stand-in reports the GPUs of ``STANDIN_CUDA_GPUS``). What NVIDIA's ``code/main.py`` does for
 ``--action=generate_engines --core_type=trtllm_endpoint`` before any engine is built (v5.1 lines 137-149, v6.0 lines
 131-144: load ``configs/<SYSTEM>/<Scenario>/<benchmark>.py`` into a ``ConfigurationIndex``; v5.1 163-191, v6.0
 490-538: get the setting's config, parse string values with each Field's ``from_string``, add the ``Workload`` and
@@ -13,7 +14,7 @@ Usage: ``python nvidia_engine_config.py CONFIG_DIR SYSTEM BENCHMARK SCENARIO ACC
 
 ``code.llmlib`` is imported as a bare package: its ``__init__.py`` (v5.1 line 29) imports ``code.ops.harness``,
 which the public trees (and ``shared/upstream``) lack, for the harness run, not the config step. CUDA, TensorRT,
-torch and nvtx are stand-ins (tests/upstream_standins_values/).
+NVTX and the absent torch/scipy/matplotlib/ONNX are stand-ins (tests/upstream_standins/upstream_standins_boot.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import sys
 import types
 from pathlib import Path
 from typing import Any
+
+import upstream_standins_boot  # noqa: F401  (installs the stand-ins before NVIDIA's imports)
 
 # beside this script (its folder is sys.path[0] when NVIDIA's environment runs it)
 from nvidia_v60_values import plain

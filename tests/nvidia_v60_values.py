@@ -1,14 +1,15 @@
 """Run INSIDE NVIDIA's v6.0 harness environment (not by pytest): load config files the way NVIDIA's code does and
 print what it resolves, as JSON.
 
-Usage: ``python nvidia_v60_values.py CONFIG_DIR SYSTEM [SYSTEM ...]`` with ``PYTHONPATH=<overlay of closed/NVIDIA>:
-<nvmitten/src>``. For every ``CONFIG_DIR/<SYSTEM>/<Scenario>/<benchmark>.py`` it does what ``MainRunner.__init__``
-does (NVIDIA's v6.0 ``code/main.py`` lines 131-144: ``ScopedImporter([config_dir / system] + sys.path)`` then
-``ConfigurationIndex.load_module(f"{scenario}.{benchmark}", prefix=[system, benchmark, scenario])``), then reads
-every ``EXPORTS`` key back with ``ConfigurationIndex.get`` (line 492) and the file's ``ACCURACY_OVERRIDES`` as
-``_load_accuracy_overrides`` does (lines 370-384). Values are what nvmitten's ``Configuration`` holds after each
-Field's ``from_string`` (``configurator/configurable.py`` ``load_module``), keyed ``<module alias>.<field name>``
-by the Field object's home module, so a field written against the wrong module is a different key.
+Usage: ``python nvidia_v60_values.py CONFIG_DIR SYSTEM [SYSTEM ...]``, run by ``tests/upstream_nvidia.py``
+``run_in_round`` (a staged closed/NVIDIA, nvmitten and ``tests/upstream_standins`` on ``PYTHONPATH``). For every
+``CONFIG_DIR/<SYSTEM>/<Scenario>/<benchmark>.py`` it does what ``MainRunner.__init__`` does (NVIDIA's v6.0
+``code/main.py`` lines 131-144: ``ScopedImporter([config_dir / system] + sys.path)`` then
+``ConfigurationIndex.load_module(f"{scenario}.{benchmark}", prefix=[system, benchmark, scenario])``), then reads every
+``EXPORTS`` key back with ``ConfigurationIndex.get`` (line 492) and the file's ``ACCURACY_OVERRIDES`` as
+``_load_accuracy_overrides`` does (lines 370-384). Values are what nvmitten's ``Configuration`` holds after each Field's
+``from_string`` (``configurator/configurable.py`` ``load_module``), keyed ``<module alias>.<field name>`` by the Field
+object's home module, so a field written against the wrong module is a different key.
 
 Output: ``{system: {scenario: {benchmark: {accuracy: {"exported": dict name, "fields": {...}, "env": {...},
 "accuracy_overrides": {...}}}}}}`` (accuracy: ``k_99``/``k_99_9``; only Custom MaxP settings, the ones a custom
@@ -25,6 +26,8 @@ import sys
 import traceback
 from pathlib import Path
 from typing import Any
+
+import upstream_standins_boot  # noqa: F401  (installs the stand-ins before NVIDIA's imports)
 
 #: Alias -> module of NVIDIA's Field definitions, as NVIDIA's v6.0 config files import them.
 FIELD_MODULES = {

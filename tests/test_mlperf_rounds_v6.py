@@ -6,7 +6,10 @@ custom system gets, and that the stand-in harnesses accept them: tests/test_mlpe
 
 from __future__ import annotations
 
+import os
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +28,7 @@ from workload.mlperf.ops import (
 )
 from workload.mlperf.planner import plan_ops
 from workload.mlperf.rounds import Checkout, choose_round
+from workload.mlperf.rounds.v6_0 import MLC_INFERENCE_COMMIT, clone_argv
 from workload.mlperf.rounds.v6_1 import DEFAULT_IMAGE, SYSTEM_CHECK, system_name_of
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts, tree_key
@@ -264,12 +268,48 @@ def test_v60_clones_the_readmes_3rdparty_after_a_space_check_before_the_system_c
     space, *clones = ops
     assert isinstance(space, CheckFreeSpace) and space.folders() == ("/r/closed/NVIDIA/.",)
     assert space.summary().startswith("check the harness checkout's disk has room for NVIDIA's v6.0 3rdparty clones")
-    assert [(c.folder, c.argv[-1]) for c in clones] == [
-        ("3rdparty/trtllm", "https://github.com/NVIDIA/TensorRT-LLM.git"),
-        ("3rdparty/mlc-inference", "https://github.com/mlcommons/inference.git"),
+    assert [(c.folder, *c.argv[-2:]) for c in clones] == [
+        ("3rdparty/trtllm", "https://github.com/NVIDIA/TensorRT-LLM.git", ""),
+        # issue 27 item 4: MLCommons' repository pinned (its newest checker lost v6.0's llama3.1-405b)
+        ("3rdparty/mlc-inference", "https://github.com/mlcommons/inference.git", MLC_INFERENCE_COMMIT),
     ]
+    assert MLC_INFERENCE_COMMIT in clones[1].summary()
     assert all(c.done is None and c.argv[:2] == ("bash", "-c") for c in clones)
     assert not _tree_ops(plan_ops(params(HarnessRound="v6.1"), facts((6, 1)), run_id="r"))
+
+
+def _git(*args: str, cwd: Path) -> str:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout.strip()
+
+
+def test_v60_pinned_clone_checks_out_the_pinned_commit_not_the_newest_and_resumes(tmp_path: Path) -> None:
+    # The clone script run for real (git, bash) against a local repository with a newer commit on top of the pinned
+    # one: the folder holds the pinned commit alone (shallow), a cut-off clone's leftovers are redone, a finished
+    # folder is kept.
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    _git("init", "-q", "-b", "main", cwd=origin)
+    for text in ("v6.0 checker", "v6.1 checker"):
+        (origin / "constants.py").write_text(text)
+        _git("add", "constants.py", cwd=origin)
+        _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", text, cwd=origin)
+    pinned, newest = _git("rev-parse", "HEAD~1", cwd=origin), _git("rev-parse", "HEAD", cwd=origin)
+    tree = tmp_path / "closed-NVIDIA"
+    (tree / "3rdparty" / "mlc-inference.partial" / "junk").mkdir(parents=True)  # a clone cut off before
+    argv = clone_argv("3rdparty/mlc-inference", f"file://{origin}", pinned)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    run = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    clone = tree / "3rdparty" / "mlc-inference"
+    assert (clone / "constants.py").read_text() == "v6.0 checker"
+    assert _git("rev-parse", "HEAD", cwd=clone) == pinned != newest
+    assert _git("rev-list", "--count", "HEAD", cwd=clone) == "1"  # shallow: the pinned commit only
+    assert not (tree / "3rdparty" / "mlc-inference.partial").exists()
+    (clone / "constants.py").write_text("the user's own")  # a finished folder is kept as it is
+    again = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert again.returncode == 0 and (clone / "constants.py").read_text() == "the user's own"
 
 
 def test_v60_clones_done_for_this_commit_are_skipped_while_their_folders_are_there() -> None:

@@ -8,31 +8,27 @@ on it without error. Before, the file lacked ``llm_gen_config_path`` and the ste
 ``code/llmlib/config.py`` line 178. NVIDIA's GPU detection runs too (nvmitten, through the CUDA stand-in describing
 the machine's GPUs): it must name our system by ``SYSTEM_NAME``.
 
-Stand-ins (tests/upstream_standins_values/, each naming the upstream import it serves): CUDA, TensorRT, torch,
-NVTX, ONNX.
+NVIDIA's tree is staged and the step run by tests/upstream_nvidia.py (``stage_round``, ``run_in_round``); stand-ins
+(tests/upstream_standins/, each naming the upstream import it serves): CUDA, TensorRT, NVTX, and torch, scipy,
+matplotlib and ONNX absent (failing on use).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.test_mlperf_v60_nvidia_values import overlay, upstream_root
+from tests import upstream_nvidia as up
 from workload.mlperf.catalog import WorkloadSetting
 from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.rounds.v5_1 import custom_files, custom_system_id
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import v60_files
 
-HERE = Path(__file__).resolve().parent
-STEP = HERE / "nvidia_engine_config.py"
-STANDINS = HERE / "upstream_standins_values"
+STEP = Path(__file__).resolve().parent / "nvidia_engine_config.py"
 #: (nvidia-smi name, MiB, bytes as CUDA reports them, compute capability)
 HOPPERS = {
     "H200": ("NVIDIA H200", 143771, 150754820096, (9, 0)),
@@ -40,51 +36,29 @@ HOPPERS = {
 }
 
 
-def _leaves(tree: Any) -> list[Any]:
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in _leaves(value)]
-    return [tree]
-
-
 def engine_config_step(
     harness_round: str,
     tmp_path: Path,
-    upstream: Path,
     configs: Path,
     system_id: str,
     gpu: tuple[str, int, int, tuple[int, int]],
     count: int,
     *args: str,
 ) -> subprocess.CompletedProcess[str]:
-    root = tmp_path / "closed-NVIDIA"
+    """NVIDIA's generate_engines config step (tests/nvidia_engine_config.py) on ``configs`` in a staged copy of the
+    round's tree (staged once per test), on ``count`` GPUs like ``gpu`` as the CUDA stand-in reports them."""
+    root = tmp_path / harness_round / "closed" / "NVIDIA"
     if not root.exists():
-        overlay(tmp_path, upstream, harness_round)
+        up.stage_round(harness_round, tmp_path)
     name, _, memory_bytes, sm = gpu
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": f"{STANDINS}:{root}:{upstream / 'nvmitten' / 'src'}",
-        "BUILD_DIR": str(root / "build"),
-        "SYSTEM_NAME": system_id,
-        "WL_STANDIN_GPU": json.dumps({"name": name, "memory_bytes": memory_bytes, "count": count, "sm": list(sm)}),
-        "MPLBACKEND": "Agg",
-        "MPLCONFIGDIR": str(tmp_path / "mpl"),
-    }
-    return subprocess.run(
-        [sys.executable, str(STEP), str(configs), system_id, *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    gpus = up.cuda_gpus(name, memory_bytes, sm, count)
+    return up.run_in_round(root, ["python3", str(STEP), str(configs), system_id, *args], system_id=system_id, gpus=gpus)
 
 
 @pytest.mark.parametrize(("hopper", "count"), [("H200", 8), ("H100", 8)])
 def test_v51_hopper_untuned_files_pass_nvidias_generate_engines_config_step_in_fp8(
     tmp_path: Path, hopper: str, count: int
 ) -> None:
-    upstream = upstream_root("v5.1")
     gpu = HOPPERS[hopper]
     system = HostSystem(gpu[0], gpu[1], count, "AMD EPYC 9575F 64-Core Processor", 64, 2, 1, 2_200_000_000_000)
     sku = load_table(harness_round="v5.0").sku_for_gpu(gpu[0])
@@ -110,13 +84,13 @@ def test_v51_hopper_untuned_files_pass_nvidias_generate_engines_config_step_in_f
             path.write_text(generated.text)
     for model, scenario, accuracy in cases:
         target = "0.999" if accuracy == "k_99_9" else "0.99"
-        done = engine_config_step("v5.1", tmp_path, upstream, configs, system_id, gpu, count, model, scenario, target)
+        done = engine_config_step("v5.1", tmp_path, configs, system_id, gpu, count, model, scenario, target)
         assert done.returncode == 0, done.stderr[-3000:]
         result = json.loads(done.stdout)
         assert result["system_id"] == system_id  # NVIDIA's detection took our SYSTEM_NAME
         assert result["core_type"] == "trtllm_endpoint" and result["precision"] == "fp8"
         assert result["gen_config_path"] == f"code/{model}/tensorrt/generation_config.json"
-        assert "fp4" not in _leaves(result["build_flags"]) + _leaves(result["checkpoint_flags"])
+        assert "fp4" not in up.leaves(result["build_flags"]) + up.leaves(result["checkpoint_flags"])
         theirs = v50.resolve(gpu[0], count, model, scenario, high_accuracy=accuracy == "k_99_9").fields
         flags = theirs.get("trtllm_build_flags", {})
         assert result["build_flags"]["tensor_parallelism"] == flags.get("tensor_parallelism", 1)
@@ -128,7 +102,6 @@ def test_v51_hopper_untuned_files_pass_nvidias_generate_engines_config_step_in_f
 def test_v60_hopper_untuned_files_pass_nvidias_generate_engines_config_step_in_fp8(tmp_path: Path, hopper: str) -> None:
     # issue 27 item 5: the same step on NVIDIA's v6.0 code, for the files v6_systems writes for a Hopper (v5.0's fp8
     # values with v6.0's fields, never Blackwell's fp4)
-    upstream = upstream_root("v6.0")
     gpu = HOPPERS[hopper]
     system = HostSystem(gpu[0], gpu[1], 8, "AMD EPYC 9575F 64-Core Processor", 64, 2, 1, 2_200_000_000_000)
     files = v60_files(
@@ -142,13 +115,11 @@ def test_v60_hopper_untuned_files_pass_nvidias_generate_engines_config_step_in_f
         path.write_text(generated.text)
     v50 = load_table(harness_round="v5.0")
     for scenario in ("Offline", "Server"):
-        done = engine_config_step(
-            "v6.0", tmp_path, upstream, configs, files.system_id, gpu, 8, "llama2-70b", scenario, "0.99"
-        )
+        done = engine_config_step("v6.0", tmp_path, configs, files.system_id, gpu, 8, "llama2-70b", scenario, "0.99")
         assert done.returncode == 0, done.stderr[-3000:]
         result = json.loads(done.stdout)
         assert result["system_id"] == files.system_id and result["precision"] == "fp8"
-        assert "fp4" not in _leaves(result["build_flags"]) + _leaves(result["runtime_flags"])
+        assert "fp4" not in up.leaves(result["build_flags"]) + up.leaves(result["runtime_flags"])
         theirs = v50.resolve(gpu[0], 8, "llama2-70b", scenario).fields
         assert result["build_flags"]["max_batch_size"] == next(iter(theirs["gpu_batch_size"].values()))
         assert result["build_flags"]["max_num_tokens"] == theirs["trtllm_build_flags"]["max_num_tokens"]

@@ -3,31 +3,27 @@ config files we generate for an unknown system with the same GPUs resolve, in NV
 what NVIDIA's files resolve to for its own system: key by key, every accuracy target, every LLM benchmark and
 scenario NVIDIA has a file for (issue 27 item 3).
 
-Both sides are loaded by NVIDIA's real code (``tests/nvidia_v60_values.py`` run with
-``PYTHONPATH=<overlay>:<upstream>/nvmitten/src``: nvmitten's ``ConfigurationIndex`` as ``code/main.py`` uses it). The
-upstream root is ``$WORKLOAD_UPSTREAM``, default ``<repo>/../shared/upstream``; without it the test is skipped, and
-fails under ``CI=true``. Stand-ins: the overlay's empty ``3rdparty/trtllm`` and ``3rdparty/mlc-inference`` (the clones
-of TensorRT-LLM and MLCommons' inference repository NVIDIA's README has users make, network; v6.0
-``code/common/paths.py`` lines 37-39 only check that they exist) and ``build/`` (line 35 creates it).
+Both sides are loaded by NVIDIA's real code (``tests/nvidia_v60_values.py`` run in a staged copy of NVIDIA's v6.0
+tree by ``tests/upstream_nvidia.py``'s ``run_in_round``: nvmitten's ``ConfigurationIndex`` as ``code/main.py`` uses
+it). The upstream root is ``$WORKLOAD_UPSTREAM``, default ``<repo>/../shared/upstream``; without it the test is
+skipped, and fails under ``CI=true``. Stand-ins: the staged tree's ``3rdparty/`` folders (the README's clones,
+network; v6.0 ``code/common/paths.py`` lines 37-42 only check that they exist) and tests/upstream_standins.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import upstream_nvidia as up
 from workload.mlperf.gpuconfigs import deep_merge, load_table
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import v60_files
 
-REPO = Path(__file__).resolve().parent.parent
 DUMP = Path(__file__).resolve().parent / "nvidia_v60_values.py"
 #: The LLM benchmarks the v6.0 table carries (NVIDIA's config file stems).
 BENCHMARKS = ("llama2-70b", "llama3_1-8b", "llama3_1-405b", "gpt-oss-120b", "deepseek-r1")
@@ -50,55 +46,18 @@ SHARED_V60_SYSTEMS = (
 )
 
 
-def upstream_root(harness_round: str = "v6.0") -> Path:
-    """The upstream sources (``$WORKLOAD_UPSTREAM``, default ``<repo>/../shared/upstream``) with NVIDIA's tree of
-    ``harness_round``; skip without it (fail under ``CI=true``)."""
-    root = Path(os.environ.get("WORKLOAD_UPSTREAM", REPO.parent / "shared" / "upstream"))
-    if not (root / "nvidia-harness" / harness_round / "closed" / "NVIDIA" / "code").is_dir():
-        message = f"NVIDIA's {harness_round} harness sources are not at {root} (set WORKLOAD_UPSTREAM)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return root
-
-
-def overlay(tmp_path: Path, upstream: Path, harness_round: str = "v6.0") -> Path:
-    """closed/NVIDIA's code and VERSION (links) with the folders its ``code/common/paths.py`` insists on (v5.1:
-    ``build/``; v6.0: ``build/`` and the ``3rdparty/`` clones)."""
-    tree = upstream / "nvidia-harness" / harness_round / "closed" / "NVIDIA"
-    root = tmp_path / "closed-NVIDIA"
-    folders = ("build",) if harness_round == "v5.1" else ("3rdparty/trtllm", "3rdparty/mlc-inference", "build")
-    for folder in folders:
-        (root / folder).mkdir(parents=True)
-    (root / "code").symlink_to(tree / "code")
-    (root / "VERSION").symlink_to(tree / "VERSION")
-    return root
-
-
-def resolve(upstream: Path, root: Path, configs: Path, systems: list[str]) -> dict[str, Any]:
-    """What NVIDIA's code resolves for ``systems`` under ``configs`` (see tests/nvidia_v60_values.py)."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": f"{root}:{upstream / 'nvmitten' / 'src'}",
-        "BUILD_DIR": str(root / "build"),
-    }
-    done = subprocess.run(
-        [sys.executable, str(DUMP), str(configs), *systems],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def resolve(root: Path, configs: Path, systems: list[str]) -> dict[str, Any]:
+    """What NVIDIA's code resolves for ``systems`` under ``configs`` (see tests/nvidia_v60_values.py), run in the
+    staged tree ``root``."""
+    done = up.run_in_round(root, ["python3", str(DUMP), str(configs), *systems])
     assert done.returncode == 0, done.stderr[-4000:]
     result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
-def published_systems(upstream: Path) -> list[str]:
-    """NVIDIA's single-node v6.0 systems whose folders the upstream tree holds."""
-    configs = upstream / "nvidia-harness" / "v6.0" / "closed" / "NVIDIA" / "configs"
+def published_systems(tree: Path) -> list[str]:
+    """NVIDIA's single-node v6.0 systems whose folders the upstream tree (``closed/NVIDIA``) holds."""
+    configs = tree / "configs"
     found = []
     for folder in sorted(configs.iterdir()):
         match = re.fullmatch(r"(?P<prefix>.+)x(?P<count>\d+)", folder.name)
@@ -128,13 +87,12 @@ def over_servers(nvidia: dict[str, Any], server: Any, ours: dict[str, Any]) -> d
 
 
 def test_v60_generated_values_equal_nvidias_for_every_published_system(tmp_path: Path) -> None:
-    upstream = upstream_root()
-    root = overlay(tmp_path, upstream)
-    nvidia_configs = upstream / "nvidia-harness" / "v6.0" / "closed" / "NVIDIA" / "configs"
-    systems = published_systems(upstream)
+    root = up.stage_round("v6.0", tmp_path)
+    nvidia_configs = up.require_round("v6.0") / "configs"
+    systems = published_systems(up.require_round("v6.0"))
     assert tuple(systems) == SHARED_V60_SYSTEMS
     table = load_table(harness_round="v6.0")
-    theirs_all = resolve(upstream, root, nvidia_configs, systems)
+    theirs_all = resolve(root, nvidia_configs, systems)
     configs = tmp_path / "configs"
     ours_ids = {system: f"WL_{system}" for system in systems}
     for system, sid in ours_ids.items():
@@ -152,7 +110,7 @@ def test_v60_generated_values_equal_nvidias_for_every_published_system(tmp_path:
                     path = configs / generated.path.removeprefix("configs/")
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(generated.text)
-    resolved = {**resolve(upstream, root, configs, list(ours_ids.values())), **{s: theirs_all[s] for s in systems}}
+    resolved = {**resolve(root, configs, list(ours_ids.values())), **{s: theirs_all[s] for s in systems}}
     resolved["errors"] = [*resolved["errors"], *theirs_all["errors"]]
     rejected = [e for e in resolved["errors"] if "/WL_" in e[0] or any(f"/{b}.py" in e[0] for b in BENCHMARKS)]
     mismatches: list[str] = []
@@ -189,21 +147,13 @@ def test_v60_generated_values_equal_nvidias_for_every_published_system(tmp_path:
     print(f"v6.0 values: {len(systems)} systems, {compared} configs, {keys} keys equal to NVIDIA's; 0 missing")
 
 
-def _values(tree: Any) -> list[Any]:
-    """Every leaf value of a resolved config (dict flags included)."""
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in _values(value)]
-    return [tree]
-
-
 @pytest.mark.parametrize(("gpu", "mib", "count"), [("NVIDIA H200", 143771, 8), ("NVIDIA H100 80GB HBM3", 81559, 8)])
 def test_v60_hopper_untuned_files_are_hoppers_fp8_values_and_load_in_nvidias_code(
     tmp_path: Path, gpu: str, mib: int, count: int
 ) -> None:
     # Issue 27 item 5: a Hopper on v6.0 (which tunes Blackwell only) runs the last Hopper values NVIDIA published
     # (v5.0's, fp8), completed with the fields v6.0's files need, marked untuned, never with Blackwell's FP4.
-    upstream = upstream_root()
-    root = overlay(tmp_path, upstream)
+    root = up.stage_round("v6.0", tmp_path)
     table = load_table(harness_round="v6.0")
     v50 = load_table(harness_round="v5.0")
     host = HostSystem(gpu, mib, count, "AMD EPYC 9575F 64-Core Processor", 64, 2, 1, 2_200_000_000_000)
@@ -230,12 +180,12 @@ def test_v60_hopper_untuned_files_are_hoppers_fp8_values_and_load_in_nvidias_cod
                 ):
                     expected[(scenario, stem)] = resolved.fields
     assert expected, "no Hopper config of v5.0 to compare with"
-    resolved_all = resolve(upstream, root, configs, [sid])
+    resolved_all = resolve(root, configs, [sid])
     assert resolved_all["errors"] == []
     for (scenario, stem), theirs in expected.items():
         ours = resolved_all[sid][scenario][stem]["k_99"]["fields"]
         assert ours["model_fields.precision"] == "fp8" == theirs["precision"]
-        assert "fp4" not in _values(ours), (scenario, stem)
+        assert "fp4" not in up.leaves(ours), (scenario, stem)
         throughput = "offline_expected_qps" if scenario == "Offline" else "server_target_qps"
         assert ours[f"loadgen_fields.{throughput}"] == pytest.approx(theirs[throughput])
         assert list(ours["model_fields.gpu_batch_size"].values()) == list(theirs["gpu_batch_size"].values())

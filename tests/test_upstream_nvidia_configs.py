@@ -10,9 +10,14 @@ loaded (no minimal/empty fallback), every key a Field, NVIDIA's ``HarnessConfig`
 ``generate_engines`` config step), and every value equal to NVIDIA's, key by key (a key set on one side only is a
 mismatch too). The value table is printed (``pytest -s``) and attached to a failure.
 
-Rows whose values are known to differ are the values of issue 27 items 3 (v6.0 B200) and 5 (Hopper fp8), fixed on
-another branch: they are ``xfail(strict=True)`` naming the item, so the fix turns them into failures until the mark
-is removed. Nothing else is expected to fail.
+NVIDIA's "harness-only" v6.0 files (B300x8 and GB200x4 llama2-70b, B300x8 llama3.1-405b) hold the harness's
+values only: NVIDIA runs their servers from the atomic system's ``ATOMIC_EXPORTS`` (v6.0 ``code/main.py`` lines
+467-488: ``--mpi_mode=leader --action=run_llm_server``), and the harness from the file's ``EXPORTS`` (lines
+490-498). What NVIDIA's code resolves for such a run is therefore both: the atomic system's values with the
+harness file's on top, which is what the one file we generate carries (``workload`` runs one server and one harness
+from it). Those rows compare our file with that merge (:func:`nvidia_run_values`): the harness file resolved here by
+NVIDIA's code, the atomic system's values as NVIDIA's code resolved them from its file (the v6.0 table's ``atomic``
+entry, ``gpuconfigs/v6.0``; that file is not in ``shared/upstream``). Nothing is expected to fail.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ import pytest
 from tests import upstream_nvidia as up
 from workload.errors import WorkloadError
 from workload.mlperf.catalog import WorkloadSetting, canonical_benchmark
-from workload.mlperf.gpuconfigs import load_table
+from workload.mlperf.gpuconfigs import deep_merge, load_table
+from workload.mlperf.gpuconfigs_schema import PublishedConfig
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.ops import MakeTarget
 from workload.mlperf.planner import plan_ops
@@ -56,23 +62,6 @@ MACHINES: dict[str, HostSystem] = {
     ),
 }
 ROUNDS = ("v5.1", "v6.0")
-#: Rows that differ today, by row id. Strict: a row that starts passing fails until it is removed here. Nothing else
-#: may be listed. These six are NVIDIA's harness-only files (the benchmark's server values - batch size, TP/PP,
-#: runtime flags - are in the serving config NVIDIA's code starts separately); workload runs one harness with both,
-#: so its file carries the merge. tests/test_mlperf_v60_nvidia_values.py compares against that merge and agrees; this
-#: file-to-file comparison does not model the merge yet (issue 27 follow-up).
-HARNESS_ONLY = (
-    "issue 27: NVIDIA's file is harness-only (its server values live in the serving config); ours carries the merge, "
-    "which this file-to-file comparison does not model yet (tests/test_mlperf_v60_nvidia_values.py compares the merge)"
-)
-KNOWN: dict[str, str] = {
-    "v6.0-B300-SXM-270GBx8-Offline-llama2-70b-0.99": HARNESS_ONLY,
-    "v6.0-B300-SXM-270GBx8-Offline-llama3_1-405b-0.99": HARNESS_ONLY,
-    "v6.0-B300-SXM-270GBx8-Server-llama2-70b-0.99": HARNESS_ONLY,
-    "v6.0-B300-SXM-270GBx8-Server-llama3_1-405b-0.99": HARNESS_ONLY,
-    "v6.0-GB200-NVL72_GB200-186GB_aarch64x4-Offline-llama2-70b-0.99": HARNESS_ONLY,
-    "v6.0-GB200-NVL72_GB200-186GB_aarch64x4-Server-llama2-70b-0.99": HARNESS_ONLY,
-}
 
 
 @dataclass(frozen=True)
@@ -212,11 +201,32 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[Row, Outcome]:
     return result
 
 
+def atomic_entry(row: Row) -> PublishedConfig | None:
+    """The atomic system's entry (its servers' values) when NVIDIA's file of ``row`` is harness-only, else None."""
+    if row.round != "v6.0":
+        return None
+    machine = MACHINES[row.system]
+    accuracy = "k_99_9" if row.target == "0.999" else "k_99"
+    per_count = load_table(harness_round="v6.0").sku_for_gpu(machine.gpu_name).configs
+    per_count = per_count.get(row.benchmark, {}).get(row.scenario, {}).get(accuracy, {})
+    entry = per_count.get(machine.gpu_count)
+    return None if entry is None or entry.atomic is None else per_count[entry.atomic]
+
+
+def nvidia_run_values(row: Row, resolved: dict[str, Any]) -> dict[str, Any]:
+    """What NVIDIA's code resolves for a run of ``row``: its file's values, under which, for a harness-only file, lie
+    the values its servers run with (the atomic system's, see the module docstring)."""
+    server = atomic_entry(row)
+    return resolved if server is None else deep_merge(server.fields.set_fields(), resolved)
+
+
 def _table(outcome: Outcome) -> str:
     """Our value, NVIDIA's value and NVIDIA's file, one line per key either side sets."""
-    nv = (outcome.nvidia or {}).get("values", {})
+    nv = nvidia_run_values(outcome.row, (outcome.nvidia or {}).get("values", {}))
     me = (outcome.ours or {}).get("values", {})
     source = (outcome.nvidia or {}).get("file")
+    if atomic_entry(outcome.row) is not None:
+        source = f"{source} over its servers' {atomic_entry(outcome.row).file}"  # type: ignore[union-attr]
     lines = [f"{'key':34} {'ours':>30} {'NVIDIA':>30}  NVIDIA's file: {source}"]
     for key in sorted(set(nv) | set(me)):
         mark = "" if nv.get(key, "<unset>") == me.get(key, "<unset>") else "  <-- differs"
@@ -226,15 +236,7 @@ def _table(outcome: Outcome) -> str:
     return "\n".join(lines)
 
 
-def _params() -> list[Any]:
-    params = []
-    for row in published_rows():
-        marks = [pytest.mark.xfail(strict=True, reason=KNOWN[row.id()])] if row.id() in KNOWN else []
-        params.append(pytest.param(row, id=row.id(), marks=marks))
-    return params
-
-
-@pytest.mark.parametrize("row", _params())
+@pytest.mark.parametrize("row", [pytest.param(row, id=row.id()) for row in published_rows()])
 def test_nvidia_code_resolves_our_file_to_nvidias_values(row: Row, outcomes: dict[Row, Outcome]) -> None:
     outcome = outcomes[row]
     assert outcome.nvidia is not None
@@ -247,7 +249,14 @@ def test_nvidia_code_resolves_our_file_to_nvidias_values(row: Row, outcomes: dic
     print(f"\n{row.id()}\n{_table(outcome)}")
     assert outcome.ours["file"], f"NVIDIA's code found no file for our system: {outcome.ours}"
     assert outcome.ours["fallback"] is None, f"NVIDIA's code ran {outcome.ours['fallback']} settings for our system"
-    assert outcome.ours["values"] == outcome.nvidia["values"], _table(outcome)
+    if row.round == "v6.0":
+        # The merge is used exactly where NVIDIA's real file is harness-only (no batch size of its own: its servers'
+        # values are the atomic system's), and the servers are a smaller system of the same GPUs.
+        harness_only = "gpu_batch_size" not in outcome.nvidia["values"]
+        server = atomic_entry(row)
+        assert (server is not None) == harness_only, (row.id(), server and server.file)
+        assert server is None or f"x{MACHINES[row.system].gpu_count}/" not in server.file, server.file
+    assert outcome.ours["values"] == nvidia_run_values(row, outcome.nvidia["values"]), _table(outcome)
 
 
 def test_coverage_gaps() -> None:

@@ -3,19 +3,16 @@
 v5.1 and v6.0 ship no ``scripts/get_system_id.py``, and their ``code/common/paths.py`` will not import without the
 folders NVIDIA's README has the user make (v5.1 ``build/``, v6.0 the ``3rdparty/`` clones). On a staged copy of each
 real tree this test shows: NVIDIA's code refuses to import in the bare tree; the ``PrepareTree`` ops our plan runs
-before the system check make the folders (v5.1: NVIDIA's own ``make link_dirs``; v6.0: our resumable clone command,
-with a ``git`` stand-in for the network clone); and then the system check exactly as planned (``python3 -c`` of
-NVIDIA's ``code/common/systems/system_list.py``) runs NVIDIA's detection: nvmitten's probes, with the CUDA driver
-stood in to report 8x B200 (``tests/upstream_standins/cuda``), matched against NVIDIA's systems; and the answer is
-read by our adapter as the round's unknown-system id, or as the ``SYSTEM_NAME`` override.
+before the system check make the folders (v5.1: NVIDIA's own ``make link_dirs``; v6.0: our resumable clone command, with
+``git`` stood in for the network: ``upstream_nvidia.GIT_STANDIN``); and then the system check exactly as planned
+(``python3 -c`` of NVIDIA's ``code/common/systems/system_list.py``) runs NVIDIA's detection: nvmitten's probes, with the
+CUDA driver stood in to report 8x B200 (``tests/upstream_standins/cuda``), matched against NVIDIA's systems; and the
+answer is read by our adapter as the round's unknown-system id, or as the ``SYSTEM_NAME`` override.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,15 +28,8 @@ from workload.mlperf.system import HostSystem
 ROUNDS = {"v5.1": HarnessVersion(5, 1), "v6.0": HarnessVersion(6, 0)}
 B200X8 = HostSystem("NVIDIA B200", 183359, 8, "Intel(R) Xeon(R) 8570", 56, 2, 2, 2_000_000_000_000)
 #: What the stand-in CUDA driver reports: 8x B200 (179 GiB each, compute capability 10.0).
-GPUS = json.dumps([{"name": "NVIDIA B200", "total_mem": 192_265_846_784, "sm": [10, 0]}] * 8)
+GPUS = up.cuda_gpus("NVIDIA B200", 192_265_846_784, (10, 0), 8)
 TIMEOUT_S = 300
-#: ``git`` with only ``clone`` stood in (the network is out of reach in tests): ``clone --depth 1 URL DEST`` makes
-#: DEST a repository holding the URL in ``.git/standin-origin``; anything else is the real git (GitPython runs
-#: ``git version`` when NVIDIA's code imports it).
-GIT_STANDIN = """#!/bin/sh
-if [ "$1" = "clone" ]; then mkdir -p "$5/.git" && echo "$4" > "$5/.git/standin-origin"; exit $?; fi
-exec /usr/bin/git "$@"
-"""
 
 
 def _plan(round_name: str) -> list[object]:
@@ -60,37 +50,14 @@ def _plan(round_name: str) -> list[object]:
 
 
 def _run(argv: tuple[str, ...], staged: Path, tmp: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """``argv`` as the container would run it from closed/NVIDIA (``python3``: this test's interpreter, which has
-    nvmitten's pure-Python dependencies)."""
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "git").write_text(GIT_STANDIN)
-    (bin_dir / "git").chmod(0o755)
-    argv = (sys.executable, *argv[1:]) if argv[0] == "python3" else argv
-    return subprocess.run(
-        argv,
-        cwd=staged,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-        env={
-            "PATH": f"{bin_dir}:/usr/bin:/bin",
-            "HOME": str(tmp),
-            "MLPERF_SCRATCH_PATH": str(tmp / "scratch"),
-            "PYTHONPATH": os.pathsep.join([str(up.nvmitten_src()), str(staged), str(up.STANDINS)]),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "GIT_PYTHON_REFRESH": "quiet",
-            "STANDIN_CUDA_GPUS": GPUS,
-            **env,
-        },
-    )
+    """``argv`` as the container would run it from closed/NVIDIA, ``git`` stood in for the network."""
+    system_id = env.pop("SYSTEM_NAME", None)
+    return up.run_in_round(staged, argv, system_id=system_id, gpus=GPUS, extra_env=up.offline_path(tmp) | env)
 
 
 @pytest.mark.parametrize("round_name", sorted(ROUNDS))
 def test_the_plan_prepares_the_tree_then_runs_nvidias_own_detection(round_name: str, tmp_path: Path) -> None:
     staged = up.stage_round(round_name, tmp_path, prepared=False)
-    (tmp_path / "scratch").mkdir()
     ops = _plan(round_name)
     check = next(op for op in ops if isinstance(op, IdentifySystem))
     prepare = [op for op in ops if isinstance(op, PrepareTree)]
@@ -106,6 +73,9 @@ def test_the_plan_prepares_the_tree_then_runs_nvidias_own_detection(round_name: 
         made = _run(op.argv, staged, tmp_path)
         assert made.returncode == 0, made.stdout[-1500:] + made.stderr[-1500:]
         assert (staged / op.folder).is_dir()
+        if op.argv[0] == "bash" and op.argv[-1]:  # a pinned clone fetched the pinned commit (issue 27 item 4)
+            origin = (staged / op.folder / ".git" / "standin-origin").read_text().split()
+            assert origin == [op.argv[-2], op.argv[-1]]
         again = _run(op.argv, staged, tmp_path)  # resumable: a second run keeps what is there
         assert again.returncode == 0, again.stderr[-1500:]
 
@@ -127,5 +97,5 @@ def test_a_clone_cut_off_part_way_is_made_again(tmp_path: Path) -> None:
     made = _run(op.argv, staged, tmp_path)
     assert made.returncode == 0, made.stderr[-1500:]
     assert not partial.exists()
-    assert (staged / op.folder / ".git" / "standin-origin").read_text().strip() == op.argv[-1]
+    assert (staged / op.folder / ".git" / "standin-origin").read_text().strip() == op.argv[-2]
     assert not (staged / op.folder / "half-written").exists()

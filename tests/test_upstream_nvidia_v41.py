@@ -12,10 +12,7 @@ the keys NVIDIA's code allows for a custom system (``-s`` prints the table: our 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +30,6 @@ DRIVER = Path(__file__).resolve().parent / "upstream_nvidia_driver_v41.py"
 #: The GPU memory nvidia-smi reports per SKU of the v4.1 table (what a machine with that GPU shows).
 MEMORY_MIB = {"A100_SXM4_40GB": 40960, "A100_SXM_80GB": 81920, "H100_SXM_80GB": 81559, "H200_SXM_141GB": 143771}
 ACCURACY = {"0.99": "k_99", "0.999": "k_99_9"}
-TIMEOUT_S = 300
 #: Rows known to fail today, owned by another branch (issue 27's values: "for every system NVIDIA publishes in a
 #: round, the values generated for an unknown system with the same GPUs equal what NVIDIA's code resolves"), by
 #: ``<member>-<Scenario>-<benchmark>-<target>``. Strict: a listed row that passes fails the test until removed here.
@@ -75,21 +71,7 @@ def loads() -> list[tuple[str, str]]:
 
 def resolve(staged: Path) -> list[dict[str, Any]]:
     """NVIDIA's registry on the staged tree: every registered class (see the driver)."""
-    proc = subprocess.run(
-        [sys.executable, str(DRIVER)],
-        input=json.dumps({"loads": loads()}),
-        capture_output=True,
-        text=True,
-        cwd=staged,
-        timeout=TIMEOUT_S,
-        check=False,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(staged),
-            "PYTHONPATH": os.pathsep.join([str(staged), str(up.STANDINS)]),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        },
-    )
+    proc = up.run_in_round(staged, ["python3", str(DRIVER)], stdin=json.dumps({"loads": loads()}))
     assert proc.returncode == 0, f"NVIDIA's v4.1 registry refused the files:\n{proc.stderr[-5000:]}"
     configs: list[dict[str, Any]] = json.loads(proc.stdout.splitlines()[-1])["configs"]
     return configs

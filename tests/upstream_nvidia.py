@@ -13,10 +13,15 @@ Contract:
   ``3rdparty/trtllm`` and ``3rdparty/mlc-inference`` (v6.0; the TensorRT-LLM clone stays empty: GPU software), and
   the round's clone of MLCommons' checker as ``tests/upstream_standins/pinned_checker.py`` (the REAL checker file of
   ``mlcommons-inference/`` cut to the round, see its docstring).
-* :func:`resolve_configs` runs ``tests/upstream_nvidia_driver.py`` in a subprocess with ``PYTHONPATH=<nvmitten>/src:
-  <staged tree>:tests/upstream_standins`` and ``SYSTEM_NAME=<system id>``: NVIDIA's own code detects the system,
+* :func:`run_in_round` is the one way a test runs a script in NVIDIA's environment: a subprocess in the staged tree
+  with ``PYTHONPATH=<nvmitten>/src:<staged tree>:tests/upstream_standins`` (the stand-ins, loaded by the script's
+  ``import upstream_standins_boot`` or by ``sitecustomize``), ``SYSTEM_NAME=<system id>`` when given, the GPUs the
+  CUDA stand-in reports (``STANDIN_CUDA_GPUS``, see :func:`cuda_gpus`), and the round's checker file.
+* :func:`resolve_configs` runs ``tests/upstream_nvidia_driver.py`` that way: NVIDIA's own code detects the system,
   finds and loads the config files, validates their keys and resolves the values (see the driver's docstring for
-  what is NVIDIA's code and what is a stand-in). Returns the driver's JSON answer.
+  what is NVIDIA's code and what is a stand-in). Returns the driver's JSON answer. ``tests/nvidia_v60_values.py``
+  (what NVIDIA's ConfigurationIndex resolves per file) and ``tests/nvidia_engine_config.py`` (the generate_engines
+  config step) are run the same way by their tests.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +104,19 @@ def stage_round(round_name: str, into: Path, *, prepared: bool = True) -> Path:
         return staged
     for folder in ROUND_FOLDERS.get(round_name, ()):
         (staged / folder).mkdir(parents=True, exist_ok=True)
+    place_checker(staged)
+    return staged
+
+
+def place_checker(staged: Path) -> None:
+    """The round's clone of MLCommons' checker, stood in, in a staged tree (v5.1 ``make clone_loadgen``'s
+    ``build/inference``; v6.0 the README's ``3rdparty/mlc-inference``): ``pinned_checker.py`` where NVIDIA's code
+    imports it from (see :data:`CHECKER`)."""
+    round_name = staged.parent.parent.name
     if round_name in CHECKER:
         target = staged / CHECKER[round_name][0]
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(STANDINS / "pinned_checker.py", target)
-    return staged
 
 
 def checker_file(round_name: str) -> Path:
@@ -119,25 +132,41 @@ def write_files(staged: Path, files: Sequence[tuple[str, str]]) -> None:
         target.write_text(text, encoding="utf-8")
 
 
-def resolve_configs(staged: Path, system_id: str, runs: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """NVIDIA's code run with each of ``runs`` (the flags of one ``code/main.py`` call, make's RUN_ARGS) for
-    ``system_id`` in ``staged``: the driver's JSON answer (``system``; ``results``: one entry per benchmark and
-    scenario of each run, in order)."""
+def cuda_gpus(name: str, total_mem: int, sm: tuple[int, int], count: int) -> list[dict[str, Any]]:
+    """``count`` identical GPUs as the CUDA stand-in reports them (``STANDIN_CUDA_GPUS``: nvidia-smi name, bytes of
+    memory as ``cuDeviceTotalMem`` gives them, compute capability)."""
+    return [{"name": name, "total_mem": total_mem, "sm": list(sm), "integrated": False}] * count
+
+
+def run_in_round(
+    staged: Path,
+    argv: Sequence[str],
+    *,
+    system_id: str | None = None,
+    gpus: Sequence[dict[str, Any]] = (),
+    stdin: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``argv`` run from the staged tree in NVIDIA's environment (see the module docstring; ``python3`` is this
+    test's interpreter, which has nvmitten's pure-Python dependencies; ``extra_env`` last, e.g. a ``PATH`` with a
+    command stood in), bounded by :data:`DRIVER_TIMEOUT_S`: the finished process, for the caller to judge."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(staged),
         "PYTHONPATH": os.pathsep.join([str(nvmitten_src()), str(staged), str(STANDINS)]),
         "PYTHONDONTWRITEBYTECODE": "1",
-        "SYSTEM_NAME": system_id,
         "GIT_PYTHON_REFRESH": "quiet",
+        "STANDIN_CUDA_GPUS": json.dumps(list(gpus)),
     }
+    if system_id is not None:
+        env["SYSTEM_NAME"] = system_id
     round_name = staged.parent.parent.name
     if round_name in CHECKER:
         env |= {"WORKLOAD_CHECKER_FILE": str(checker_file(round_name)), "WORKLOAD_CHECKER_ROUND": round_name}
-    request = json.dumps({"runs": [list(flags) for flags in runs]})
-    proc = subprocess.run(
-        [sys.executable, str(DRIVER)],
-        input=request,
+    env |= extra_env or {}
+    return subprocess.run(
+        [sys.executable, *argv[1:]] if argv[0] == "python3" else list(argv),
+        input=stdin,
         capture_output=True,
         text=True,
         cwd=staged,
@@ -145,6 +174,14 @@ def resolve_configs(staged: Path, system_id: str, runs: Sequence[Sequence[str]])
         timeout=DRIVER_TIMEOUT_S,
         check=False,
     )
+
+
+def resolve_configs(staged: Path, system_id: str, runs: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """NVIDIA's code run with each of ``runs`` (the flags of one ``code/main.py`` call, make's RUN_ARGS) for
+    ``system_id`` in ``staged``: the driver's JSON answer (``system``; ``results``: one entry per benchmark and
+    scenario of each run, in order)."""
+    request = json.dumps({"runs": [list(flags) for flags in runs]})
+    proc = run_in_round(staged, ["python3", str(DRIVER)], system_id=system_id, stdin=request)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         raise AssertionError(
@@ -154,3 +191,34 @@ def resolve_configs(staged: Path, system_id: str, runs: Sequence[Sequence[str]])
     answer: dict[str, Any] = json.loads(lines[-1])
     answer["log"] = proc.stderr
     return answer
+
+
+def leaves(tree: Any) -> list[Any]:
+    """Every leaf value of a resolved config (nested flag dicts included), e.g. to assert no ``fp4`` anywhere."""
+    if isinstance(tree, dict):
+        return [leaf for value in tree.values() for leaf in leaves(value)]
+    return [tree]
+
+
+#: ``git`` with only what reaches the network stood in (the network is out of reach in tests): ``clone --depth 1
+#: URL DEST`` makes DEST a repository holding the URL in ``.git/standin-origin``; ``-C DEST fetch --depth 1 URL
+#: COMMIT`` (a pinned clone, after a real ``git init``) writes ``URL COMMIT`` there, and its ``checkout`` of
+#: FETCH_HEAD does nothing; anything else is the real git (GitPython runs ``git version`` when NVIDIA's code imports
+#: it). tests/test_mlperf_rounds_v6.py runs the pinned clone with the real git against a local repository.
+GIT_STANDIN = """#!/bin/sh
+if [ "$1" = "clone" ]; then mkdir -p "$5/.git" && echo "$4" > "$5/.git/standin-origin"; exit $?; fi
+if [ "$3" = "fetch" ]; then echo "$6 $7" > "$2/.git/standin-origin"; exit $?; fi
+if [ "$3" = "checkout" ]; then exit 0; fi
+exec /usr/bin/git "$@"
+"""
+
+
+def offline_path(tmp: Path) -> dict[str, str]:
+    """The environment a planned command gets in place of the network: :data:`GIT_STANDIN` first on ``PATH``
+    (written under ``tmp``), ``HOME`` and NVIDIA's scratch path under ``tmp``."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "git").write_text(GIT_STANDIN)
+    (bin_dir / "git").chmod(0o755)
+    (tmp / "scratch").mkdir(exist_ok=True)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "MLPERF_SCRATCH_PATH": str(tmp / "scratch")}

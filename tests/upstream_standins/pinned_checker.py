@@ -8,8 +8,9 @@ constants.py``), and takes the newest ``MODEL_CONFIG`` key as its round. Cloning
 checker lacks entries the round's code reads (v6.1 has no ``llama3.1-405b``: ``loadgen.py`` line 74 raises KeyError).
 This module is MLCommons' REAL checker file (``WORKLOAD_CHECKER_FILE``: ``submission_checker_old.py`` for v5.1,
 ``submission_checker/constants.py`` for v6.0, from the upstream folder) with ``MODEL_CONFIG`` cut to the rounds up to
-``WORKLOAD_CHECKER_ROUND``, as the checker was when the round was its newest. Copied by ``tests/upstream_nvidia.py``
-into a staged tree under the name NVIDIA's code imports.
+``WORKLOAD_CHECKER_ROUND``, as the checker was when the round was its newest (for v6.0: as at the commit the runner
+pins its clone to, ``workload.mlperf.rounds.v6_0.MLC_INFERENCE_COMMIT``). Copied by ``tests/upstream_nvidia.py`` into
+a staged tree under the name NVIDIA's code imports.
 """
 
 from __future__ import annotations

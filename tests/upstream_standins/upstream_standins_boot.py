@@ -12,8 +12,10 @@ satisfies; none of them takes part in finding, loading, validating or resolving 
   published trees we hold do not include. Any use raises.
 * Absent at import, failing on use (:class:`_Absent`): ``torch`` (``code/common/utils.py`` line 42: CUDA tensors),
   ``scipy`` (line 41) and ``matplotlib`` (``code/llmlib/utils.py`` line 26): imported at module level by NVIDIA's
-  utilities, used only by GPU-run statistics and plots, installed in NVIDIA's container, not on this test machine.
-  Every attribute they are asked for is recorded in :data:`USED` (the driver reports them).
+  utilities, used only by GPU-run statistics and plots, installed in NVIDIA's container, not on this test machine
+  (an installed copy is not used either); ``onnx`` and ``onnx_graphsurgeon`` (nvmitten ``nvidia/builder.py`` lines
+  26-27: the engine builders' input format). Every attribute they are asked for is recorded in :data:`USED` (the
+  driver reports them).
 """
 
 from __future__ import annotations

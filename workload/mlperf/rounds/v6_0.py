@@ -12,7 +12,8 @@ UPSTREAM.md`` names repository and commit):
   ``code/common/paths.py`` refuses to import without both (``_verify_path(SUBMODULES_DIR / "trtllm")``,
   ``MLCOMMONS_INF_REPO``), so the system check could not run. :meth:`V6_0Round.tree_ops` makes them, after a free
   space check of the checkout's disk, each resumable (a clone is renamed into place when complete; one cut off
-  part-way is removed and made again);
+  part-way is removed and made again); mlcommons/inference pinned to a commit whose checker still has v6.0 as its
+  newest round (:data:`MLC_INFERENCE_COMMIT`);
 * the image is NVIDIA's prebuilt one when ``ContainerImage`` names it (pulled where the daemon lacks it; a pull
   that cannot reach the registry fails naming the image), else built from the checkout's recipe as
   ``make prebuild BENCHMARK=<benchmark>`` does;
@@ -45,10 +46,19 @@ from workload.mlperf.space_table import GIB
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import SystemFiles, v60_files
 
-#: The README's clones (closed/NVIDIA folder -> repository), ``git clone --depth 1`` of the default branch as it says.
-CLONES: tuple[tuple[str, str], ...] = (
-    ("3rdparty/trtllm", "https://github.com/NVIDIA/TensorRT-LLM.git"),
-    ("3rdparty/mlc-inference", "https://github.com/mlcommons/inference.git"),
+#: The commit of mlcommons/inference the ``3rdparty/mlc-inference`` clone checks out. The README clones the default
+#: branch's newest commit, but v6.0's ``code/common/mlcommons/loadgen.py`` (lines 43-53) reads the checker's
+#: ``MODEL_CONFIG`` of its newest round and looks up v6.0's benchmarks in it (line 74: ``llama3.1-405b``): once the
+#: checker moved on to v6.1 (which has no ``llama3.1-405b``) the harness stops with a KeyError at import. At this
+#: commit ``tools/submission/submission_checker/constants.py`` has v6.0 as its newest round, with every v6.0 LLM
+#: benchmark (llama2-70b-99/99.9, llama3.1-8b, llama3.1-405b, deepseek-r1, gpt-oss-120b) in
+#: ``performance-sample-count`` (read through the search index of public repositories, mlcommons/inference).
+MLC_INFERENCE_COMMIT = "9e3d1054ec143c87c06a0a305f6eca4a37fe662e"
+#: The README's clones (closed/NVIDIA folder, repository, commit): ``git clone --depth 1`` of the default branch as it
+#: says (commit None), except MLCommons' repository, pinned to :data:`MLC_INFERENCE_COMMIT`.
+CLONES: tuple[tuple[str, str, str | None], ...] = (
+    ("3rdparty/trtllm", "https://github.com/NVIDIA/TensorRT-LLM.git", None),
+    ("3rdparty/mlc-inference", "https://github.com/mlcommons/inference.git", MLC_INFERENCE_COMMIT),
 )
 #: Room each clone needs on the checkout's disk: conservative estimates (no published size; shallow clones without
 #: Git LFS objects), shown with ``~``.
@@ -65,7 +75,7 @@ class V6_0Round(V5_1Round):
     #: The MAKE Targets documentation's "Available Benchmarks" (gpuconfigs ``ROUND_MODELS``) the catalog runs.
     benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v6.0")
     #: The folders :meth:`tree_ops` makes (also read at ``plan``: a folder gone is made again).
-    markers: ClassVar[tuple[str, ...]] = tuple(folder for folder, _ in CLONES)
+    markers: ClassVar[tuple[str, ...]] = tuple(folder for folder, _, _ in CLONES)
     #: No one-off build: v6.0's Makefiles have no ``build`` target (see the module docstring).
     build_target: ClassVar[str | None] = None
     # v6.0's per-benchmark download scripts are not in our index: every stage is ``make <stage> BENCHMARKS=<b>``.
@@ -83,10 +93,11 @@ class V6_0Round(V5_1Round):
         """The README's ``3rdparty/`` clones (see the module docstring), after the free-space check of the checkout's
         disk for those still to make (left out, with the clones, when ``SkipFreeSpaceCheck``)."""
         clones: list[PrepareTree] = []
-        for folder, url in CLONES:
+        for folder, url, commit in CLONES:
             key, done = tree_state(inputs, folder)
-            why = f"git clone --depth 1 {url}: v6.0 code/common/paths.py will not import without it (README)"
-            clones.append(PrepareTree(inputs.container, folder, why, clone_argv(folder, url), key, done=done))
+            what = f"git clone --depth 1 {url}" + (f" at {commit}" if commit else "")
+            why = f"{what}: v6.0 code/common/paths.py will not import without it (README)"
+            clones.append(PrepareTree(inputs.container, folder, why, clone_argv(folder, url, commit), key, done=done))
         needs = tuple(StageNeed(f"clone {op.folder}", ".", CLONE_BYTES[op.folder], True) for op in clones if op.shown)
         if not needs or inputs.params.SkipFreeSpaceCheck:
             return list(clones)
@@ -141,12 +152,16 @@ class V6_0Round(V5_1Round):
         return super().custom_config(model, scenario, member, class_base, classes, version)
 
 
-def clone_argv(folder: str, url: str) -> tuple[str, ...]:
-    """A resumable ``git clone --depth 1 <url> <folder>`` run from closed/NVIDIA. The clone is made beside the folder
-    (``<folder>.partial``) and renamed into place when complete, so an existing ``<folder>`` is a finished clone (or
-    the user's own, kept); what a cut-off clone left in ``<folder>.partial`` is removed and the clone made again."""
+def clone_argv(folder: str, url: str, commit: str | None = None) -> tuple[str, ...]:
+    """A resumable shallow clone of ``url`` into ``<folder>``, run from closed/NVIDIA: ``git clone --depth 1`` of the
+    default branch, or, given ``commit``, that commit alone (``git fetch --depth 1 <url> <commit>`` into a new
+    repository, then checked out). The clone is made beside the folder (``<folder>.partial``) and renamed into place
+    when complete, so an existing ``<folder>`` is a finished clone (or the user's own, kept); what a cut-off clone
+    left in ``<folder>.partial`` is removed and the clone made again."""
     script = (
         'set -e; if [ -e "$1" ]; then exit 0; fi; mkdir -p "$(dirname "$1")"; rm -rf "$1.partial"; '
-        'git clone --depth 1 "$2" "$1.partial"; mv "$1.partial" "$1"'
+        'if [ -z "$3" ]; then git clone --depth 1 "$2" "$1.partial"; else git init -q "$1.partial"; '
+        'git -C "$1.partial" fetch --depth 1 "$2" "$3"; git -C "$1.partial" checkout -q --detach FETCH_HEAD; fi; '
+        'mv "$1.partial" "$1"'
     )
-    return ("bash", "-c", script, "clone", folder, url)
+    return ("bash", "-c", script, "clone", folder, url, commit or "")
