@@ -32,6 +32,7 @@ from workload.cli.compare_cmd import compare_command
 from workload.cli.results_cmd import results_command
 from workload.metrics.collection import collect
 from workload.metrics.outputs import OutputContext, write_outputs
+from workload.rundir import remote_run_name
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures" / "results"
@@ -609,7 +610,8 @@ def test_hosts_sharing_a_home_run_loadgen_in_folders_of_their_own(
     for name, samples in runs.items():
         (folder,) = contexts[name].results
         assert json.loads((folder / "settings.json").read_text())["sample_count"] == samples
-        remote = tmp_path / "home/.local/state/workload/nodes" / name / "loadgen/run-1/loadgen/minilm-int8"
+        run_name = remote_run_name(contexts[name].host_dir.parent)
+        remote = tmp_path / "home/.local/state/workload/nodes" / name / "loadgen" / run_name / "loadgen/minilm-int8"
         copied = (folder / "mlperf_log_detail.txt").read_bytes()
         assert copied == (remote / "Offline/performance/run_1/mlperf_log_detail.txt").read_bytes()
     details = [(contexts[n].results[0] / "mlperf_log_detail.txt").read_bytes() for n in runs]

@@ -21,6 +21,7 @@ from workload.errors import ProfileError, StepError
 from workload.hosts.base import Host, OutputCollector
 from workload.hosts.local import LocalHost
 from workload.profile import load_profile, resolve_profile
+from workload.rundir import remote_run_name
 from workload.steps import StepContext
 
 PROFILE = Path(__file__).resolve().parent.parent / "profiles" / "PERF-CPU-MLPERF.json"
@@ -196,7 +197,7 @@ def test_remote_host_results_are_copied_back(tmp_path: Path, monkeypatch: pytest
     (folder,) = ctx.results
     node = ctx.host.identity.node
     state = tmp_path / "home" / ".local/state/workload/nodes" / node
-    remote = state / "loadgen/run-1/loadgen/minilm-int8/Offline/performance/run_1"
+    remote = state / "loadgen" / remote_run_name(ctx.host_dir.parent) / "loadgen/minilm-int8/Offline/performance/run_1"
     assert (remote / "mlperf_log_detail.txt").is_file()
     assert folder == ctx.host_dir / "results" / "loadgen" / "minilm-int8" / "Offline" / "performance" / "run_1"
     assert (folder / "mlperf_log_detail.txt").read_bytes() == (remote / "mlperf_log_detail.txt").read_bytes()

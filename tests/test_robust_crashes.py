@@ -125,6 +125,17 @@ def test_two_runs_in_the_same_second_get_their_own_folders(tmp_path: Path) -> No
     assert len(set(made)) == 8 and all(p.is_dir() for p in made)
 
 
+def test_runs_of_two_output_folders_in_the_same_second_never_share_a_remote_folder(tmp_path: Path) -> None:
+    from workload.rundir import remote_run_name
+
+    now = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
+    a = RunFolder.create(tmp_path / "ci-a", "P", now=now).root
+    b = RunFolder.create(tmp_path / "ci-b", "P", now=now).root
+    assert a.name == b.name == "20261123-120000-P"  # the run id alone would be one folder on the host
+    assert remote_run_name(a) != remote_run_name(b)
+    assert remote_run_name(a) == remote_run_name(a) and remote_run_name(a).startswith(f"{a.name}~")
+
+
 def test_a_bug_on_one_host_keeps_run_json_and_the_other_hosts_metrics(
     tmp_path: Path, test_steps: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -26,6 +26,7 @@ from tests.test_mlperf_cli import bed  # noqa: F401  (fixture)
 from tests.testbed.sshd import SshServer, fresh_sshd, ssh_host  # noqa: F401  (fixture)
 from workload.commands import cmd
 from workload.interrupts import INTERRUPT_TIMEOUT_S, KILL_GRACE_S
+from workload.rundir import remote_run_name
 
 ROOT = Path(workload.__file__).resolve().parent.parent
 #: How long a stop may take by the code's own bounds: SIGTERM, the kill grace, the kill commands' timeout.
@@ -108,7 +109,9 @@ def test_signal_during_the_cpu_profile_stops_the_whole_run(
         (folder,) = runs.iterdir()
         wait_for(
             lambda: bool(
-                processes_mentioning(f"/.local/state/workload/nodes/{socket.gethostname()}/loadgen/{folder.name}/")
+                processes_mentioning(
+                    f"/.local/state/workload/nodes/{socket.gethostname()}/loadgen/{remote_run_name(folder)}/"
+                )
                 or processes_mentioning(f"--out {folder}/")
             ),
             60,
@@ -125,7 +128,10 @@ def test_signal_during_the_cpu_profile_stops_the_whole_run(
     assert proc.returncode == 130, out
     assert took < STOP_BOUND_S
     # Killed processes take a moment to be reaped (over SSH: by sshd's session after the channel closed).
-    wait_for(lambda: not processes_mentioning(folder.name), 3, "every benchmark process to end")
+    # This run's own processes only: a run id is unique per output folder, and a test running beside this one (the
+    # other signal) may have started a run in the same second under the same id.
+    mine = remote_run_name(folder) if over_ssh else str(folder)
+    wait_for(lambda: not processes_mentioning(mine), 3, "every benchmark process to end")
     # the host's folder (telemetry/ holds what the monitor sampled meanwhile)
     (host_dir,) = [p for p in folder.iterdir() if p.is_dir() and p.name != "telemetry"]
     log = next(host_dir.glob("*LoadGenExecutor*.log")).read_text()

@@ -19,6 +19,7 @@ import pytest
 
 from tests.testbed.slurm import SlurmCluster
 from workload.cli import invoke
+from workload.rundir import remote_run_name
 
 REPO = Path(__file__).resolve().parent.parent
 #: The CPU profile, small: one Offline performance run of a few samples per node.
@@ -235,7 +236,7 @@ def test_cpu_profile_on_three_nodes_sharing_one_home_gives_three_result_sets(
     for node in cluster.node_names:
         copied = (folder / node / "results" / run_1 / "mlperf_log_detail.txt").read_bytes()
         # the node's own folder in the shared home holds exactly what was copied back for that node
-        remote = home / ".local/state/workload/nodes" / node / "loadgen" / folder.name / run_1
+        remote = home / ".local/state/workload/nodes" / node / "loadgen" / remote_run_name(folder) / run_1
         assert (remote / "mlperf_log_detail.txt").read_bytes() == copied
         details[node] = copied
     assert len(set(details.values())) == 3, "two nodes reported the same detail log"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,6 +56,18 @@ def host_folder_name(host: str) -> str:
         return host
     digest = hashlib.sha256(host.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{safe_name(host)[:60]}~{digest}"
+
+
+def remote_run_name(root: Path) -> str:
+    """The name of run folder ``root`` on the hosts it runs on remotely (their state folders).
+
+    A run id (``<UTC second>-<profile>``) is unique only within its output folder, so two controllers, or two
+    output folders of one controller, starting a run in the same second against one host would write into one
+    remote folder. The id is kept readable and made unique by 12 hex digits of a SHA-256 of this controller's
+    host name and the run folder's absolute path.
+    """
+    origin = f"{socket.gethostname()}\0{root.resolve()}"
+    return f"{root.name}~{hashlib.sha256(origin.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
 
 
 @dataclass

@@ -13,7 +13,7 @@ Result folders (local), in the layout the metrics collector reads
     <host dir>/results/loadgen/<model>/<Scenario>/performance/run_<iteration>/
     <host dir>/results/loadgen/<model>/<Scenario>/accuracy/run_<iteration>/
 
-On a remote host the runner writes under ``~/.local/state/workload/nodes/<node>/loadgen/<run id>/``
+On a remote host the runner writes under ``~/.local/state/workload/nodes/<node>/loadgen/<run id>~<hash>/``
 (the node's own folder, see ``HostIdentity.state_root``) and the files
 are copied back; the host needs this package with its ``cpu`` extra installed.
 
@@ -53,6 +53,7 @@ from workload.loadgen.settings import (
     RunSettings,
     Scenario,
 )
+from workload.rundir import remote_run_name
 from workload.safefile import atomic_write_text
 from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
 
@@ -262,8 +263,9 @@ class LoadGenExecutor(Step):
         if _is_local(ctx.host):
             return str(local)
         relative = local.relative_to(ctx.host_dir / "results").as_posix()
-        # the node's own folder: hosts that share a home (NFS, a Slurm cluster's $HOME) never share one
-        return f"{ctx.host.identity.state_root}/loadgen/{ctx.host_dir.parent.name}/{relative}"
+        # the node's own folder: hosts that share a home (NFS, a Slurm cluster's $HOME) never share one; the run's
+        # remote name: runs of two controllers started in the same second never share one either
+        return f"{ctx.host.identity.state_root}/loadgen/{remote_run_name(ctx.host_dir.parent)}/{relative}"
 
     def python(self, ctx: StepContext) -> str:
         return self.p.Python or (sys.executable if _is_local(ctx.host) else "python3")
