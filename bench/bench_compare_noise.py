@@ -148,9 +148,11 @@ def verdict_of(
         verdict = change.get("verdict", "no change")
         found.add(verdict)
         spread = change.get("interval") or {}
+        values = [", ".join(f"{v:.4g}" for v in change[side].get("values", [])) for side in ("before", "after")]
         lines.append(
             f"{change['scenario']} {change['metric']}: {verdict} (medians {(change.get('change_pct') or 0):+.1f} %; "
-            f"interval of the change, + better: {spread.get('low_pct', 0):+.1f} .. {spread.get('high_pct', 0):+.1f} %)"
+            f"interval of the change, + better: {spread.get('low_pct', 0):+.1f} .. {spread.get('high_pct', 0):+.1f} %, "
+            f"{spread.get('method', '-')}; A [{values[0]}] vs [{values[1]}])"
         )
     worst = next((v for v in VERDICTS if v in found), "no change")
     return worst, lines
