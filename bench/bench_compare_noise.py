@@ -1,8 +1,8 @@
 """Does ``workload compare`` tell a change from noise? Identical runs, and a SUT made slower, beside a busy core.
 
-    .venv/bin/python bench/bench_compare_noise.py [--pairs 10] [--iterations 3] [--slowdown 0.25]
-        [--parameters "Scenarios=Offline,SingleStream,,,TestModes=PerformanceOnly"] [--confidence 0.95]
-        [--threshold 5] [--no-neighbour] [--keep DIR] [--json]
+    .venv/bin/python bench/bench_compare_noise.py [--pairs 10] [--iterations 5] [--slowdown 0.25]
+        [--parameters ...] [--confidence 0.95] [--threshold 5] [--no-neighbour] [--keep DIR] [--json]
+    .venv/bin/python bench/bench_compare_noise.py --judge DIR [--iterations 5] [--json]
 
 Per pair, three sides of N runs each of the CPU profile (``workload run --profile PERF-CPU-MLPERF``
 with ``--parameters``), while a separate process spins on one core: A and B unchanged, C with the
@@ -12,6 +12,16 @@ machine, hits the three sides alike. Then ``workload compare A B --iterations N 
 runs: each side's folder holds its N run folders, read as N iterations) and ``compare A C`` (the
 slower SUT), each summarised as the worst verdict of its headline performance metrics: regression,
 cannot tell, improvement or no change.
+
+The runs' parameters (``--parameters``, default :data:`DEFAULT_PARAMETERS`) keep each iteration's
+own noise low, since no statistic separates 25 % from noise that is as large: one onnxruntime
+thread (``Threads=1``: with two intra-op threads on 2 cores beside a spinning core, the threads wait
+on each other and the figure follows the scheduler), fixed targets instead of the peak search
+(``FindPeakPerformance=false``, ``OfflineTargetQps=150``: every run issues the same Offline queries
+and the sides' settings agree) and ``MinDurationMs=3000``. 5 runs a side give the exact rank
+interval (coverage 0.968 at ``--confidence 0.95``; see ``workload/metrics/intervals.py``).
+``--judge DIR`` judges the pairs kept by an earlier ``--keep DIR`` again (no runs): after a change
+to ``compare``, or to see another confidence.
 
 Goals (issue 29): identical pairs get no "regression" in at least 9 of 10 pairs; the slower SUT
 gets "regression" in at least 9 of 10 (scaled to ``--pairs``). The figure is the counts of each
@@ -48,7 +58,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TREE = ("workload", "profiles", "gpuconfigs")
 SPIN = "import time\nwhile True:\n    pass\n"
 VERDICTS = ("regression", "cannot tell", "improvement", "no change")
-DEFAULT_PARAMETERS = "Scenarios=Offline,SingleStream,,,TestModes=PerformanceOnly"
+DEFAULT_PARAMETERS = (
+    "Scenarios=Offline,SingleStream,,,TestModes=PerformanceOnly,,,MinDurationMs=3000,,,Threads=1,,,"
+    "FindPeakPerformance=false,,,OfflineTargetQps=150,,,SingleStreamTargetLatencyMs=20"
+)
 
 #: the bench's knob: slows onnxruntime's InferenceSession.run in every Python process that imports it
 SLOWER_SUT = """
@@ -135,9 +148,11 @@ def verdict_of(
         verdict = change.get("verdict", "no change")
         found.add(verdict)
         spread = change.get("interval") or {}
+        values = [", ".join(f"{v:.4g}" for v in change[side].get("values", [])) for side in ("before", "after")]
         lines.append(
             f"{change['scenario']} {change['metric']}: {verdict} (medians {(change.get('change_pct') or 0):+.1f} %; "
-            f"interval of the change, + better: {spread.get('low_pct', 0):+.1f} .. {spread.get('high_pct', 0):+.1f} %)"
+            f"interval of the change, + better: {spread.get('low_pct', 0):+.1f} .. {spread.get('high_pct', 0):+.1f} %, "
+            f"{spread.get('method', '-')}; A [{values[0]}] vs [{values[1]}])"
         )
     worst = next((v for v in VERDICTS if v in found), "no change")
     return worst, lines
@@ -146,7 +161,7 @@ def verdict_of(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument("--iterations", type=int, default=3, help="runs per side and pair (compare --iterations)")
+    parser.add_argument("--iterations", type=int, default=5, help="runs per side and pair (compare --iterations)")
     parser.add_argument("--slowdown", type=float, default=0.25, help="how much slower run C's SUT is (0.25: 25 %%)")
     parser.add_argument("--parameters", default=DEFAULT_PARAMETERS, help="--parameters of every run")
     parser.add_argument("--confidence", type=float, default=0.95)
@@ -155,6 +170,7 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
     parser.add_argument("--workload", type=Path, default=WORKLOAD, help="the workload command to run")
     parser.add_argument("--json", action="store_true", help="also print one JSON line with every figure")
+    parser.add_argument("--judge", type=Path, default=None, help="judge the pairs kept in DIR again, no runs")
     args = parser.parse_args()
     if not args.workload.exists():
         print(f"{args.workload} not found: run this with the venv's python (.venv/bin/python)", file=sys.stderr)
@@ -163,6 +179,9 @@ def main() -> int:
         print("--slowdown must be in [0, 1)", file=sys.stderr)
         return 2
     report = Report("bench_compare_noise", settings={k: str(v) for k, v in vars(args).items()})
+    if args.judge is not None:
+        identical, slowed = judge_kept(args)
+        return summarise(args, report, identical, slowed)
     neighbour = None if args.no_neighbour else subprocess.Popen([sys.executable, "-c", SPIN])
     print(f"neighbour spinning on one core: {'no' if neighbour is None else f'yes (pid {neighbour.pid})'}")
     identical: list[str] = []
@@ -188,16 +207,46 @@ def main() -> int:
                             f"load {os.getloadavg()[0]:5.2f}",
                             flush=True,
                         )
-                for label, other, verdicts in (("identical", "B", identical), ("slower SUT", "C", slowed)):
-                    worst, lines = verdict_of(
-                        args.workload, runs["A"], runs[other], args.iterations, args.confidence, args.threshold
-                    )
-                    verdicts.append(worst)
-                    print(f"pair {pair:2d} {label:10s}: {worst}" + "".join(f"\n      {line}" for line in lines))
+                judge_pair(args, pair, runs, identical, slowed)
     finally:
         if neighbour is not None:
             neighbour.kill()
             neighbour.wait()
+    return summarise(args, report, identical, slowed)
+
+
+def judge_pair(
+    args: argparse.Namespace, pair: int, runs: dict[str, Path], identical: list[str], slowed: list[str]
+) -> None:
+    """Compare A with B (identical) and A with C (slower SUT); print and count the worst verdicts."""
+    for label, other, verdicts in (("identical", "B", identical), ("slower SUT", "C", slowed)):
+        worst, lines = verdict_of(
+            args.workload, runs["A"], runs[other], args.iterations, args.confidence, args.threshold
+        )
+        verdicts.append(worst)
+        print(f"pair {pair:2d} {label:10s}: {worst}" + "".join(f"\n      {line}" for line in lines), flush=True)
+
+
+def judge_kept(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The verdicts of every complete pair kept under ``--judge DIR`` (``pairN/{A,B,C}``)."""
+    identical: list[str] = []
+    slowed: list[str] = []
+    pairs = sorted(
+        (int(folder.name[4:]), folder)
+        for folder in args.judge.glob("pair*")
+        if folder.name[4:].isdigit() and all((folder / side).is_dir() for side in "ABC")
+    )
+    for pair, folder in pairs:
+        runs = {side: folder / side for side in "ABC"}
+        if any(sum(1 for _ in runs[side].glob("*/metrics.jsonl")) < args.iterations for side in "ABC"):
+            print(f"pair {pair:2d}: fewer than {args.iterations} finished runs on a side, left out")
+            continue
+        judge_pair(args, pair, runs, identical, slowed)
+    return identical, slowed
+
+
+def summarise(args: argparse.Namespace, report: Report, identical: list[str], slowed: list[str]) -> int:
+    """Print the counts against the goals; the report's exit code."""
     pairs = len(identical)
     no_regression = sum(1 for v in identical if v != "regression")
     regression = sum(1 for v in slowed if v == "regression")

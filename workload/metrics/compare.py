@@ -4,7 +4,9 @@ A change is a regression when it moves the wrong way by more than the threshold,
 relativity (throughput down, latency up, a PASS/VALID flag going to 0). Undefined-relativity
 metrics (settings, counts) are reported as changes but never as regressions. Where a metric has
 two or more values on a side (iterations), the verdict comes from a confidence interval instead
-(:mod:`workload.metrics.intervals`: regression, improvement, no change or cannot tell).
+(:mod:`workload.metrics.intervals`: regression, improvement, no change or cannot tell; the exact
+rank interval of the ratio's Hodges-Lehmann estimate where the sides are large enough, else
+Student's t on the log values).
 
 Each figure is counted once: VirtualClient's names of a figure the result also carries under its
 clear name (``samples_per_second_p99`` beside ``samples_per_second``) are left out. The settings
