@@ -34,24 +34,32 @@ class EchoStep(Step):
     type_name: ClassVar[str] = "EchoStep"
     Parameters: ClassVar[type[StepParameters]] = EchoParameters
 
+    @staticmethod
+    def marker(params: EchoParameters, ctx: StepContext) -> str | None:
+        """The marker file; ``{host}`` in it is the host's name (local hosts of a fleet share one filesystem, and
+        a test that asserts each host's own outcome needs a marker per host)."""
+        return params.Marker.replace("{host}", ctx.host.name) if params.Marker else None
+
     def plan(self, ctx: StepContext) -> StepPlan:
         params = self.params
         assert isinstance(params, EchoParameters)
-        if params.Marker and ctx.host.exists(params.Marker) and ctx.host.read_text(params.Marker) == params.Message:
-            return StepPlan.noop(f"{params.Marker} already says {params.Message!r}")
+        marker = self.marker(params, ctx)
+        if marker and ctx.host.exists(marker) and ctx.host.read_text(marker) == params.Message:
+            return StepPlan.noop(f"{marker} already says {params.Message!r}")
         commands = [cmd("echo", params.Message) for _ in range(params.Count)]
-        if params.Marker:
-            # Write-then-rename: hosts of a fleet test share one marker, and a reader must never
+        if marker:
+            # Write-then-rename: hosts of a fleet test may share one marker, and a reader must never
             # see it truncated by another host's write.
             script = 'printf %s "$1" > "$2.$$" && mv -f "$2.$$" "$2"'
-            commands.append(cmd("sh", "-c", script, "sh", params.Message, params.Marker))
+            commands.append(cmd("sh", "-c", script, "sh", params.Message, marker))
         return StepPlan(changes=(Change(f"say {params.Message!r}", tuple(commands)),))
 
     def verify(self, ctx: StepContext) -> None:
         params = self.params
         assert isinstance(params, EchoParameters)
-        if params.Marker and ctx.host.read_text(params.Marker) != params.Message:
-            raise self.fail(f"{params.Marker} does not hold {params.Message!r}", ctx)
+        marker = self.marker(params, ctx)
+        if marker and ctx.host.read_text(marker) != params.Message:
+            raise self.fail(f"{marker} does not hold {params.Message!r}", ctx)
 
     @classmethod
     def check_parameters(cls, params: StepParameters) -> None:

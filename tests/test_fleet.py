@@ -273,7 +273,9 @@ def test_ctrl_c_stops_every_host_writes_run_json_and_the_next_run_resumes(tmp_pa
         {
             "Parameters": {"Seconds": 293.5},
             "Dependencies": [
-                {"Type": "EchoStep", "Parameters": {"Marker": str(tmp_path / "echo")}},
+                # a marker per host: both hosts are this machine, and each must change its own (with one
+                # shared marker, the host that plans second may find it written and say "unchanged")
+                {"Type": "EchoStep", "Parameters": {"Marker": str(tmp_path / "echo-{host}")}},
                 {"Type": "SleepStep", "Parameters": {"Seconds": "$.Parameters.Seconds", "Dir": str(tmp_path)}},
             ],
         },
