@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -17,12 +18,25 @@ REPO = Path(__file__).resolve().parent.parent
 CHECKER_TOOLS = Path("mlcommons-inference/tools/submission")
 
 
+UPSTREAM_ENV = "WORKLOAD_UPSTREAM"
+
+
+def root() -> Path:
+    """The upstream root: ``$WORKLOAD_UPSTREAM``, else ``shared/upstream`` beside the repository (not checked)."""
+    given = os.environ.get(UPSTREAM_ENV)
+    return Path(given).expanduser().resolve() if given else (REPO.parent / "shared" / "upstream").resolve()
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test for ``reason`` (something upstream is missing), or fail it under CI, which must have it."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason}; CI must have them (the upstream sources and their test dependencies)", pytrace=False)
+    pytest.skip(reason)
+
+
 def upstream_root() -> Path:
     """The upstream root, or skip (fail under CI) when it does not hold MLCommons' checker."""
-    root = Path(os.environ.get("WORKLOAD_UPSTREAM") or REPO.parent / "shared" / "upstream")
-    if not (root / CHECKER_TOOLS / "submission_checker" / "constants.py").is_file():
-        message = f"MLCommons' submission checker not found under {root} (set WORKLOAD_UPSTREAM)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return root
+    found = root()
+    if not (found / CHECKER_TOOLS / "submission_checker" / "constants.py").is_file():
+        unavailable(f"MLCommons' submission checker not found under {found} (set {UPSTREAM_ENV})")
+    return found

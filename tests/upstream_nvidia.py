@@ -35,11 +35,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests import upstream
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: The environment variable naming the upstream folder (default: ``<repository root>/../shared/upstream``).
-UPSTREAM_ENV = "WORKLOAD_UPSTREAM"
+UPSTREAM_ENV = upstream.UPSTREAM_ENV
 DRIVER = Path(__file__).resolve().parent / "upstream_nvidia_driver.py"
 STANDINS = Path(__file__).resolve().parent / "upstream_standins"
 #: Folders NVIDIA's README has the user create in ``closed/NVIDIA`` before anything runs, per round
@@ -65,18 +65,14 @@ DRIVER_TIMEOUT_S = 300
 
 def upstream_root() -> Path:
     """Where the real upstream sources are (see the module docstring)."""
-    given = os.environ.get(UPSTREAM_ENV)
-    return Path(given).expanduser().resolve() if given else (REPO_ROOT.parent / "shared" / "upstream").resolve()
+    return upstream.root()
 
 
 def _absent(what: Path) -> None:
-    reason = (
+    upstream.unavailable(
         f"NVIDIA's upstream sources are not at {what} (set {UPSTREAM_ENV} to the folder holding nvidia-harness/ "
         "and nvmitten/, see ../shared/upstream/README.md)"
     )
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{reason}; CI must have them", pytrace=False)
-    pytest.skip(reason)
 
 
 def require_round(round_name: str) -> Path:
