@@ -184,14 +184,15 @@ def test_a_config_source_that_cannot_be_written_fails_the_step_naming_the_result
     from typing import Any, cast
 
     from workload.mlperf.interpreter import Interpreter
+    from workload.mlperf.planner import SystemAnswer
     from workload.mlperf.results import Expected
 
     folder = result_copy(tmp_path)
     (folder / SIDECAR).mkdir()  # a folder where the file goes: the write fails for real (root or not)
-    unused = cast(Any, None)  # _record_source reads only the decided sources and appends to problems
-    interpreter = Interpreter(unused, unused, unused, unused, unused, unused, unused)
+    unused = cast(Any, None)  # _record_source reads only the system check's answer and appends to problems
+    interpreter = Interpreter(unused, unused, unused, unused, unused)
     expected = Expected("llama2-70b", "llama2-70b-99", "Server", "PerformanceOnly")
-    interpreter.sources = {("Server", "llama2-70b-99"): UNTUNED}
+    interpreter.answer = SystemAnswer(sources={("Server", "llama2-70b-99"): UNTUNED})
     interpreter._record_source(folder, expected)
     (problem,) = interpreter.problems
     assert problem.startswith(f"could not record the config source of llama2-70b-99 Server PerformanceOnly in {folder}")

@@ -33,7 +33,7 @@ from workload.mlperf.rounds.v6_1 import V6_1Round
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
 from workload.mlperf.system import HostSystem
 from workload.mlperf.v6_systems import NotTuned, v61_files
-from workload.steps import StepPlan
+from workload.stepdrive import drive_step
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The recorded 1x H200 (NVIDIA H200, 143771 MiB, driver 580.159.04).
@@ -123,8 +123,9 @@ def test_h200_on_v61_without_custom_support_would_fail_with_the_refusal_of_the_r
     assert str(refused.value) == f"{error.problem}: {error.hint}"
 
 
-def test_apply_plans_the_same_refusal_before_touching_docker(tmp_path: Path) -> None:
-    """plan = what runs: apply on a real host refuses with plan's message before any container or download."""
+def test_run_refuses_with_plans_refusal_before_touching_docker(tmp_path: Path) -> None:
+    """plan = what runs: a run on a real host (the engine's plan, then apply of that plan) refuses with plan's
+    message before any container or download."""
     nvidia = tmp_path / "repo" / "closed" / "NVIDIA"
     nvidia.mkdir(parents=True)
     values = {
@@ -139,9 +140,9 @@ def test_apply_plans_the_same_refusal_before_touching_docker(tmp_path: Path) -> 
     ctx = step_context(LocalHost(), tmp_path)
     with pytest.raises(ProfileError) as planned:
         step.plan(ctx)
-    with pytest.raises(ProfileError) as applied:
-        step.apply(ctx, StepPlan())
-    assert str(applied.value) == str(planned.value)
+    with pytest.raises(ProfileError) as ran:
+        drive_step(step, ctx, reboot=lambda c: c)
+    assert str(ran.value) == str(planned.value)
     assert "no tuned configs for NVIDIA H200" in str(planned.value)
     assert not (tmp_path / "scratch").exists()
 

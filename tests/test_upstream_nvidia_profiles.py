@@ -36,7 +36,7 @@ from workload.hosts.local import LocalHost
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.interpreter import Interpreter
 from workload.mlperf.ops import IdentifySystem, MakeTarget, PrepareTree
-from workload.mlperf.planner import plan_ops
+from workload.mlperf.planner import MLPerfPlan, SystemAnswer, plan_ops
 from workload.mlperf.server_ops import StartServer
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
 from workload.mlperf.system import HostSystem
@@ -75,20 +75,11 @@ class LocalHarness:
         return done.returncode, done.stderr + done.stdout
 
 
-def _runs_after_check(params: MLPerfParameters, facts: MLPerfFacts, interp: Interpreter) -> list[list[str]]:
-    """The RUN_ARGS (with make's ``--action``) of every target and server the ops after the check run, planned as
-    the interpreter plans them (workload/mlperf/interpreter.py ``run``)."""
-    again = plan_ops(
-        params,
-        facts,
-        run_id="R",
-        blocked=frozenset(interp.blocked),
-        blocked_targets=frozenset(interp.blocked_targets),
-        system_name=interp.system_name,
-        server_urls=interp.server_urls,
-    )
+def _runs_after_check(plan: MLPerfPlan, answer: SystemAnswer) -> list[list[str]]:
+    """The RUN_ARGS (with make's ``--action``) of every target and server the ops after the check run: the plan's
+    deferred tail for the check's answer, as the interpreter runs it (workload/mlperf/interpreter.py ``run``)."""
     runs: list[list[str]] = []
-    for op in again.after_system_check():
+    for op in plan.tail.plan(answer):
         if isinstance(op, MakeTarget) and op.target in ("generate_engines", "run_harness"):
             runs.append([*shlex.split(dict(op.variables)["RUN_ARGS"]), f"--action={op.target}"])
         elif isinstance(op, StartServer):
@@ -121,38 +112,38 @@ def test_each_rounds_profile_plans_checks_and_passes_nvidias_config_step(round_n
         interp = Interpreter(
             step=action,  # type: ignore[arg-type]
             ctx=ctx,
-            params=params,
-            facts=facts,
             plan=plan,
             connect=lambda: None,
             container_spec=lambda image: None,  # type: ignore[arg-type,return-value]
         )
         harness = LocalHarness(staged, tmp_path)
         interp.container = harness  # type: ignore[assignment]
-        check = next(op for op in plan.ops if isinstance(op, IdentifySystem))
-        for op in plan.ops[: plan.ops.index(check)]:
+        check = plan.tail.after
+        assert isinstance(check, IdentifySystem)
+        for op in plan.head:
             if isinstance(op, PrepareTree):
                 interp._prepare_tree(op)  # the interpreter's own handler
-        interp._identify(check)  # NVIDIA's detection, then our custom system's files written into the tree
+        decided = interp._identify(check)  # NVIDIA's detection, then our custom system's files written into the tree
         # NVIDIA's detection (the check's last exec) knows no such system, so ours is a custom one
         log = ctx.log_path.read_text()
         assert harness.ran[-1][0] == list(check.argv), harness.ran[-1]
         assert "UNREGISTERED_x86_64_NVIDIA_B200x8" in harness.ran[-1][2], harness.ran[-1][2][-3000:]
-        assert interp.system_name is not None and interp.system_name.startswith("WL_B200"), log[-3000:]
-        assert not interp.blocked, interp.blocked
-        written = sorted(p.relative_to(staged) for p in (staged / "configs" / interp.system_name).rglob("*.py"))
-        assert written, f"no config files written for {interp.system_name}"
+        system_name = decided.system_name
+        assert system_name is not None and system_name.startswith("WL_B200"), log[-3000:]
+        assert not decided.blocked, decided.blocked
+        written = sorted(p.relative_to(staged) for p in (staged / "configs" / system_name).rglob("*.py"))
+        assert written, f"no config files written for {system_name}"
 
         up.place_checker(staged)  # the checker clone's content (v5.1: a setup stage's clone_loadgen, not run here)
-        runs = _runs_after_check(params, facts, interp)
+        runs = _runs_after_check(plan, decided)
         assert {r[-1] for r in runs} >= {"--action=generate_engines", "--action=run_harness"}, runs
-        answer = up.resolve_configs(staged, interp.system_name, runs)
-        assert answer["system"]["id"] == interp.system_name
+        answer = up.resolve_configs(staged, system_name, runs)
+        assert answer["system"]["id"] == system_name
         for result in answer["results"]:
             where = f"{params.Model} {result.get('scenario')} {result['flags']}"
             assert result["problem"] is None, f"{where}: {result['problem']}"
             assert result["fallback"] is None, f"{where}: NVIDIA's code ran {result['fallback']} settings"
-            assert result["file"] and f"configs/{interp.system_name}/" in result["file"], where
+            assert result["file"] and f"configs/{system_name}/" in result["file"], where
             assert result["core_type"] == "trtllm_endpoint", where
             checked += 1
     assert checked >= 3 * len(profile.actions)

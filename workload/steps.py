@@ -153,6 +153,19 @@ class Change:
     #: What the change acts on (a disk's device path), for an apply that records it: set by the
     #: planner, so nobody looks for it in the commands' argv.
     target: str | None = None
+    #: Set on the changes of a deferred tail: what they wait for and what its answer decides
+    #: (``the system check: ...``). They are shown as planned now, and apply plans them again from
+    #: that answer; ``plan`` prints ``decided after <this>:`` above the first of them.
+    decided_after: str | None = None
+
+
+class PlanPayload:
+    """Base of a step's own typed plan, carried by :attr:`StepPlan.payload` (subclasses: frozen dataclasses).
+
+    The engine never reads it: it hands the plan ``plan`` returned to ``apply`` untouched, so a step
+    whose plan is richer than its printable changes (the MLPerf action's typed ops) executes exactly
+    what was planned and shown, without gathering facts or planning again.
+    """
 
 
 @dataclass(frozen=True)
@@ -165,6 +178,9 @@ class StepPlan:
     reboot_required: bool = False
     #: Remarks shown with the plan (assumptions, previews of what depends on earlier steps).
     notes: tuple[str, ...] = ()
+    #: The step's typed plan, from which ``changes`` were rendered (None: ``changes`` are the plan).
+    #: Passed through to ``apply`` untouched; not compared (the changes say what differs).
+    payload: PlanPayload | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def noop(cls, reason: str, *, notes: tuple[str, ...] = ()) -> StepPlan:

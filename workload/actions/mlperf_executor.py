@@ -34,7 +34,7 @@ from workload.mlperf.docker_errors import docker_boundary, docker_failures
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.interpreter import Interpreter
 from workload.mlperf.ops import to_changes
-from workload.mlperf.planner import plan_ops
+from workload.mlperf.planner import MLPerfPlan, plan_ops, round_of
 from workload.mlperf.rounds import HarnessRound
 from workload.mlperf.rounds import markers as round_markers
 from workload.mlperf.settings import (
@@ -63,10 +63,16 @@ __all__ = [
 
 
 def plan_mlperf(params: MLPerfParameters, facts: MLPerfFacts, *, run_id: str = "<run id>") -> StepPlan:
-    """The pure planner's ops (:func:`workload.mlperf.planner.plan_ops`) as the changes ``plan`` prints."""
-    planned = plan_ops(params, facts, run_id=run_id)
-    changes = tuple(Change(c.summary, c.commands) for c in to_changes(planned.ops))
-    return StepPlan(changes=changes, notes=planned.notes)
+    """The pure planner's plan (:func:`workload.mlperf.planner.plan_ops`), carried as the StepPlan's payload, with
+    the changes ``plan`` prints rendered from it (the deferred tail's labelled as such)."""
+    return render_mlperf(plan_ops(params, facts, run_id=run_id))
+
+
+def render_mlperf(planned: MLPerfPlan) -> StepPlan:
+    """The StepPlan of a planned MLPerf action: its ops as changes, the tail after the system check labelled."""
+    head = [Change(c.summary, c.commands) for c in to_changes((*planned.head, planned.tail.after))]
+    tail = [Change(c.summary, c.commands, decided_after=planned.tail.label) for c in to_changes(planned.tail.preview)]
+    return StepPlan(changes=(*head, *tail), notes=planned.notes, payload=planned)
 
 
 # -- the step ------------------------------------------------------------------------------------
@@ -215,7 +221,14 @@ class MLPerfExecutor(Step):
         return any(s in given and given[s] is None for s in settings_of(self.p).scenarios)
 
     def plan(self, ctx: StepContext) -> StepPlan:
-        return plan_mlperf(self.p, self.gather(ctx))
+        """The plan ``apply`` executes as given: the run id is chosen here (a read-only listing of the results root)
+        when the checkout is there; before the clone, ``plan`` shows the placeholder ``<run id>``."""
+        facts = self.gather(ctx)
+        run_id = "<run id>"
+        if facts.nvidia_dir is not None and facts.nvidia_dir_exists:
+            harness = round_of(self.p, facts).round
+            run_id = self._run_id(ctx, facts.nvidia_dir, harness, settings_of(self.p).model)
+        return plan_mlperf(self.p, facts, run_id=run_id)
 
     # -- docker ----------------------------------------------------------------------------------
     def _docker(self, ctx: StepContext) -> Any:
@@ -255,7 +268,11 @@ class MLPerfExecutor(Step):
 
     # -- apply -----------------------------------------------------------------------------------
     def apply(self, ctx: StepContext, plan: StepPlan) -> None:
-        facts = self.gather(ctx, need_docker=False)
+        """Execute the plan ``plan`` made (its payload), nothing gathered or planned again."""
+        planned = plan.payload
+        if not isinstance(planned, MLPerfPlan):
+            raise self.fail("internal: apply was handed a plan this action did not make", ctx)
+        facts = planned.inputs.facts
         if facts.nvidia_dir is None or not facts.nvidia_dir_exists:
             raise self.fail(
                 f"the harness repository is not there ({facts.nvidia_dir or 'path unknown'})",
@@ -268,15 +285,10 @@ class MLPerfExecutor(Step):
                 ctx,
                 hint="add MountDisks before this action or set ScratchPath",
             )
-        # The run id is chosen before planning (a read-only listing), so the plan run is the plan shown.
-        first = plan_ops(self.p, facts)
-        run_id = self._run_id(ctx, facts.nvidia_dir, first.round, first.inputs.settings.model)
         Interpreter(
             step=self,
             ctx=ctx,
-            params=self.p,
-            facts=facts,
-            plan=plan_ops(self.p, facts, run_id=run_id),
+            plan=planned,
             connect=lambda: self._docker(ctx),
             container_spec=lambda image: self._spec(facts, image, ctx.host),
         ).run()

@@ -302,6 +302,9 @@ def render_plan(
 ) -> None:
     """A plan in words: each change with its exact (masked) commands, or the no-op reason.
 
+    Changes of a deferred tail (:attr:`~workload.steps.Change.decided_after`) get one
+    ``decided after ...:`` line above the first of them.
+
     Every text is masked (:func:`~workload.commands.mask_text` with the run's ``secrets``): steps write
     parameter values, such as a repository URL with a token, into summaries and notes.
     """
@@ -309,7 +312,12 @@ def render_plan(
         console.print(
             styled(indent, ("no change", "cyan"), f": {mask_text(plan.noop_reason or 'nothing to do', secrets)}")
         )
+    waiting_for: str | None = None
     for change in plan.changes:
+        if change.decided_after is not None and change.decided_after != waiting_for:
+            # The deferred tail: said once, above its first change.
+            console.print(styled(indent, ("decided after", "yellow"), f" {mask_text(change.decided_after, secrets)}:"))
+        waiting_for = change.decided_after
         console.print(styled(indent, ("+", "green"), f" {mask_text(change.summary, secrets)}"))
         for command in change.commands:
             shown = command.display(secrets) if full else compact_command(command, secrets)

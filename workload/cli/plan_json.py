@@ -19,7 +19,11 @@ def _step(step: Any, secrets: Secrets | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"step": step.label, "status": step.status, "message": message}
     if plan is not None:
         entry["changes"] = [
-            {"summary": mask_text(change.summary, secrets), "commands": [c.display(secrets) for c in change.commands]}
+            {
+                "summary": mask_text(change.summary, secrets),
+                "commands": [c.display(secrets) for c in change.commands],
+                "decided_after": mask_text(change.decided_after, secrets) if change.decided_after else None,
+            }
             for change in plan.changes
         ]
         entry["no_change_reason"] = mask_text(plan.noop_reason, secrets) if plan.noop_reason else None

@@ -1,11 +1,16 @@
-"""The MLPerf run loop: executes a plan's ops in order, one handler per op type.
+"""The MLPerf run loop: executes the plan it is handed, op by op, one handler per op type.
 
-Called by ``MLPerfExecutor.apply`` with the plan :func:`workload.mlperf.planner.plan_ops` made from
-the facts read at apply time (the same function ``plan`` printed). Each handler does what its op
-says and nothing else; the only re-planning is the rule :class:`~workload.mlperf.ops.IdentifySystem`
-carries: when the system check leaves some (scenario, benchmark) without a config, the ops after
-it are planned again with those results blocked (and, v6.x, the (scenario, benchmark, accuracy target) runs whose
-config files have no values for the target).
+Called by ``MLPerfExecutor.apply`` with the :class:`~workload.mlperf.planner.MLPerfPlan` its ``plan``
+made (and ``workload plan`` showed): nothing is gathered or planned again. The ops up to the system
+check run as planned; the check's handler returns a :class:`~workload.mlperf.planner.SystemAnswer`,
+and the plan's :class:`~workload.mlperf.planner.Deferred` tail gives the ops after it for that
+answer (the previewed ones when the answer changes nothing; otherwise planned without what cannot
+run and, v5.1+, with the SYSTEM_NAME and LLM servers the check decided).
+
+State carried between ops, and only that: the image the image op chose (for the container op), the
+container, the system check's answer, each run's output under its LOG_DIR (what the
+:class:`~workload.mlperf.ops.CollectResults` of that LOG_DIR explains missing results with), the
+engines' output, and the problems found.
 
 Failures: a failed setup stage, build or engine generation stops the step at once; a failed run or
 a missing result is collected, every run still happens, and one :class:`StepError` names them all
@@ -44,10 +49,9 @@ from workload.mlperf.ops import (
     SetupStage,
     UseImage,
 )
-from workload.mlperf.planner import MLPerfPlan, plan_ops
+from workload.mlperf.planner import MLPerfPlan, SystemAnswer
 from workload.mlperf.server_ops import StartServer, StopServer
-from workload.mlperf.server_urls import ServerUrls
-from workload.mlperf.settings import STATE_KEY, MLPerfFacts, MLPerfParameters
+from workload.mlperf.settings import STATE_KEY
 from workload.mlperf.space_check import HINT, CheckFreeSpace, parse_df, refusal, shortfalls
 from workload.mlperf.system_support import SystemSupport, system_text, tail
 from workload.steps import Step, StepContext
@@ -59,36 +63,38 @@ def _doing(op: Op) -> str:
     return summary[:1].lower() + summary[1:]
 
 
+@dataclass(frozen=True)
+class RunOutput:
+    """What one harness run (a :class:`MakeTarget` with a LOG_DIR) left: its exit code and output, and whether the
+    round refused that output (its results are then not kept)."""
+
+    code: int
+    output: str
+    refused: bool = False
+
+
 @dataclass
 class Interpreter:
     """One apply of one MLPerf action (see the module docstring)."""
 
     step: Step
     ctx: StepContext
-    params: MLPerfParameters
-    facts: MLPerfFacts
+    #: The plan ``plan`` made and showed: executed as given.
     plan: MLPerfPlan
     #: Opens the docker client (first needed by the image op, after the scratch folders exist).
     connect: Callable[[], Any]
     #: The container for an image (the action's ``launch_docker`` equivalent).
     container_spec: Callable[[str], ContainerSpec]
+    #: The image the image op chose or built, for the container op.
     image: str | None = None
     container: HarnessContainer | None = None
-    blocked: dict[tuple[str, str], str] = field(default_factory=dict)
-    #: (scenario, benchmark, accuracy target) runs the system check left out, with why (v6.x).
-    blocked_targets: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    #: What the system check decided (None before it ran).
+    answer: SystemAnswer | None = None
     problems: list[str] = field(default_factory=list)
-    #: The last run's (exit code, output), read by the CollectResults after it; engines' output too.
-    last_run: tuple[int, str, MakeTarget] | None = None
+    #: Each run's output by its LOG_DIR (relative to closed/NVIDIA): the CollectResults of that LOG_DIR reads it.
+    outputs: dict[str, RunOutput] = field(default_factory=dict)
+    #: The engines' output (a target without a LOG_DIR): explains every missing result too.
     engine_output: str = ""
-    #: The SYSTEM_NAME the system check decided (rounds that name systems by id).
-    system_name: str | None = None
-    #: LOG_DIRs of runs whose output the round refused (their results are not kept).
-    refused: set[str] = field(default_factory=set)
-    #: Where each (scenario, benchmark)'s config values come from (the system check decides; kept with each result).
-    sources: config_sources.Sources = field(default_factory=dict)
-    #: The LLM servers of each (scenario, accuracy target) the system check read from the harness's configs (v6.1).
-    server_urls: dict[tuple[str, str], ServerUrls] = field(default_factory=dict)
     client: Any = field(default=None, init=False)
     _stack: ExitStack = field(default_factory=ExitStack, init=False)
 
@@ -99,7 +105,6 @@ class Interpreter:
             UseImage: self._use_image,
             BuildImage: self._build_image,
             EnsureContainer: self._container,
-            IdentifySystem: self._identify,
             CheckFreeSpace: self._check_space,
             SetupStage: self._setup_stage,
             BuildHarness: self._build_harness,
@@ -110,38 +115,24 @@ class Interpreter:
             RunEndpointsClient: self._endpoints_client,
             StopServer: self._stop_server,
         }
-        ops: list[Op] = list(self.plan.ops)
         with self._stack:
             self._stack.callback(self._close)
-            index = 0
-            while index < len(ops):
-                op = ops[index]
-                handler = handlers.get(type(op))
-                if handler is None:
-                    raise self.step.fail(f"internal: no handler for the plan operation {type(op).__name__}", self.ctx)
-                # The one place docker SDK exceptions become errors naming host, op and Docker call.
-                with docker_boundary(self.ctx.host.name, doing=_doing(op)):
-                    handler(op)
-                if isinstance(op, IdentifySystem) and (
-                    self.blocked or self.blocked_targets or self.system_name or self.server_urls
-                ):
-                    # The rule IdentifySystem carries: plan the rest again without what cannot run (and, for
-                    # rounds that name systems by id, with the SYSTEM_NAME the check decided and the LLM servers
-                    # the harness's configs start).
-                    again = plan_ops(
-                        self.params,
-                        self.facts,
-                        run_id=self.plan.inputs.run_id,
-                        blocked=frozenset(self.blocked),
-                        blocked_targets=frozenset(self.blocked_targets),
-                        system_name=self.system_name,
-                        server_urls=self.server_urls,
-                    )
-                    ops = ops[: index + 1] + list(again.after_system_check())
-                index += 1
+            for op in self.plan.head:
+                self._execute(handlers, op)
+            # The deferred tail: the ops after the system check, for the answer it gave.
+            for op in self.plan.tail.plan(self._identify(self.plan.tail.after)):
+                self._execute(handlers, op)
         if self.problems:
             kept = f" ({len(self.ctx.results)} result folder(s) kept)" if self.ctx.results else ""
             raise StepError(self.step.label, "; ".join(self.problems) + kept, host=self.ctx.host.name)
+
+    def _execute(self, handlers: dict[type[Op], Callable[[Any], None]], op: Op) -> None:
+        handler = handlers.get(type(op))
+        if handler is None:
+            raise self.step.fail(f"internal: no handler for the plan operation {type(op).__name__}", self.ctx)
+        # The one place docker SDK exceptions become errors naming host, op and Docker call.
+        with docker_boundary(self.ctx.host.name, doing=_doing(op)):
+            handler(op)
 
     def _docker(self) -> Any:
         if self.client is None:
@@ -165,8 +156,9 @@ class Interpreter:
         self.image = image.use_image(self.ctx, self._docker(), op)
 
     def _build_image(self, op: BuildImage) -> None:
-        assert self.facts.user is not None
-        self.image = image.build(self.step, self.ctx, self._docker(), op, self.facts.user)
+        user = self.plan.inputs.facts.user
+        assert user is not None
+        self.image = image.build(self.step, self.ctx, self._docker(), op, user)
 
     def _container(self, op: EnsureContainer) -> None:
         """The container object; it is (re)started by the first exec and checked before every one."""
@@ -178,7 +170,19 @@ class Interpreter:
         self._stack.enter_context(self.ctx.host.on_interrupt(container.stop))
         self.container = container
 
-    def _identify(self, op: IdentifySystem) -> None:
+    def _identify(self, op: Op) -> SystemAnswer:
+        """Run the system check ``op`` (the deferred tail's ``after``) and keep its answer (also returned)."""
+        if not isinstance(op, IdentifySystem):
+            raise self.step.fail(
+                f"internal: the deferred tail waits for {type(op).__name__}, not a system check", self.ctx
+            )
+        with docker_boundary(self.ctx.host.name, doing=_doing(op)):
+            self.answer = self._ask_system(op)
+        self._refuse_blocked(self.answer)
+        return self.answer
+
+    def _ask_system(self, op: IdentifySystem) -> SystemAnswer:
+        inputs = self.plan.inputs
         if hasattr(self.plan.round, "system_files"):  # v6.x: values from the round's own gpuconfigs tables
             from workload.mlperf import system_support_v6
 
@@ -186,41 +190,43 @@ class Interpreter:
                 self.step,
                 self.ctx,
                 self._running(),
-                self.params,
-                self.facts,
-                self.plan.inputs.settings,
+                inputs.params,
+                inputs.facts,
+                inputs.settings,
                 self.plan.round,
                 op,
                 self.ctx.log,
             )
-            self.system_name, self.blocked, self.sources = decision.system_name, decision.blocked, decision.sources
-            self.server_urls, self.blocked_targets = decision.server_urls, decision.blocked_targets
-            self._refuse_blocked()
-            return
+            return SystemAnswer(
+                system_name=decision.system_name,
+                blocked=decision.blocked,
+                blocked_targets=decision.blocked_targets,
+                server_urls=decision.server_urls,
+                sources=decision.sources,
+            )
         support = SystemSupport(
             self.step,
             self.ctx,
             self._running(),
-            self.params,
-            self.facts,
-            self.plan.inputs.settings,
-            self.plan.inputs.version,
+            inputs.params,
+            inputs.facts,
+            inputs.settings,
+            inputs.version,
             self.plan.round,
         )
-        self.blocked = support.prepare(op)
-        self.system_name, self.sources = support.system_name, support.sources
-        self._refuse_blocked()
+        blocked = support.prepare(op)
+        return SystemAnswer(system_name=support.system_name, blocked=blocked, sources=support.sources)
 
-    def _refuse_blocked(self) -> None:
+    def _refuse_blocked(self, answer: SystemAnswer) -> None:
         settings = self.plan.inputs.settings
         modes = ", ".join(settings.test_modes)
-        for (scenario, benchmark), why in self.blocked.items():
+        for (scenario, benchmark), why in answer.blocked.items():
             self.problems.append(f"no result for {benchmark} {scenario} ({modes}): {why}")
-        for (scenario, benchmark, target), why in self.blocked_targets.items():
+        for (scenario, benchmark, target), why in answer.blocked_targets.items():
             self.problems.append(f"no result for {benchmark} {scenario} ({modes}; accuracy target {target}): {why}")
         # Stop before any download when nothing of this action can run, naming each reason.
         left = replace(
-            self.plan.inputs, blocked=frozenset(self.blocked), blocked_targets=frozenset(self.blocked_targets)
+            self.plan.inputs, blocked=frozenset(answer.blocked), blocked_targets=frozenset(answer.blocked_targets)
         )
         if not any(left.runs(s, t) for s in settings.scenarios for t in settings.targets):
             raise StepError(
@@ -275,8 +281,7 @@ class Interpreter:
             self.problems.append(f"make {op.target} ({','.join(op.scenarios)}): {refused}")
             if op.log_dir is None:
                 raise StepError(self.step.label, "; ".join(self.problems), host=self.ctx.host.name)
-            self.refused.add(op.log_dir)
-            self.last_run = (code, output, op)
+            self.outputs[op.log_dir] = RunOutput(code, output, refused=True)
             return
         if op.log_dir is None:
             if code != 0:
@@ -286,7 +291,7 @@ class Interpreter:
                 raise StepError(self.step.label, "; ".join(self.problems), host=self.ctx.host.name)
             self.engine_output += output
             return
-        self.last_run = (code, output, op)
+        self.outputs[op.log_dir] = RunOutput(code, output)
         if code != 0:
             self.problems.append(
                 f"make {op.target} ({','.join(op.scenarios)} {op.test_mode}) failed with exit {code}; "
@@ -294,13 +299,15 @@ class Interpreter:
             )
 
     def _collect(self, op: CollectResults) -> None:
-        if any(op.log_dir.endswith("/" + refused) for refused in self.refused):
+        # The run that wrote this LOG_DIR (none: the endpoints client, whose output explains nothing here).
+        run = self.outputs.get(self._relative(op.log_dir))
+        if run is not None and run.refused:
             self.ctx.log(f"{op.test_mode}: results in {self._relative(op.log_dir)} not kept (the run was refused)")
             return
         found = results.find_results(self.ctx.host, op.log_dir, op.test_mode)
         self._keep(found, op.log_dir)
         have = {f.expected for f in found}
-        output = self.last_run[1] if self.last_run else ""
+        output = run.output if run is not None else ""
         for expected in op.expected:
             if expected not in have:
                 self.problems.append(f"no result for {expected}: {self._why(expected, self.engine_output + output)}")
@@ -321,7 +328,6 @@ class Interpreter:
                 f"the endpoints client ({','.join(op.scenarios)} {op.test_mode}) failed with exit {code}; "
                 f"last lines:\n{tail(output, 10)}"
             )
-        self.last_run = None
 
     def _start_server(self, op: StartServer) -> None:
         """Start the server detached; from here on it is stopped when the step ends, however it ends."""
@@ -401,10 +407,11 @@ class Interpreter:
         self.ctx.state.merge(STATE_KEY, {key: time.strftime("%Y-%m-%dT%H:%M:%S")})
 
     def _why(self, expected: results.Expected, output: str) -> str:
-        custom = self.params.RequireCustomSystemSupport
+        params = self.plan.inputs.params
+        custom = params.RequireCustomSystemSupport
         why = results.explain_missing(expected, output, system_text=None, custom_support=custom)
         if "did not recognise" in why:
-            text = system_text(self.params, self.ctx)
+            text = system_text(params, self.ctx)
             why = results.explain_missing(expected, output, system_text=text, custom_support=custom)
         return why
 
@@ -420,7 +427,7 @@ class Interpreter:
 
     def _record_source(self, kept: Path, expected: results.Expected) -> None:
         """Write where the result's config values came from next to it (the metrics read it into the metadata)."""
-        source = self.sources.get((expected.scenario, expected.benchmark))
+        source = self.answer.sources.get((expected.scenario, expected.benchmark)) if self.answer else None
         if source is None:
             return  # the system check decided nothing for it (a v4.1 checkout without a system script)
         try:

@@ -1,8 +1,11 @@
 """The pure MLPerf planner: (parameters, facts) -> the ordered ops a run executes, and notes.
 
-Called by the action at ``plan`` (ops rendered as changes) and at ``apply`` (the same ops
-executed by :mod:`workload.mlperf.interpreter`; after the system check, again with the results it
-found no config for, see :class:`workload.mlperf.ops.IdentifySystem`). The round adapter chosen by
+Called once, by the action's ``plan``; ``apply`` executes the plan it is handed
+(:mod:`workload.mlperf.interpreter`). What only NVIDIA's system check can decide (the system id,
+the runs it finds no config for, the LLM servers' ports) is an explicit :class:`Deferred` tail:
+the ops after :class:`~workload.mlperf.ops.IdentifySystem` as planned now (what ``plan`` shows,
+labelled ``decided after the system check``), and the function that plans them from the check's
+:class:`SystemAnswer`, which apply calls with the answer it got. The round adapter chosen by
 :func:`workload.mlperf.rounds.choose_round` supplies every round-specific op; this module only
 orders them: scratch, image, container, system check (before any download), the free-space check
 (:mod:`workload.mlperf.space_check`), setup, engines, runs.
@@ -10,32 +13,92 @@ orders them: scratch, image, container, system check (before any download), the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import partial
 
+from workload.mlperf import config_sources
 from workload.mlperf.container import container_name
 from workload.mlperf.harness import run_groups
 from workload.mlperf.ops import ContainerRef, EnsureContainer, EnsureScratch, IdentifySystem, Op
-from workload.mlperf.rounds import Checkout, HarnessRound, PlanInputs, choose_round
+from workload.mlperf.rounds import Checkout, Chosen, HarnessRound, PlanInputs, choose_round
 from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, for_host, settings_of
 from workload.mlperf.space_check import place_space_check
 from workload.mlperf.tuning import PlannedValues, plan_values
+from workload.steps import PlanPayload
+
+#: What ``plan`` says above the deferred tail (after ``decided after ``): what waits for the check's answer.
+DEFERRED_LABEL = (
+    "the system check (apply plans what follows from its answer: the system id, which runs have a config, "
+    "the LLM servers' ports; shown here as planned before it)"
+)
 
 
 @dataclass(frozen=True)
-class MLPerfPlan:
-    """The ops in order, the notes ``plan`` shows with them, and what they were planned from."""
+class SystemAnswer:
+    """What the system check decided: everything the deferred tail is planned from (see :class:`Deferred`)."""
 
-    ops: tuple[Op, ...]
+    #: The SYSTEM_NAME the harness is told to use (rounds that name systems by id).
+    system_name: str | None = None
+    #: (scenario, benchmark) results without a config for this system, with why.
+    blocked: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    #: (scenario, benchmark, accuracy target) runs whose config files have no values for the target (v6.x).
+    blocked_targets: Mapping[tuple[str, str, str], str] = field(default_factory=dict)
+    #: The LLM servers of each (scenario, accuracy target) the harness's configs start (v6.1).
+    server_urls: Mapping[tuple[str, str], ServerUrls] = field(default_factory=dict)
+    #: Where each (scenario, benchmark)'s config values come from (kept with each result; not planned from).
+    sources: config_sources.Sources = field(default_factory=dict)
+
+    @property
+    def changes_plan(self) -> bool:
+        """Whether the tail planned from this answer differs from the one ``plan`` showed."""
+        return bool(self.blocked or self.blocked_targets or self.system_name or self.server_urls)
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """The ops that can only be known after ``after`` (the system check) answers.
+
+    ``preview`` is the tail as planned before the answer (what ``plan`` shows, labelled with
+    ``label``); :meth:`plan` gives the tail to execute for an answer.
+    """
+
+    after: Op
+    preview: tuple[Op, ...]
+    replan: Callable[[SystemAnswer], tuple[Op, ...]] = field(compare=False, repr=False)
+    label: str = DEFERRED_LABEL
+
+    def plan(self, answer: SystemAnswer) -> tuple[Op, ...]:
+        """The ops to run after the check: the preview when the answer changes nothing, else planned from it."""
+        return self.replan(answer) if answer.changes_plan else self.preview
+
+
+@dataclass(frozen=True)
+class MLPerfPlan(PlanPayload):
+    """The ops before the system check, the check and the deferred tail after it, the notes ``plan`` shows, and
+    what they were planned from."""
+
+    #: The ops before the system check (``tail.after``).
+    head: tuple[Op, ...]
+    tail: Deferred
     notes: tuple[str, ...]
     round: HarnessRound
     inputs: PlanInputs
 
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """Every op as planned now: the head, the system check, the tail's preview."""
+        return (*self.head, self.tail.after, *self.tail.preview)
+
     def after_system_check(self) -> tuple[Op, ...]:
-        """The ops after :class:`IdentifySystem` (what a re-plan with blocked results replaces)."""
-        index = next((i for i, op in enumerate(self.ops) if isinstance(op, IdentifySystem)), -1)
-        return self.ops[index + 1 :]
+        """The ops after :class:`IdentifySystem` as planned now (what an answer may replace)."""
+        return self.tail.preview
+
+
+def round_of(params: MLPerfParameters, facts: MLPerfFacts) -> Chosen:
+    """The round adapter this action plans with: the one named by ``HarnessRound``, else the checkout's."""
+    return choose_round(Checkout(facts.version, facts.present), params.HarnessRound)
 
 
 def plan_ops(
@@ -50,7 +113,7 @@ def plan_ops(
 ) -> MLPerfPlan:
     """Every op of one MLPerf action, in the order ``apply`` runs them (pure)."""
     settings = settings_of(params)
-    chosen = choose_round(Checkout(facts.version, facts.present), params.HarnessRound)
+    chosen = round_of(params, facts)
     harness = chosen.round
     scenario_note: str | None = None
     values: PlannedValues | None = None
@@ -112,14 +175,29 @@ def plan_ops(
     check = harness.system_check(inputs)
     if isinstance(check, IdentifySystem) and values is not None:
         check = replace(check, values=values.values)
-    ops.append(check)
+    tail, tail_notes = _tail(harness, inputs, params.SkipFreeSpaceCheck)
+    notes += tail_notes
+    ignored = settings.ignored_overrides()
+    if ignored:
+        notes.append(
+            f"overrides not read by {settings.model} {','.join(settings.scenarios)}: "
+            + ", ".join(o.name for o in ignored)
+        )
+    if facts.docker_problem:
+        notes.append(facts.docker_problem)
+    deferred = Deferred(check, tuple(tail), partial(_replan, harness, inputs, params.SkipFreeSpaceCheck))
+    return MLPerfPlan(tuple(ops), deferred, tuple(notes), harness, inputs)
+
+
+def _tail(harness: HarnessRound, inputs: PlanInputs, skip_space_check: bool) -> tuple[list[Op], list[str]]:
+    """(ops, notes) after the system check: the free-space check, setup, engines, runs (pure)."""
+    settings = inputs.settings
     setup, setup_notes = harness.setup_ops(inputs)
     # Before the first download: refuse a setup the scratch disk cannot hold (stages already done need nothing).
-    setup, space_notes = place_space_check(
-        setup, scratch=inputs.scratch, harness_round=harness.name, skip=params.SkipFreeSpaceCheck
+    ops, space_notes = place_space_check(
+        setup, scratch=inputs.scratch, harness_round=harness.name, skip=skip_space_check
     )
-    ops += setup
-    notes += setup_notes + space_notes
+    notes = setup_notes + space_notes
     # A scenario is run while one of its accuracy targets is (its result and the target not blocked).
     runnable = [s for s in settings.scenarios if any(inputs.runs(s, t) for t in settings.targets)]
     groups = run_groups(settings.model, runnable, settings.overrides)
@@ -133,12 +211,16 @@ def plan_ops(
             f"{len(groups)} runs per test mode: the scenarios' LoadGen overrides differ "
             "(RUN_ARGS reach every scenario of one run)"
         )
-    ignored = settings.ignored_overrides()
-    if ignored:
-        notes.append(
-            f"overrides not read by {settings.model} {','.join(settings.scenarios)}: "
-            + ", ".join(o.name for o in ignored)
-        )
-    if facts.docker_problem:
-        notes.append(facts.docker_problem)
-    return MLPerfPlan(tuple(ops), tuple(notes), harness, inputs)
+    return ops, notes
+
+
+def _replan(harness: HarnessRound, inputs: PlanInputs, skip_space_check: bool, answer: SystemAnswer) -> tuple[Op, ...]:
+    """The tail planned from the system check's answer (:attr:`Deferred.replan`): what cannot run leaves it."""
+    known = replace(
+        inputs,
+        blocked=frozenset(answer.blocked),
+        blocked_targets=frozenset(answer.blocked_targets),
+        system_name=answer.system_name,
+        server_urls=dict(answer.server_urls),
+    )
+    return tuple(_tail(harness, known, skip_space_check)[0])
