@@ -23,19 +23,19 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import time
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from workload.commands import cmd
 from workload.errors import ProfileError, WorkloadError
+from workload.facts.fact import Fact
 from workload.hosts.base import Host
-from workload.mlperf import endpoint_checks
+from workload.mlperf import endpoint_checks, step_facts
 from workload.mlperf.container import ContainerSpec, HarnessContainer, container_name
 from workload.mlperf.docker_errors import docker_boundary, docker_failures
-from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.interpreter import Interpreter
 from workload.mlperf.ops import to_changes
 from workload.mlperf.planner import MLPerfPlan, plan_ops, round_of
-from workload.mlperf.rounds import HarnessRound
+from workload.mlperf.rounds import ROUNDS, HarnessRound
 from workload.mlperf.rounds import markers as round_markers
 from workload.mlperf.settings import (
     STATE_KEY,
@@ -48,7 +48,7 @@ from workload.mlperf.settings import (
     setup_key,
 )
 from workload.mlperf.system import parse_system_description
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, package_export
+from workload.steps import Change, FactPhase, Step, StepContext, StepParameters, StepPlan, package_export
 
 __all__ = [
     "MLPerfExecutor",
@@ -73,6 +73,12 @@ def render_mlperf(planned: MLPerfPlan) -> StepPlan:
     head = [Change(c.summary, c.commands) for c in to_changes((*planned.head, planned.tail.after))]
     tail = [Change(c.summary, c.commands, decided_after=planned.tail.label) for c in to_changes(planned.tail.preview)]
     return StepPlan(changes=(*head, *tail), notes=planned.notes, payload=planned)
+
+
+def results_roots() -> list[str]:
+    """Every round's results root (relative to closed/NVIDIA): plan lists the one of its round to choose a run id,
+    and declares them all, since the round is known only from the checkout's facts."""
+    return sorted({adapter().results_root() for adapter in ROUNDS})
 
 
 # -- the step ------------------------------------------------------------------------------------
@@ -121,77 +127,69 @@ class MLPerfExecutor(Step):
             return repo
         return posixpath.join(repo, "closed", "NVIDIA")
 
-    def _user(self, host: Host) -> UserFacts:
-        name = (self.p.Username or "").strip()
-        if not name:
-            sudo_user = host.run(cmd("printenv", "SUDO_USER", timeout=30)).stdout.strip()
-            name = sudo_user or host.identity.user
-        out = host.run(
-            cmd(
-                "sh",
-                "-c",
-                'id -u "$1" && id -g "$1" && id -gn "$1" && getent passwd "$1" | cut -d: -f6',
-                "sh",
-                name,
-                timeout=30,
-            )
-        )
-        lines = out.stdout.split()
-        if not out.ok or len(lines) < 3:
-            raise self.fail(
-                f"Username: the user {name!r} does not exist on the host", hint="set Username to a real user"
-            )
-        return UserFacts(name, int(lines[0]), int(lines[1]), lines[2], lines[3] if len(lines) > 3 else f"/home/{name}")
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
+        """Plan reads the checkout (VERSION, round markers, ``build/``, commit), the user, the machine, the GPUs
+        (unless SystemDescription gives them) and the results folder the run id is chosen from. The container's
+        state is read through the Docker API (``docker inspect``), not by a host command; verify reads nothing."""
+        if phase != "plan":
+            return ()
+        declared: list[Fact[Any]] = [
+            step_facts.harness_user((self.p.Username or "").strip() or None),
+            step_facts.MACHINE,
+        ]
+        if not self.p.SystemDescription:
+            declared.append(step_facts.host_system())
+        nvidia_dir = self._nvidia_dir(ctx)
+        if nvidia_dir:
+            declared.append(step_facts.checkout(nvidia_dir, round_markers()))
+            declared += [step_facts.listing(posixpath.join(nvidia_dir, root)) for root in results_roots()]
+        return declared
 
     def gather(self, ctx: StepContext, *, need_docker: bool = True) -> MLPerfFacts:
+        """The planner's facts: the declared ones (:meth:`facts`), read through the step's view; then the
+        container's state from the Docker API (``need_docker``)."""
         host = ctx.host
+        view = self.read_facts(ctx, "plan")
         nvidia_dir = self._nvidia_dir(ctx)
         notes: list[str] = []
-        exists = bool(nvidia_dir and host.exists(nvidia_dir))
-        version: HarnessVersion | None = None
-        commit: str | None = None
-        present: frozenset[str] = frozenset()
-        if nvidia_dir and exists:
-            try:
-                version = HarnessVersion.parse(host.read_text(posixpath.join(nvidia_dir, "VERSION")))
-            except FileNotFoundError:
-                notes.append(f"{nvidia_dir}/VERSION is missing")
-            except ValueError as exc:
-                notes.append(f"{nvidia_dir}/VERSION: {exc}")
-            # The layout markers the round adapters recognise a checkout by (rounds.choose_round).
-            present = frozenset(m for m in round_markers() if host.exists(posixpath.join(nvidia_dir, m)))
-            rev = host.run(cmd("git", "-C", nvidia_dir, "rev-parse", "HEAD", timeout=60))
-            commit = rev.stdout.strip() if rev.ok else None
-        elif nvidia_dir is None:
+        tree = view[step_facts.checkout(nvidia_dir, round_markers())] if nvidia_dir else None
+        if tree is not None and tree.version_problem:
+            notes.append(tree.version_problem)
+        if nvidia_dir is None:
             notes.append(
                 f"repository path unknown: GitRepoClone (PackageName {self.p.PackageName}) has not run yet "
                 "and RepoPath is not set"
             )
+        user = view[step_facts.harness_user((self.p.Username or "").strip() or None)]
+        if isinstance(user, str):
+            raise self.fail(
+                f"Username: the user {user!r} does not exist on the host", hint="set Username to a real user"
+            )
         scratch = for_host(self.p.ScratchPath, host.name) or ctx.exports.get("MLPERF_SCRATCH_PATH")
-        machine = host.run(cmd("uname", "-m", timeout=30)).stdout.strip() or "x86_64"
-        user = self._user(host)
         done = ctx.state.mapping(STATE_KEY)
         facts = MLPerfFacts(
             nvidia_dir=nvidia_dir,
-            nvidia_dir_exists=exists,
-            version=version,
-            commit=commit,
+            nvidia_dir_exists=bool(tree and tree.exists),
+            version=tree.version if tree else None,
+            commit=tree.commit if tree else None,
             scratch_path=scratch,
             user=user,
-            machine=machine,
+            machine=view[step_facts.MACHINE],
             done=done if isinstance(done, dict) else {},
-            build_exists=bool(nvidia_dir and host.exists(posixpath.join(nvidia_dir, "build"))),
+            build_exists=bool(tree and tree.build_exists),
             notes=notes,
-            present=present,
+            present=tree.present if tree else frozenset(),
             host_name=host.name,
         )
-        # The GPUs (read-only: nvidia-smi, lscpu, /proc/meminfo; or SystemDescription): the planner says whether the
+        # The GPUs (SystemDescription, or read: nvidia-smi, lscpu, /proc/meminfo): the planner says whether the
         # round's configs tune them (workload.mlperf.tuning) and the endpoints client's rate defaults to NVIDIA's
         # value for them. Unreadable (no driver, no GPU): the plan says nothing of them, the run decides.
-        from workload.mlperf.system_support import system_of
-
         try:
-            facts.system = system_of(self.p, ctx)
+            facts.system = (
+                parse_system_description(self.p.SystemDescription)
+                if self.p.SystemDescription
+                else view[step_facts.host_system()]
+            )
         except WorkloadError as exc:
             if self._needs_system():
                 notes.append(f"this machine's GPUs could not be read ({exc.message}): no target QPS from gpuconfigs")
@@ -227,7 +225,10 @@ class MLPerfExecutor(Step):
         run_id = "<run id>"
         if facts.nvidia_dir is not None and facts.nvidia_dir_exists:
             harness = round_of(self.p, facts).round
-            run_id = self._run_id(ctx, facts.nvidia_dir, harness, settings_of(self.p).model)
+            listing = self.read_facts(ctx, "plan")[
+                step_facts.listing(posixpath.join(facts.nvidia_dir, harness.results_root()))
+            ]
+            run_id = self._run_id(ctx, listing, harness, settings_of(self.p).model)
         return plan_mlperf(self.p, facts, run_id=run_id)
 
     # -- docker ----------------------------------------------------------------------------------
@@ -294,15 +295,14 @@ class MLPerfExecutor(Step):
         ).run()
 
     @staticmethod
-    def _run_id(ctx: StepContext, nvidia_dir: str, harness: HarnessRound, model: str) -> str:
-        """A run id (``<date>-<time>-<iteration>``, then ``.1``, ``.2``...) none of whose LOG_DIRs exist yet.
+    def _run_id(ctx: StepContext, listing: Sequence[str], harness: HarnessRound, model: str) -> str:
+        """A run id (``<date>-<time>-<iteration>``, then ``.1``, ``.2``...) none of whose LOG_DIRs is in ``listing``
+        (the names in the round's results root).
 
         Results are found by their LOG_DIR path; a LOG_DIR used before (two actions of one model
         started within the same second) would hand back the earlier action's results as this one's.
         """
         root = harness.results_root()
-        logs = posixpath.join(nvidia_dir, root)
-        listing = ctx.host.run(cmd("ls", "-1", logs, timeout=60)).stdout.split() if ctx.host.exists(logs) else []
         base = time.strftime("%Y%m%d-%H%M%S") + f"-{ctx.iteration}"
         run_id, n = base, 0
         while any(posixpath.join(root, name).startswith(harness.results_prefix(run_id, model)) for name in listing):

@@ -159,8 +159,12 @@ def parse_lscpu(text: str) -> CpuInfo:
     )
 
 
+#: ``lscpu`` in the C locale (its field names are parsed).
+CPU_QUERY = cmd("lscpu", env={"LC_ALL": "C"}, timeout=60, readonly=True)
+
+
 def read_cpu(host: Host) -> CpuInfo:
-    result = host.run(cmd("lscpu", env={"LC_ALL": "C"}, timeout=60, readonly=True))
+    result = host.run(CPU_QUERY)
     if not result.ok:
         raise FactError(f"`lscpu` failed (exit {result.returncode}): {result.stderr.strip()}", host=host.name)
     return parse_lscpu(result.stdout)
