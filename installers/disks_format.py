@@ -9,14 +9,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from workload.commands import Command, cmd
-from workload.facts.disks import Disk, DiskFacts, format_size, read_disk_facts
-from workload.hosts.base import Host
+from workload.facts.disks import DISKS, Disk, DiskFacts, format_size
+from workload.facts.fact import Fact, command_fact
+from workload.facts.system import file_text
 from workload.installers.diskfilter import DiskFilter as Filter
 from workload.installers.disks_common import _NAME, ALLOW_NON_NVME_OPTION, MDADM_CONF, PlanRefused
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+from workload.steps import Change, FactPhase, Step, StepContext, StepParameters, StepPlan
 
 
 # == FormatDisks ===================================================================================
@@ -353,6 +354,12 @@ def plan_format(
     return StepPlan(changes=tuple(_single_disk_change(d, params) for d in eligible), notes=tuple(notes))
 
 
+#: Whether mdadm is installed (RAID0 needs it).
+MDADM_INSTALLED: Fact[bool] = command_fact(
+    "mdadm-installed", cmd("sh", "-c", "command -v mdadm", timeout=30, readonly=True), lambda _host, result: result.ok
+)
+
+
 class FormatDisks(Step):
     """Partition and format blank data disks (never the OS disk, never a disk holding anything)."""
 
@@ -381,24 +388,32 @@ class FormatDisks(Step):
         if not params.MdadmConfPath.startswith("/") or any(c.isspace() for c in params.MdadmConfPath):
             raise ValueError(f"MdadmConfPath: {params.MdadmConfPath!r} must be an absolute path without spaces")
 
-    def _plan(self, host: Host, *, allow_non_nvme: bool, started: Mapping[str, object]) -> StepPlan:
-        facts = read_disk_facts(host)
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
+        """The disks; for RAID0 also whether mdadm is installed and the mdadm.conf. Verify plans again: the same."""
+        if not self.p.Raid0:
+            return (DISKS,)
+        return (DISKS, MDADM_INSTALLED, file_text(self.p.MdadmConfPath))
+
+    def _plan(self, ctx: StepContext, *, allow_non_nvme: bool, started: Mapping[str, object]) -> StepPlan:
+        view = self.read_facts(ctx, "plan")
         has_mdadm = True
         mdadm_conf: str | None = None
         if self.p.Raid0:
-            has_mdadm = host.run(cmd("sh", "-c", "command -v mdadm", timeout=30, readonly=True)).ok
-            try:
-                mdadm_conf = host.read_text(self.p.MdadmConfPath)
-            except FileNotFoundError:
-                mdadm_conf = ""
+            has_mdadm = view[MDADM_INSTALLED]
+            mdadm_conf = view[file_text(self.p.MdadmConfPath)] or ""
         return plan_format(
-            self.p, facts, has_mdadm=has_mdadm, mdadm_conf=mdadm_conf, allow_non_nvme=allow_non_nvme, started=started
+            self.p,
+            view[DISKS],
+            has_mdadm=has_mdadm,
+            mdadm_conf=mdadm_conf,
+            allow_non_nvme=allow_non_nvme,
+            started=started,
         )
 
     def plan(self, ctx: StepContext) -> StepPlan:
         allow = bool(ctx.options.get(ALLOW_NON_NVME_OPTION, False))
         try:
-            return self._plan(ctx.host, allow_non_nvme=allow, started=ctx.state.mapping(STARTED_KEY))
+            return self._plan(ctx, allow_non_nvme=allow, started=ctx.state.mapping(STARTED_KEY))
         except PlanRefused as exc:
             raise self.fail(exc.problem, ctx, hint=exc.hint) from None
         except ValueError as exc:
@@ -417,7 +432,7 @@ class FormatDisks(Step):
         if self.p.Raid0:
             super().apply(ctx, plan)
             return
-        disks = {d.path: d for d in read_disk_facts(ctx.host).disks}  # remembered: read by the plan above
+        disks = {d.path: d for d in self.read_facts(ctx, "plan")[DISKS].disks}  # remembered: read by the plan above
         began: list[str] = ctx.memo.setdefault(STARTED_KEY, [])
         for change in plan.changes:
             ctx.log(f"-> {change.summary}")
@@ -444,7 +459,7 @@ class FormatDisks(Step):
             return
         # Success only for disks that really are formatted: a disk this step began and that is not
         # finished (someone took it between parted and mkfs) fails the step, naming it.
-        facts = read_disk_facts(ctx.host)
+        facts = self.read_facts(ctx, "verify")[DISKS]
         disks = {d.path: d for d in facts.disks}
         matched = {d.path for d in Filter.parse(self.p.DiskFilter).select(facts.disks, purpose="format")}
         finished = {p: None for p in started if p in disks and _formatted_by_us(disks[p], self.p) is not None}

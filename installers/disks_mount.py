@@ -9,15 +9,16 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from workload.commands import Command, cmd
-from workload.facts.disks import DiskFacts, FstabEntry, Volume, format_size, parse_fstab, read_disk_facts
+from workload.facts.disks import DISKS, DiskFacts, FstabEntry, Volume, format_size, parse_fstab, read_disk_facts
+from workload.facts.fact import Fact
 from workload.hosts.base import Host
 from workload.installers.diskfilter import DiskFilter as Filter
 from workload.installers.diskfilter import parse_size
 from workload.installers.disks_common import _NAME, FSTAB_OPTIONS, SCRATCH_EXPORT, STATE_KEY, PlanRefused
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan
+from workload.steps import Change, FactPhase, Step, StepContext, StepParameters, StepPlan
 
 
 # == MountDisks ====================================================================================
@@ -215,11 +216,15 @@ def _check_space(params: MountDisksParameters, facts: MountFacts, volume: Volume
         )
 
 
+#: Who ran sudo (the owner when Username is not given).
+SUDO_USER_QUERY = cmd("printenv", "SUDO_USER", timeout=30, readonly=True)
+
+
 def resolve_owner(host: Host, username: str | None) -> Owner:
     """``Username``, else ``SUDO_USER`` (when not root), else the connecting user; with ids."""
     name = (username or "").strip()
     if not name:
-        sudo_user = host.run(cmd("printenv", "SUDO_USER", timeout=30, readonly=True)).stdout.strip()
+        sudo_user = host.run(SUDO_USER_QUERY).stdout.strip()
         name = sudo_user if sudo_user and sudo_user != "root" else host.identity.user
     uid = host.run(cmd("id", "-u", name, timeout=30, readonly=True))
     gid = host.run(cmd("id", "-g", name, timeout=30, readonly=True))
@@ -267,7 +272,19 @@ class MountDisks(Step):
         if params.Username is not None and params.Username.strip() and not _NAME.match(params.Username.strip()):
             raise ValueError(f"Username: {params.Username!r} is not a user name")
 
-    def _facts(self, host: Host) -> MountFacts:
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
+        """Plan and verify read the same: the disks, fstab, the owner and the owners of the mount points."""
+        return (self._mount_facts(),)
+
+    def _mount_facts(self) -> Fact[MountFacts]:
+        """Everything :func:`plan_mount` reads, as one fact: which mount points' owners are read depends on the
+        disks and fstab it finds (its ``stat`` follows them); the disks' and the sudo caller's queries come first."""
+        queries = DISKS.queries if (self.p.Username or "").strip() else (*DISKS.queries, SUDO_USER_QUERY)
+        p = self.p
+        name = f"mount-disks({p.FstabPath},{p.Username or ''},{p.MountLocation},{p.MountPointPrefix})"
+        return Fact(name, self._read_facts, queries)
+
+    def _read_facts(self, host: Host) -> MountFacts:
         disks = read_disk_facts(host)
         try:
             fstab_text = host.read_text(self.p.FstabPath)
@@ -289,7 +306,7 @@ class MountDisks(Step):
 
     def _mount_plan(self, ctx: StepContext) -> MountPlan:
         try:
-            return plan_mount(self.p, self._facts(ctx.host))
+            return plan_mount(self.p, self.read_facts(ctx, "plan")[self._mount_facts()])
         except (PlanRefused, ValueError) as exc:
             raise self.fail(str(exc), ctx) from None
 

@@ -35,6 +35,7 @@ from workload.facts.system import (
     OsRelease,
     UserHome,
     file_exists,
+    user_groups,
     user_home,
 )
 from workload.installers import apt
@@ -133,15 +134,13 @@ def plan_docker(params: DockerParameters, facts: DockerFacts) -> StepPlan:
 def gather_facts(facts: HostFacts, params: DockerParameters, *, refreshed: bool = False) -> DockerFacts:
     """The planner's facts, read through the step's declaration (:meth:`DockerInstallation.facts`)."""
     user = facts[user_home(params.Username)]
-    # Depends on the user just read, so it cannot be declared (and batched) ahead: read directly.
-    groups = facts.host.run(cmd("id", "-nG", user.name, timeout=60, readonly=True))
     return DockerFacts(
         os=facts[OS_RELEASE],
         arch=facts[ARCHITECTURE],
         packages=facts[package_facts(DOCKER_PACKAGES)],
         docker=facts[DOCKER_INFO],
         user=user,
-        user_groups=frozenset(groups.stdout.split()) if groups.ok else frozenset(),
+        user_groups=facts[user_groups(params.Username)],
         repo_configured=facts[file_exists(REPO_LIST)],
         refreshed=refreshed,
     )
@@ -164,7 +163,8 @@ class DockerInstallation(apt.AptInstallerStep):
     def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
         if phase == "verify":
             return [DOCKER_INFO]
-        mine: list[Fact[Any]] = [user_home(self.p.Username), package_facts(DOCKER_PACKAGES), DOCKER_INFO]
+        mine: list[Fact[Any]] = [user_home(self.p.Username), user_groups(self.p.Username)]
+        mine += [package_facts(DOCKER_PACKAGES), DOCKER_INFO]
         mine.append(file_exists(REPO_LIST))
         return [*super().facts(ctx, phase), *mine]
 

@@ -29,14 +29,16 @@ import base64
 import fnmatch
 import posixpath
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
 from workload.commands import Command, RetryPolicy, cmd
 from workload.errors import EXIT_STEP_FAILED, CommandFailed, WorkloadError
+from workload.facts.fact import Fact
 from workload.hosts.base import Host
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, package_export, split_list
+from workload.steps import Change, FactPhase, Step, StepContext, StepParameters, StepPlan, package_export, split_list
 
 _SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 _FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
@@ -274,26 +276,43 @@ def target_dir(host: Host, params: GitRepoCloneParameters) -> str:
     return posixpath.join(posixpath.normpath(base), params.PackageName.lower())
 
 
+def clone_queries(target: str, commit: str | None) -> dict[str, Command]:
+    """The read-only queries :func:`read_clone_facts` runs on ``target`` (``resolved`` only with a pinned commit)."""
+    queries = {
+        "listing": cmd("ls", "-A", target, timeout=60, readonly=True),
+        "top": git(target, "rev-parse", "--show-toplevel", timeout=60, readonly=True),
+        "real": cmd("realpath", target, timeout=60, readonly=True),
+        "origin": git(target, "remote", "get-url", "origin", timeout=60, readonly=True),
+        "head": git(target, "rev-parse", "HEAD", timeout=60, readonly=True),
+        "status": git(target, "status", "--porcelain", timeout=600, readonly=True),
+    }
+    if commit:
+        queries["resolved"] = git(
+            target, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", timeout=60, readonly=True
+        )
+    return queries
+
+
 def read_clone_facts(host: Host, target: str, commit: str | None) -> CloneFacts:
-    """Read-only queries of the target folder."""
+    """Read-only queries of the target folder (:func:`clone_queries`; each runs only where the one before says the
+    folder is a clone)."""
     if not host.exists(target):
         return CloneFacts(target=target, exists=False)
-    listing = host.run(cmd("ls", "-A", target, timeout=60, readonly=True))
+    query = clone_queries(target, commit)
+    listing = host.run(query["listing"])
     if listing.ok and not listing.stdout.strip():
         return CloneFacts(target=target, exists=True, empty=True)
-    top = host.run(git(target, "rev-parse", "--show-toplevel", timeout=60, readonly=True))
-    real = host.run(cmd("realpath", target, timeout=60, readonly=True)).stdout.strip()
+    top = host.run(query["top"])
+    real = host.run(query["real"]).stdout.strip()
     if not top.ok or top.stdout.strip() != real:
         return CloneFacts(target=target, exists=True)  # not a clone, or a folder inside another clone
-    origin = host.run(git(target, "remote", "get-url", "origin", timeout=60, readonly=True))
-    head = host.run(git(target, "rev-parse", "HEAD", timeout=60, readonly=True))
+    origin = host.run(query["origin"])
+    head = host.run(query["head"])
     resolved = None
-    if commit:
-        found = host.run(
-            git(target, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", timeout=60, readonly=True)
-        )
+    if "resolved" in query:
+        found = host.run(query["resolved"])
         resolved = found.stdout.strip() if found.ok else None
-    status = host.run(git(target, "status", "--porcelain", timeout=600, readonly=True))
+    status = host.run(query["status"])
     return CloneFacts(
         target=target,
         exists=True,
@@ -302,6 +321,15 @@ def read_clone_facts(host: Host, target: str, commit: str | None) -> CloneFacts:
         head=head.stdout.strip() if head.ok else None,
         resolved=resolved,
         changes=tuple(line for line in status.stdout.splitlines() if line.strip()),
+    )
+
+
+def clone_facts(target: str, commit: str | None) -> Fact[CloneFacts]:
+    """The clone at ``target`` (:func:`read_clone_facts`), declared once (:mod:`workload.facts.fact`)."""
+    return Fact(
+        f"clone({target},{commit or ''})",
+        lambda host: read_clone_facts(host, target, commit),
+        tuple(clone_queries(target, commit).values()),
     )
 
 
@@ -336,15 +364,19 @@ class GitRepoClone(Step):
         ):
             raise ValueError(f"PackageDir: {params.PackageDir!r} must be an absolute path (or start with ~/)")
 
-    def _facts(self, ctx: StepContext) -> CloneFacts:
-        return read_clone_facts(ctx.host, target_dir(ctx.host, self.p), self.p.Commit)
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
+        """Plan and verify read the clone at the target folder."""
+        return (clone_facts(target_dir(ctx.host, self.p), self.p.Commit),)
+
+    def _facts(self, ctx: StepContext, phase: FactPhase) -> CloneFacts:
+        return self.read_facts(ctx, phase)[clone_facts(target_dir(ctx.host, self.p), self.p.Commit)]
 
     def exports(self) -> tuple[str, ...]:
         """The clone's path and commit, under the package's names (``MLPERF_PATH``, ``MLPERF_COMMIT``)."""
         return (package_export(self.p.PackageName), package_export(self.p.PackageName, "COMMIT"))
 
     def plan(self, ctx: StepContext) -> StepPlan:
-        facts = self._facts(ctx)
+        facts = self._facts(ctx, "plan")
         try:
             plan = plan_clone(self.p, facts)
         except CloneRefused as exc:
@@ -375,7 +407,7 @@ class GitRepoClone(Step):
             ctx.check(authenticated(full, credentials_header(self.p.RepoUri)))
 
     def verify(self, ctx: StepContext) -> None:
-        facts = self._facts(ctx)
+        facts = self._facts(ctx, "verify")
         if not facts.is_clone:
             raise self.fail(f"{facts.target} is not a git clone after cloning", ctx)
         try:

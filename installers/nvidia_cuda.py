@@ -48,13 +48,11 @@ Example::
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from workload.commands import cmd
 from workload.facts.fact import Fact, HostFacts
 from workload.facts.nvidia import (
     DRIVER_ORIGIN,
@@ -62,8 +60,10 @@ from workload.facts.nvidia import (
     GPUS,
     CudaToolkit,
     cuda_toolkit,
+    read_gpus,
 )
 from workload.facts.packages import (
+    PackageFacts,
     package_facts,
     read_package_facts,
     upstream_version,
@@ -73,8 +73,10 @@ from workload.facts.system import (
     OS_RELEASE,
     file_exists,
     file_text,
+    user_file_has_line,
     user_home,
 )
+from workload.hosts.base import Host
 from workload.installers import apt
 from workload.installers.apt import PlanRefused
 from workload.installers.download import SHA256_RE, DownloadState, download_state, file_name
@@ -142,16 +144,28 @@ __all__ = [
 
 
 # -- the step ----------------------------------------------------------------------------------------
+def bashrc_has_block(params: NvidiaCudaParameters) -> Fact[bool]:
+    """Whether the real user's ``~/.bashrc`` already has this CUDA's block (its begin marker line)."""
+    begin, _ = bashrc_markers(params)
+    return user_file_has_line(params.Username, ".bashrc", begin)
+
+
+def driver_offers(params: NvidiaCudaParameters) -> Fact[PackageFacts]:
+    """apt's offers of the driver's packages, and of fabric manager's where the GPUs want it: which packages
+    depends on the GPUs, so they are read first (the same query as :data:`GPUS`, nothing more to prefetch)."""
+
+    def read(host: Host) -> PackageFacts:
+        fm = fabric_manager_packages(params) if wants_fabric_manager(params, read_gpus(host)) else ()
+        return read_package_facts(host, [*driver_packages(params), *fm])
+
+    return Fact(f"driver-offers({params.LinuxDriverVersion})", read, GPUS.queries)
+
+
 def gather_facts(
     ctx: StepContext, facts: HostFacts, params: NvidiaCudaParameters, *, refreshed: bool = False
 ) -> CudaFacts:
     """The planner's facts, read through the step's declaration (:meth:`NvidiaCudaInstallation.facts`)."""
     user = facts[user_home(params.Username)]
-    begin, _ = bashrc_markers(params)
-    bashrc = posixpath.join(user.home, ".bashrc")
-    # Depends on the user's home just read, so it cannot be declared (and batched) ahead: read directly.
-    grep = cmd("grep", "-qxF", begin, bashrc, sudo=True, timeout=60, readonly=True)
-    has_block = facts.host.run(grep).returncode == 0
     toolkit = facts[cuda_toolkit(cuda_home(params))] if params.LinuxCudaVersion else None
     runfile = (
         facts[download_state(runfile_path(params))]
@@ -167,7 +181,7 @@ def gather_facts(
         user=user,
         toolkit_installed=toolkit is not None and toolkit.provides(params.LinuxCudaVersion or ""),
         runfile=runfile,
-        bashrc_has_block=has_block,
+        bashrc_has_block=facts[bashrc_has_block(params)],
         cuda_repo_configured=facts[file_exists(CUDA_REPO_LIST)],
         apt_pin=facts[file_text(apt_pin_path(params))],
         refreshed=refreshed,
@@ -225,9 +239,10 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
         params = self.p
         if phase == "verify":
             toolkit = [cuda_toolkit(cuda_home(params))] if params.CudaRequired else []
-            return [GPUS, FABRIC_MANAGER, package_facts(()), *toolkit]
+            return [GPUS, FABRIC_MANAGER, package_facts(()), driver_offers(params), *toolkit]
         mine: list[Fact[Any]] = [GPUS, DRIVER_ORIGIN, FABRIC_MANAGER, package_facts(planned_packages(params))]
-        mine += [user_home(params.Username), file_exists(CUDA_REPO_LIST), file_text(apt_pin_path(params))]
+        mine += [user_home(params.Username), bashrc_has_block(params)]
+        mine += [file_exists(CUDA_REPO_LIST), file_text(apt_pin_path(params))]
         if params.LinuxCudaVersion:
             mine.append(cuda_toolkit(cuda_home(params)))
         if params.CudaRequired and params.LinuxLocalRunFile:
@@ -266,11 +281,8 @@ class NvidiaCudaInstallation(apt.AptInstallerStep):
         )
         problems = verify_problems(params, facts)
         if problems:
-            # apt's offers word the exact fixes (full versions): read only when there is something to
-            # fix, for packages that depend on the GPUs just read (so not declared ahead).
-            fm = fabric_manager_packages(params) if wants_fabric_manager(params, gpus) else ()
-            offers = read_package_facts(ctx.host, [*driver_packages(params), *fm])
-            problems = verify_problems(params, replace(facts, packages=offers))
+            # apt's offers word the exact fixes (full versions): read only when there is something to fix.
+            problems = verify_problems(params, replace(facts, packages=read[driver_offers(params)]))
         if problems:
             problem, hint = problems[0]
             raise self.fail(problem, ctx, hint=hint)

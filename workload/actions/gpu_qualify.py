@@ -30,6 +30,7 @@ import json
 import posixpath
 import shlex
 import statistics
+from collections.abc import Sequence
 from io import BytesIO
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -39,10 +40,12 @@ from pydantic import Field
 
 from workload.commands import Command, cmd, shell
 from workload.errors import WorkloadError
+from workload.facts.fact import Fact, command_fact
+from workload.facts.system import python_runs
 from workload.loadgen.settings import RunSettings, Scenario
 from workload.monitors.nvsmi import GpuSample
 from workload.safefile import atomic_write_text, read_regular
-from workload.steps import Change, StepContext, StepParameters, StepPlan, split_list
+from workload.steps import Change, FactPhase, StepContext, StepParameters, StepPlan, split_list
 
 from .loadgen_executor import (
     RESULT_FILES,
@@ -59,6 +62,14 @@ PROBE_MODULE = "workload.qualify.probe"
 PROBE_FILES = ("settings.json", "outputs.npy", "probe.json")
 GPU_IDENTITY_QUERY = ("nvidia-smi", "--query-gpu=index,pci.bus_id,serial,name", "--format=csv,noheader,nounits")
 VERDICTS_DIR = "verdicts"
+
+
+#: The GPUs' identities by index (:func:`parse_gpu_identities`; none where nvidia-smi fails).
+GPU_IDENTITIES: Fact[dict[int, Any]] = command_fact(
+    "gpu-identities",
+    cmd(*GPU_IDENTITY_QUERY, timeout=60, readonly=True),
+    lambda _host, listed: parse_gpu_identities(listed.stdout) if listed.ok else {},
+)
 
 
 class QualifyParameters(LoadGenParameters):
@@ -203,12 +214,22 @@ class GpuQualifyExecutor(LoadGenExecutor):
     def _scenarios(self) -> list[Scenario]:
         return [s for s, m in self.runs() if m == "PerformanceOnly"]
 
-    def _check_host(self, ctx: StepContext) -> None:
-        """Refuse clearly: LoadGen (and torch with a visible GPU for the real model) on the host; the GPUs."""
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
+        """Plan reads whether the host's Python runs the qualification (LoadGen; torch with a GPU for the real
+        model) and the GPUs' identities; verify reads the local result folders only."""
+        return (python_runs(self.python(ctx), self._needs()), GPU_IDENTITIES) if phase == "plan" else ()
+
+    def _needs(self) -> str:
+        """The Python the qualification needs: LoadGen, and torch with a visible GPU for the real model."""
         need = "import mlperf_loadgen, numpy"
         if self.q.Model == "torch-encoder":
             need += "; import torch; assert torch.cuda.is_available(), 'no GPU'"
-        result = ctx.host.run(cmd(self.python(ctx), "-c", need, timeout=120, readonly=True))
+        return need
+
+    def _check_host(self, ctx: StepContext) -> None:
+        """Refuse clearly: LoadGen (and torch with a visible GPU for the real model) on the host; the GPUs."""
+        read = self.read_facts(ctx, "plan")
+        result = read[python_runs(self.python(ctx), self._needs())]
         if not result.ok:
             last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
             if self.q.Model == "torch-encoder" and "no GPU" in last[0]:
@@ -223,8 +244,7 @@ class GpuQualifyExecutor(LoadGenExecutor):
                 hint="install the extras on the host: pip install 'workload-mlperf[cpu,gpu]' "
                 "(or point the Python parameter at an interpreter that has them)",
             )
-        listed = ctx.host.run(cmd(*GPU_IDENTITY_QUERY, timeout=60, readonly=True))
-        identities = parse_gpu_identities(listed.stdout) if listed.ok else {}
+        identities = read[GPU_IDENTITIES]
         listed_devices = split_list(self.q.Devices or "")
         wanted = [int(d) for d in listed_devices if d.isdigit()]
         if len(wanted) != len(listed_devices):

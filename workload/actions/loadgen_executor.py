@@ -35,6 +35,7 @@ import json
 import posixpath
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -43,6 +44,8 @@ from pydantic import BeforeValidator, Field
 from workload import CPU_EXTRA_HINT
 from workload.commands import Command, cmd
 from workload.errors import Interrupted, WorkloadError
+from workload.facts.fact import Fact
+from workload.facts.system import python_runs
 from workload.hosts.base import CommandResult, Host
 from workload.loadgen.settings import (
     CONF_MODEL,
@@ -55,7 +58,7 @@ from workload.loadgen.settings import (
 )
 from workload.rundir import remote_run_name
 from workload.safefile import atomic_write_text
-from workload.steps import Change, Step, StepContext, StepParameters, StepPlan, split_list
+from workload.steps import Change, FactPhase, Step, StepContext, StepParameters, StepPlan, split_list
 
 #: Files a run leaves in its folder (copied back from remote hosts when present).
 RESULT_FILES = (
@@ -139,6 +142,10 @@ def _empty_is_none(value: Any) -> Any:
 
 OptPositiveInt = Annotated[Annotated[int, Field(ge=1)] | None, BeforeValidator(_empty_is_none)]
 OptPositiveFloat = Annotated[Annotated[float, Field(gt=0)] | None, BeforeValidator(_empty_is_none)]
+
+
+#: What the host's Python must import for the CPU benchmark.
+LOADGEN_IMPORTS = "import mlperf_loadgen, onnxruntime, numpy"
 
 
 class LoadGenParameters(StepParameters):
@@ -320,10 +327,14 @@ class LoadGenExecutor(Step):
         )
         return StepPlan(changes=changes, notes=notes)
 
+    def facts(self, ctx: StepContext, phase: FactPhase) -> Sequence[Fact[Any]]:
+        """Plan reads whether the host's Python imports LoadGen and onnxruntime (the model file is a file read);
+        verify reads the local result folders only."""
+        return (python_runs(self.python(ctx), LOADGEN_IMPORTS),) if phase == "plan" else ()
+
     def _check_host(self, ctx: StepContext) -> None:
         """Read-only facts: the Python with LoadGen and onnxruntime, and the model file, are on the host."""
-        probe = cmd(self.python(ctx), "-c", "import mlperf_loadgen, onnxruntime, numpy", timeout=120)
-        result = ctx.host.run(probe)
+        result = self.read_facts(ctx, "plan")[python_runs(self.python(ctx), LOADGEN_IMPORTS)]
         if not result.ok:
             raise self.fail(
                 f"{self.python(ctx)} cannot import mlperf_loadgen, onnxruntime and numpy",

@@ -45,6 +45,7 @@ from workload.facts.disks_parsers import (
     parse_swaps,
     parse_wipefs_json,
 )
+from workload.facts.fact import Fact
 from workload.hosts.base import Host
 
 __all__ = [
@@ -294,10 +295,18 @@ def build_facts(
 
 
 # -- gathering (the only impure part) --------------------------------------------------------------
+#: The block devices (``lsblk``) and the mounts (``findmnt``): the queries every disk plan starts from. What they
+#: list decides the probes run after them (``blkid``, ``wipefs`` of each candidate disk).
+LSBLK_QUERY = cmd("lsblk", "--json", "--bytes", "--output", LSBLK_COLUMNS, timeout=60, readonly=True)
+FINDMNT_QUERY = cmd(
+    "findmnt", "--json", "--bytes", "--list", "-o", "TARGET,SOURCE,FSTYPE,SIZE,AVAIL", timeout=60, readonly=True
+)
+
+
 def read_lsblk(host: Host) -> tuple[BlockDevice, ...]:
     """Run lsblk on the host; fall back to MOUNTPOINT where lsblk predates MOUNTPOINTS (< 2.37)."""
     columns = LSBLK_COLUMNS
-    result = host.run(cmd("lsblk", "--json", "--bytes", "--output", columns, timeout=60, readonly=True))
+    result = host.run(LSBLK_QUERY)
     if not result.ok and "unknown column" in result.stderr:
         columns = columns.replace("MOUNTPOINTS", "MOUNTPOINT")
         result = host.run(cmd("lsblk", "--json", "--bytes", "--output", columns, timeout=60, readonly=True))
@@ -326,11 +335,7 @@ def read_disk_facts(host: Host) -> DiskFacts:
             signatures[disk.path] = parse_wipefs_json(result.stdout)
         else:
             errors.setdefault(disk.path, f"wipefs: {result.stderr.strip()[-200:] or f'exit {result.returncode}'}")
-    found = host.run(
-        cmd(
-            "findmnt", "--json", "--bytes", "--list", "-o", "TARGET,SOURCE,FSTYPE,SIZE,AVAIL", timeout=60, readonly=True
-        )
-    )
+    found = host.run(FINDMNT_QUERY)
     if not found.ok:
         raise FactError(f"findmnt failed (exit {found.returncode}): {found.stderr.strip()[-300:]}", host=host.name)
     mounts = parse_findmnt(found.stdout)
@@ -341,6 +346,10 @@ def read_disk_facts(host: Host) -> DiskFacts:
     return build_facts(
         devices, probes=probes, probe_errors=errors, disk_signatures=signatures, mounts=mounts, swaps=swaps
     )
+
+
+#: Every disk, its probes and the mounts (:func:`read_disk_facts`), declared once (:mod:`workload.facts.fact`).
+DISKS: Fact[DiskFacts] = Fact("disks", read_disk_facts, (LSBLK_QUERY, FINDMNT_QUERY))
 
 
 def format_size(size: int | float | None) -> str:

@@ -7,13 +7,14 @@ they never cache: callers re-read before every step.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 
 from workload.commands import Command, cmd
 from workload.errors import FactError
-from workload.facts.fact import Fact
-from workload.hosts.base import Host
+from workload.facts.fact import Fact, command_fact
+from workload.hosts.base import CommandResult, Host
 
 #: (ID, VERSION_ID) pairs the installers support. Anything else is refused at plan time.
 SUPPORTED_RELEASES: tuple[tuple[str, str], ...] = (("ubuntu", "22.04"), ("ubuntu", "24.04"), ("debian", "12"))
@@ -299,6 +300,36 @@ def user_home(username: str | None) -> Fact[UserHome]:
     return Fact(
         f"user-home({username or ''})", lambda host: read_user_home(host, username), (user_home_query(username),)
     )
+
+
+def user_groups(username: str | None) -> Fact[frozenset[str]]:
+    """The groups of the user :func:`user_home` finds (``id -nG``; empty where that fails): read after the user,
+    since the name comes from its answer."""
+
+    def read(host: Host) -> frozenset[str]:
+        user = read_user_home(host, username)
+        groups = host.run(cmd("id", "-nG", user.name, timeout=60, readonly=True))
+        return frozenset(groups.stdout.split()) if groups.ok else frozenset()
+
+    return Fact(f"user-groups({username or ''})", read, (user_home_query(username),))
+
+
+def user_file_has_line(username: str | None, name: str, line: str) -> Fact[bool]:
+    """Whether ``name`` in the home of the user :func:`user_home` finds has exactly the line ``line`` (``grep
+    -qxF`` as root: the file may be the user's alone); read after the user, since the home comes from its answer."""
+
+    def read(host: Host) -> bool:
+        path = posixpath.join(read_user_home(host, username).home, name)
+        return host.run(cmd("grep", "-qxF", line, path, sudo=True, timeout=60, readonly=True)).returncode == 0
+
+    return Fact(f"user-file-line({username or ''},{name},{line})", read, (user_home_query(username),))
+
+
+def python_runs(python: str, code: str) -> Fact[CommandResult]:
+    """Whether (and what it printed when not) ``python -c code`` runs on the host: an interpreter's modules and
+    what they see (``import mlperf_loadgen``, a CUDA device)."""
+    query = cmd(python, "-c", code, timeout=120, readonly=True)
+    return command_fact(f"python-runs({python},{code})", query, lambda _host, result: result)
 
 
 def free_space(path: str) -> Fact[FreeSpace | None]:
