@@ -9,13 +9,15 @@ that would replace the harness's own), results looked up in this run's own LOG_D
 scenario, mode), custom systems and missing configs registered through the harness's extension
 points, Ctrl-C reaching the running harness, and an SSH host's daemon reached over its own connection.
 
-This module is the step: it gathers the facts (read-only: files, ``git rev-parse``, ``docker
-inspect``), asks the pure planner (:mod:`workload.mlperf.planner`) for the ops, renders them for
-``plan`` (:func:`plan_mlperf`) and hands the same ops to the interpreter for ``apply``
-(:mod:`workload.mlperf.interpreter`). Where the rest lives: parameters and settings
-(:mod:`workload.mlperf.settings`), the ops (:mod:`workload.mlperf.ops`), what differs per harness
-round (:mod:`workload.mlperf.rounds`), the image (:mod:`workload.mlperf.image`), custom systems
-and configs (:mod:`workload.mlperf.system_support`).
+This module is the step: it gathers the facts it declares (read-only: files, ``git rev-parse``, the
+user, the GPUs, the results listing; :mod:`workload.mlperf.step_facts`) and the container's state
+(``docker inspect``), asks the pure planner (:mod:`workload.mlperf.planner`) for the plan, renders it
+for ``plan`` (:func:`plan_mlperf`, the typed plan carried as the StepPlan's payload) and hands that
+same plan to the interpreter at ``apply`` (:mod:`workload.mlperf.interpreter`). Where the rest
+lives: parameters and settings (:mod:`workload.mlperf.settings`), the ops
+(:mod:`workload.mlperf.ops`), what differs per harness round (:mod:`workload.mlperf.rounds`), the
+image (:mod:`workload.mlperf.image`), custom systems and configs
+(:mod:`workload.mlperf.system_support`).
 """
 
 from __future__ import annotations

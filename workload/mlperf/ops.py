@@ -7,18 +7,21 @@ Contract
 * ``plan`` renders them with :func:`to_changes` (every op its one-line :meth:`Op.summary` and the
   exact :meth:`Op.commands`; consecutive :class:`SetupStage` of one model share one line, as
   ``workload plan`` has always shown a model's setup).
-* ``apply`` executes the *same* list in order through :mod:`workload.mlperf.interpreter` (one
-  handler per op type). No handler decides anything the op does not carry.
+* ``apply`` executes the *same* plan (carried as the step plan's payload) in order through
+  :mod:`workload.mlperf.interpreter` (one handler per op type). No handler decides anything the op
+  does not carry.
 * Ops are frozen dataclasses of plain values (argv tuples, paths, keys): they can be compared,
   printed and tested without a host.
 
 Decisions that can only be taken at apply time are carried as rules, never hidden:
 * :class:`IdentifySystem` carries what to do with each answer of NVIDIA's system check
-  (``custom_support``: register a custom system / add missing configs, or refuse). A check that
-  makes some (scenario, benchmark) unrunnable makes ``apply`` plan the ops *after* it again from
-  the same pure planner, with those results marked blocked (their scenarios leave RUN_ARGS).
-* The run id inside every ``LOG_DIR`` is chosen by ``apply`` before planning (a read-only
-  listing of ``build/logs``); ``plan`` shows the placeholder it is given (``<run id>``).
+  (``custom_support``: register a custom system / add missing configs, or refuse). The ops after it
+  are the plan's deferred tail (:class:`workload.mlperf.planner.Deferred`): ``plan`` shows them as
+  planned before the check, under ``decided after the system check``; ``apply`` plans them again
+  from the check's answer when it blocks some (scenario, benchmark) (their scenarios leave
+  RUN_ARGS) or names the system id or LLM servers.
+* The run id inside every ``LOG_DIR`` is chosen by ``plan`` (a read-only listing of the results
+  root, a declared fact) once the checkout is there; before it, ``plan`` shows ``<run id>``.
 * :class:`SetupStage` and :class:`BuildHarness` already marked done in host state carry ``done``:
   ``apply`` logs and skips them, ``plan`` does not print them (the planner adds a note).
 """
