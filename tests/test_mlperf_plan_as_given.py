@@ -19,6 +19,7 @@ import pytest
 from rich.console import Console
 
 from tests.fixtures.facts.builders import host_system, recorded_inventory
+from tests.fixtures.facts.builders import mlperf_facts as facts
 from tests.steptypes import step_context
 from workload.actions.mlperf_executor import MLPerfExecutor, plan_mlperf
 from workload.cli.console import render_plan
@@ -27,31 +28,15 @@ from workload.engine import StepOutcome
 from workload.errors import StepError
 from workload.hosts.local import LocalHost
 from workload.mlperf.container import ContainerSpec
-from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.interpreter import Interpreter
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op
 from workload.mlperf.planner import MLPerfPlan, SystemAnswer, plan_ops
-from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
+from workload.mlperf.settings import MLPerfParameters
 from workload.steps import StepPlan
-
-ALICE = UserFacts("alice", 1000, 1000, "alice", "/home/alice")
 
 
 def params(**extra: Any) -> MLPerfParameters:
     return MLPerfParameters.model_validate({"Model": "bert", "Scenarios": "Offline", **extra})
-
-
-def facts(**extra: Any) -> MLPerfFacts:
-    base: dict[str, Any] = dict(
-        nvidia_dir="/r/closed/NVIDIA",
-        nvidia_dir_exists=True,
-        version=HarnessVersion(4, 1),
-        commit="abcdef1234567890",
-        scratch_path="/mnt/scratch",
-        user=ALICE,
-        machine="x86_64",
-    )
-    return MLPerfFacts(**{**base, **extra})
 
 
 def checkout(tmp_path: Path) -> Path:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from tests.fixtures.facts.builders import mlperf_facts
 from workload.errors import EXIT_USAGE, ProfileError
 from workload.mlperf.harness import HarnessVersion, make_argv
 from workload.mlperf.ops import (
@@ -27,24 +28,12 @@ from workload.mlperf.planner import plan_ops
 from workload.mlperf.results import Expected
 from workload.mlperf.rounds import DEFAULT, ROUNDS, Checkout, choose_round, round_named
 from workload.mlperf.rounds.v4_1 import V4_1Round
-from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts, setup_key
+from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, setup_key
 from workload.mlperf.space_check import CheckFreeSpace
-
-ALICE = UserFacts("alice", 1000, 1000, "alice", "/home/alice")
 
 
 def facts(**kw: Any) -> MLPerfFacts:
-    base: dict[str, Any] = dict(
-        nvidia_dir="/r/closed/NVIDIA",
-        nvidia_dir_exists=True,
-        version=HarnessVersion(4, 1),
-        commit="abcdef1234567890",
-        scratch_path="/s",
-        user=ALICE,
-        machine="x86_64",
-    )
-    base.update(kw)
-    return MLPerfFacts(**base)
+    return mlperf_facts(**{"scratch_path": "/s", **kw})
 
 
 def params(**kw: Any) -> MLPerfParameters:
