@@ -43,7 +43,8 @@ def plan_document(
     """``{"profile", "exit_code", "hosts": [{"host", "status", "error", "gpu", "would_fail", "steps": [...]}]}``.
 
     Each step: label, status (``planned``, ``unchanged``, ``failed``...), message, and its plan:
-    ``changes`` (summary and the exact commands, secrets as ``***``), ``no_change_reason``,
+    ``changes`` (summary, the exact commands with secrets as ``***``, and ``decided_after``: null, or
+    what a change of a deferred tail waits for, as ``plan`` labels it), ``no_change_reason``,
     ``reboot_required`` and ``notes``. From the summary (:mod:`workload.cli.plan_summary`): ``gpu``,
     the host's GPU line (null where not read), and ``would_fail``, the labels of the steps that
     would fail if run now (those that cannot be planned and those that need a GPU the host lacks).
