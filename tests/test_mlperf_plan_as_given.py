@@ -157,8 +157,8 @@ class _Harness:
 
 
 class _NoCheck(Interpreter):
-    def _identify(self, op: Op) -> SystemAnswer:
-        return SystemAnswer()  # NVIDIA's check needs the container: its answer here changes nothing
+    def _identify(self, op: Op) -> None:
+        self.answer = SystemAnswer()  # NVIDIA's check needs the container: its answer here changes nothing
 
 
 def test_each_collect_explains_its_own_runs_output_not_the_last_ones(tmp_path: Path) -> None:

@@ -123,7 +123,9 @@ def test_each_rounds_profile_plans_checks_and_passes_nvidias_config_step(round_n
         for op in plan.head:
             if isinstance(op, PrepareTree):
                 interp._prepare_tree(op)  # the interpreter's own handler
-        decided = interp._identify(check)  # NVIDIA's detection, then our custom system's files written into the tree
+        interp._identify(check)  # NVIDIA's detection, then our custom system's files written into the tree
+        decided = interp.answer
+        assert decided is not None
         # NVIDIA's detection (the check's last exec) knows no such system, so ours is a custom one
         log = ctx.log_path.read_text()
         assert harness.ran[-1][0] == list(check.argv), harness.ran[-1]

@@ -105,6 +105,7 @@ class Interpreter:
             UseImage: self._use_image,
             BuildImage: self._build_image,
             EnsureContainer: self._container,
+            IdentifySystem: self._identify,
             CheckFreeSpace: self._check_space,
             SetupStage: self._setup_stage,
             BuildHarness: self._build_harness,
@@ -119,8 +120,11 @@ class Interpreter:
             self._stack.callback(self._close)
             for op in self.plan.head:
                 self._execute(handlers, op)
+            self._execute(handlers, self.plan.tail.after)
+            if self.answer is None:
+                raise self.step.fail(f"internal: {type(self.plan.tail.after).__name__} gave no answer", self.ctx)
             # The deferred tail: the ops after the system check, for the answer it gave.
-            for op in self.plan.tail.plan(self._identify(self.plan.tail.after)):
+            for op in self.plan.tail.plan(self.answer):
                 self._execute(handlers, op)
         if self.problems:
             kept = f" ({len(self.ctx.results)} result folder(s) kept)" if self.ctx.results else ""
@@ -170,16 +174,10 @@ class Interpreter:
         self._stack.enter_context(self.ctx.host.on_interrupt(container.stop))
         self.container = container
 
-    def _identify(self, op: Op) -> SystemAnswer:
-        """Run the system check ``op`` (the deferred tail's ``after``) and keep its answer (also returned)."""
-        if not isinstance(op, IdentifySystem):
-            raise self.step.fail(
-                f"internal: the deferred tail waits for {type(op).__name__}, not a system check", self.ctx
-            )
-        with docker_boundary(self.ctx.host.name, doing=_doing(op)):
-            self.answer = self._ask_system(op)
+    def _identify(self, op: IdentifySystem) -> None:
+        """Run the system check (the deferred tail's ``after``) and keep its answer, which the tail is planned from."""
+        self.answer = self._ask_system(op)
         self._refuse_blocked(self.answer)
-        return self.answer
 
     def _ask_system(self, op: IdentifySystem) -> SystemAnswer:
         inputs = self.plan.inputs
