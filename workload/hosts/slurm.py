@@ -24,13 +24,13 @@ the user allows changes (``--slurm-allow-changes``), and the engine then runs in
 
 from __future__ import annotations
 
-import base64
 import shlex
 import uuid
 from typing import Any
 
 from workload.errors import ConnectError
-from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
+from workload.hosts.base import ConnectionLost, Host, OutputCollector
+from workload.hosts.shellfiles import FilesThroughCommands
 from workload.hosts.slurm_alloc import SlurmAllocation
 
 #: srun's own error lines that mean the step could not run on the node (not the command's failure).
@@ -52,7 +52,7 @@ class NodeLost(ConnectError):
     """The node left the run: DOWN, drained, failed, or no longer part of the job."""
 
 
-class SlurmHost(Host):
+class SlurmHost(FilesThroughCommands):
     """One node of ``allocation``; commands run as job steps through ``login`` (its own connection)."""
 
     def __init__(self, node: str, allocation: SlurmAllocation, login: Host, *, allows_changes: bool = False) -> None:
@@ -187,48 +187,6 @@ class SlurmHost(Host):
             "and --only-failed RUN_FOLDER runs this node's work again",
         )
 
-    def _raw(self, shell_line: str, *, stdin: bytes | None = None, limit: int = 1 << 30) -> tuple[int, bytes, str]:
-        """Run one of our own shell lines on the node; return (exit code, raw stdout, stderr)."""
-        out = _BytesCollector(limit)
-        err = OutputCollector("stderr", None, [], 1 << 20)
-        code, timed_out = self._execute(shell_line, stdin=stdin, timeout=3600, stdout=out, stderr=err)
-        err.close()
-        return (124 if timed_out else code), out.data(), err.text()
-
-    # -- files (through the step's stdin and stdout: no shared file system is assumed) ---------------
-    def read_bytes(self, path: str) -> bytes:
-        # base64: srun and the transports carry bytes, but the collectors are built for text lines.
-        quoted = shlex.quote(path)
-        code, data, err = self._raw(f"[ -e {quoted} ] || exit 44; base64 -w 0 < {quoted}")
-        if code == 44:
-            raise FileNotFoundError(f"[{self.name}] {path}")
-        if code != 0:
-            raise FileTransferError(self.name, path, err.strip().splitlines()[-1] if err.strip() else f"exit {code}")
-        return base64.b64decode(data)
-
-    def get(self, remote_path: str, local_path: str) -> None:
-        from workload.safefile import atomic_write_bytes
-
-        atomic_write_bytes(local_path, self.read_bytes(remote_path))
-
-    def _write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
-        quoted = shlex.quote(path)
-        tmp = shlex.quote(f"{path}.workload-tmp")
-        chmod = f"chmod {mode:o} {tmp} && " if mode is not None else ""
-        line = f"umask 077; cat > {tmp} && {chmod}mv -f {tmp} {quoted}"
-        code, _data, err = self._raw(line, stdin=data)
-        if code != 0:
-            raise FileTransferError(self.name, path, err.strip().splitlines()[-1] if err.strip() else f"exit {code}")
-
-    def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
-        with open(local_path, "rb") as fh:
-            self._write_bytes(remote_path, fh.read(), mode=mode)
-
-    def exists(self, path: str) -> bool:
-        code, _data, _err = self._raw(f"test -e {shlex.quote(path)}")
-        return code == 0
-
-    # -- connection --------------------------------------------------------------------------------
     def connect(self, *, attempts: int | None = None) -> None:
         self.login.connect(attempts=attempts)
 
@@ -247,25 +205,3 @@ class SlurmHost(Host):
     def time_left_s(self) -> float | None:
         """Seconds before the allocation's time limit ends every step (None: no limit)."""
         return self.allocation.time_left_s()
-
-
-class _BytesCollector(OutputCollector):
-    """Keeps stdout as raw bytes (file contents), up to ``limit``; nothing goes to a sink."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__("stdout", None, [], limit)
-        self._chunks: list[bytes] = []
-        self._size = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self._size += len(chunk)
-        if self._size > self.limit:
-            self.truncated = True
-            return
-        self._chunks.append(chunk)
-
-    def close(self) -> None:
-        pass
-
-    def data(self) -> bytes:
-        return b"".join(self._chunks)
