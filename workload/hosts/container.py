@@ -65,13 +65,16 @@ _STOP_IN_CONTAINER = (
     'alive && { kill -KILL -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; }; rm -f "$f"; exit 0'
 )
 #: On the outer host: ``$1`` the stop line, the rest the ``docker exec`` argv. The client runs in
-#: the background (stdin passed on through fd 3: a background job's stdin is /dev/null otherwise) so
-#: that a SIGTERM or SIGHUP reaches the trap at once; the trap's output goes to /dev/null, since
-#: the streams may belong to a connection that is gone (a write there would kill the shell first).
+#: the background (its streams passed on through fds 3-5: a background job's stdin is /dev/null
+#: otherwise) so that a SIGTERM or SIGHUP reaches the trap at once. The guard's own streams then go
+#: to /dev/null: they may belong to a connection that is gone, and a write there (dash reporting
+#: the killed job) would end the shell with SIGPIPE before its trap ran.
 _HOST_GUARD = (
     "k=$1; shift; "
     'trap \'trap "" TERM HUP; sh -c "$k" </dev/null >/dev/null 2>&1; exit 143\' TERM HUP; '
-    'exec 3<&0; "$@" <&3 3<&- & p=$!; exec 3<&-; wait "$p"'
+    "exec 3<&0 4>&1 5>&2; "
+    '"$@" <&3 >&4 2>&5 3<&- 4>&- 5>&- & p=$!; '
+    'exec 3<&- 4>&- 5>&- </dev/null >/dev/null 2>&1; wait "$p"'
 )
 
 
