@@ -234,10 +234,11 @@ class Host(abc.ABC):
     def on_interrupt(self, stop: Callable[[float], None]) -> Iterator[None]:
         """While the with-block runs, :meth:`interrupt` also calls ``stop(grace_s)``.
 
-        For work this host's transport does not track because it runs through another channel
-        (a ``docker exec`` made with the docker SDK, say): ``stop`` ends it, gently first, forcibly
-        after ``grace_s``. It runs in its own thread, beside the transport's own stopping; it must
-        be safe to call more than once and must not raise (errors are ignored).
+        For work this host's transport does not track because it runs through another channel or
+        host (a container host's commands in a container, which killing their ``docker exec``
+        clients does not end): ``stop`` ends it, gently first, forcibly after ``grace_s``.
+        It runs in its own thread, beside the transport's own stopping; it must be safe to call more
+        than once and must not raise (errors are ignored).
         """
         with self._stop_hooks_lock:
             if self._stop_hooks is None:
