@@ -1,9 +1,9 @@
 """The container host: commands in a running container through the outer host's own transport.
 
 Real parts: the test bed's private dockerd, the real ``docker`` CLI run by a real
-:class:`~workload.hosts.local.LocalHost`, a real container of the fresh-VM image (Debian: sh,
-util-linux's setsid, procps). Whether the in-container process is gone is read from the daemon
-(``docker top``), not from what the host reports.
+:class:`~workload.hosts.local.LocalHost` (or by an SSH login of a real local user on OpenSSH's
+sshd), a real container of the fresh-VM image (Debian: sh, procps). Whether the in-container
+process is gone is read from the daemon (``docker top``), not from what the host reports.
 """
 
 from __future__ import annotations
@@ -13,28 +13,21 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import docker
 import pytest
 
 from tests.test_mlperf_docker_errors import sleeper  # noqa: F401  (a fixture)
+from tests.test_mlperf_exec_guard import wait_for
+from tests.testbed.sshd import SshServer, local_user, ssh_host, sshd  # noqa: F401  (sshd is a fixture)
 from workload.commands import Secret, cmd
 from workload.errors import CommandFailed, CommandTimeout
 from workload.hosts.container import ContainerHost, docker_needs_sudo
 from workload.hosts.local import LocalHost
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
 
 
 @pytest.fixture
@@ -208,3 +201,28 @@ def test_root_reaches_the_socket_without_sudo(docker_engine: Any) -> None:
         pytest.skip("runs as root in CI")
     assert docker_needs_sudo(outer, docker_engine.base_url) is False
     assert docker_needs_sudo(outer, "tcp://127.0.0.1:2375") is False
+
+
+def test_over_ssh_as_a_user_who_needs_sudo_with_a_password(
+    sshd: SshServer,  # noqa: F811
+    docker_engine: Any,
+    box: tuple[ContainerHost, Any],
+) -> None:
+    """The outer host is an SSH login of a user who may not open the Docker socket and whose sudo asks
+    for a password: the ``docker`` CLI runs through ``sudo -S`` there, the password first on stdin, the
+    command's own stdin after it; a timeout still ends the process in the container."""
+    _local, container = box
+    with local_user(sudo="password") as user:
+        outer = ssh_host(sshd, user=user.name, sudo_password=Secret(user.password))
+        try:
+            host = ContainerHost(outer, container.name, user="0:0", docker_url=docker_engine.base_url)
+            assert host.docker_sudo() is True  # decided on the SSH host: the socket is root's
+            result = host.check(cmd("sh", "-c", "cat; echo pw=$1", "x", input="own stdin\n", timeout=60))
+            assert result.stdout == "own stdin\npw=\n"  # sudo took its line; the command got the rest
+            assert user.password not in result.stdout + result.stderr
+            marker = f"sleep 6{uuid.uuid4().int % 1000}.5"
+            with pytest.raises(CommandTimeout):
+                host.check(cmd("sh", "-c", marker, timeout=3))
+            assert wait_for(lambda: not running(container, marker), 10), processes(container)
+        finally:
+            outer.close()

@@ -41,6 +41,13 @@ def spec(name: str, image: str, tmp_path: Path) -> ContainerSpec:
     )
 
 
+def on_engine(engine: Any, container: ContainerSpec, host: str) -> HarnessContainer:
+    """The harness container on the test bed's dockerd, its commands run by this machine named ``host``."""
+    return HarnessContainer(
+        engine.client, container, lambda line: None, outer=LocalHost(host), docker_url=engine.base_url
+    )
+
+
 # -- the operation is read from the failed request -------------------------------------------------
 @pytest.mark.parametrize(
     ("method", "url", "expected"),
@@ -94,13 +101,7 @@ def test_a_container_removed_by_another_client_during_an_exec_is_a_docker_error(
 ) -> None:
     client = docker_engine.client
     name = f"workload-test-gone-{uuid.uuid4().hex[:10]}"
-    box = HarnessContainer(
-        client,
-        spec(name, sleeper, tmp_path),
-        lambda line: None,
-        outer=LocalHost("vm1"),
-        docker_url=docker_engine.base_url,
-    )
+    box = on_engine(docker_engine, spec(name, sleeper, tmp_path), "vm1")
 
     def remove_meanwhile(stream: str, line: str) -> None:
         # Another client removes the container while our exec streams its output (a real race, made certain).
@@ -243,13 +244,7 @@ def test_an_exec_past_its_timeout_is_killed_in_the_container_and_named(
 ) -> None:
     client = docker_engine.client
     name = f"workload-test-timeout-{uuid.uuid4().hex[:10]}"
-    box = HarnessContainer(
-        client,
-        spec(name, sleeper, tmp_path),
-        lambda line: None,
-        outer=LocalHost("vm4"),
-        docker_url=docker_engine.base_url,
-    )
+    box = on_engine(docker_engine, spec(name, sleeper, tmp_path), "vm4")
     try:
         started = time.monotonic()
         with pytest.raises(CommandTimeout) as info:

@@ -34,6 +34,7 @@ import threading
 import uuid
 
 from workload.commands import Command, cmd
+from workload.errors import ConnectError
 from workload.hosts.base import Host, OutputCollector
 from workload.hosts.shellfiles import FilesThroughCommands
 
@@ -131,6 +132,8 @@ class ContainerHost(FilesThroughCommands):
         self._sudo = sudo
         self.name = f"{outer.name}/{container}"
         self.default_sink = outer.default_sink
+        # Only for masking: sudo runs on the outer host (its wrap), never in the container.
+        self.sudo_password = outer.sudo_password
         #: The pid files of the commands running now, by token (for :meth:`interrupt`).
         self._running: dict[str, str] = {}
         #: Tokens whose commands :meth:`interrupt` is stopping already.
@@ -223,6 +226,7 @@ class ContainerHost(FilesThroughCommands):
             shlex.join(self.stop_argv(pidfile, STOP_GRACE_S)),
             *self.exec_argv(shell_line, pidfile, stdin=stdin is not None),
             sudo=self.docker_sudo(),
+            timeout=timeout,
         )
         line, prefix = self.outer.wrap(guarded)  # sudo -S puts the password first on stdin
         outer_stdin = None if prefix is None and stdin is None else (prefix or b"") + (stdin or b"")
@@ -235,6 +239,11 @@ class ContainerHost(FilesThroughCommands):
             )
             ended = not timed_out
             return code, timed_out
+        except ConnectError:
+            # The outer host is out of reach (a stop through it would wait for a reconnect); its own
+            # watchdog TERMs the command there, and the guard's trap runs the stop.
+            ended = True
+            raise
         finally:
             with self._lock:
                 self._running.pop(token, None)
@@ -249,9 +258,16 @@ class ContainerHost(FilesThroughCommands):
         """End the command of ``pidfile`` (SIGTERM, SIGKILL after ``grace_s``); errors are only logged."""
         out = OutputCollector("stdout", None, [], 64 * 1024)
         err = OutputCollector("stderr", None, [], 64 * 1024)
-        line, prefix = self.outer.wrap(cmd(*self.stop_argv(pidfile, grace_s), sudo=self.docker_sudo()))
+        stop = cmd(*self.stop_argv(pidfile, grace_s), sudo=self.docker_sudo(), timeout=grace_s + 30.0)
+        line, prefix = self.outer.wrap(stop)
         with contextlib.suppress(Exception):  # the caller's own outcome (timeout, lost connection) is what counts
-            self.outer._execute(line, stdin=prefix, timeout=grace_s + 30.0, stdout=out, stderr=err)
+            self.outer._execute(line, stdin=prefix, timeout=stop.timeout, stdout=out, stderr=err)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a command of this host object runs in the container now."""
+        with self._lock:
+            return bool(self._running)
 
     def interrupt(self, *, grace_s: float = 2.0) -> None:
         """Stop every command this host object runs in the container now: SIGTERM, SIGKILL after ``grace_s``.

@@ -195,7 +195,7 @@ class SlurmHost(FilesThroughCommands):
 
     @property
     def is_connected(self) -> bool:
-        """The node is reached through the login host's connection (the exec guard asks this)."""
+        """The node is reached through the login host's connection."""
         return self.login.is_connected
 
     def interrupt(self, *, grace_s: float = 2.0) -> None:

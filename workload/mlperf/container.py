@@ -428,7 +428,8 @@ class HarnessContainer:
         terminal's Ctrl-C (make passes it on, the harness exits); the container stays up for the next run.
         """
         self.stopped = True
-        self.log(f"stopping the commands running in the container {self.spec.name}")
+        if self.host.busy:
+            self.log(f"stopping the commands running in the container {self.spec.name}")
         self.host.interrupt(grace_s=grace_s)
 
     def remove(self) -> None:
