@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -27,7 +28,7 @@ import pytest
 
 from tests.test_mlperf_docker_errors import sleeper, spec  # noqa: F401  (sleeper is a fixture)
 from tests.testbed.sshd import SshServer, fresh_sshd, ssh_host  # noqa: F401  (fixture)
-from workload.hosts.container import _HOST_GUARD
+from workload.hosts.guard import DETACHED, guarded_argv
 from workload.mlperf.container import HarnessContainer
 from workload.mlperf.docker_ssh import connect_over_host
 
@@ -84,13 +85,18 @@ def test_a_lost_connection_ends_the_exec_in_the_container(
         runner.join(10)
 
 
-def test_the_guard_runs_its_stop_when_its_output_pipe_is_gone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("detached", [False, True], ids=["guard", "detached-stop"])
+def test_the_guard_runs_its_stop_when_its_output_pipe_is_gone(detached: bool, tmp_path: Path) -> None:
     """The watchdog TERMs the guard's whole group after the channel died: its stdout/stderr pipe
     has no reader then. The guard must still run its stop line (a shell that writes to the dead
-    pipe first, e.g. dash's "Terminated" report, dies of SIGPIPE before its trap). Real sh, real signals."""
+    pipe first, e.g. dash's "Terminated" report, dies of SIGPIPE before its trap). The detached stop (a
+    Slurm node's, run in a session of its own) too. Real sh, real signals."""
     stopped = tmp_path / "stopped"
+    stop = f"touch {stopped}"
+    if detached:
+        stop = shlex.join(["sh", "-c", DETACHED, "stop", stop])
     guard = subprocess.Popen(
-        ["sh", "-c", _HOST_GUARD, "guard", f"touch {stopped}", "sh", "-c", "echo ready; exec sleep 30"],
+        guarded_argv(stop, ["sh", "-c", "echo ready; exec sleep 30"]),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -112,7 +118,7 @@ def test_the_guard_passes_stdin_and_the_exit_code_on(tmp_path: Path) -> None:
     """Without a signal the guard is transparent: the command reads the guard's stdin, its exit code is the guard's."""
     stopped = tmp_path / "stopped"
     done = subprocess.run(
-        ["sh", "-c", _HOST_GUARD, "guard", f"touch {stopped}", "sh", "-c", "cat; exit 5"],
+        guarded_argv(f"touch {stopped}", ["sh", "-c", "cat; exit 5"]),
         input=b"through\n",
         capture_output=True,
         timeout=30,

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from workload.commands import Command, Secret, cmd
 from workload.errors import CommandFailed
 from workload.hosts import batch
+from workload.hosts.guard import guarded_argv
 
 # Moved by job (issue 14); re-exported so that every name stays importable from here.
 from workload.hosts.result import (
@@ -184,6 +185,28 @@ class Host(abc.ABC):
         Raises :class:`~workload.errors.ConnectError` when the transport fails
         (:class:`ConnectionLost` when it broke while the command ran).
         """
+
+    def _execute_guarded(
+        self,
+        argv: list[str],
+        stop_argv: list[str],
+        *,
+        sudo: bool,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        """Run ``argv`` (through sudo when ``sudo``) as :meth:`_execute` does, under the guard.
+
+        When the command is told to end on this host (SIGTERM or SIGHUP: the watchdog after a lost
+        connection), ``stop_argv`` runs first, as the same user (:mod:`workload.hosts.guard`): for
+        work the command started where killing it does not reach (a container's process). A
+        transport whose commands cannot trap that signal puts the guard elsewhere (``hosts/slurm.py``).
+        """
+        guarded = cmd(*guarded_argv(shlex.join(stop_argv), argv), sudo=sudo, timeout=timeout)
+        line, prefix = self.wrap(guarded)  # sudo -S puts the password first on stdin
+        return self._execute(line, stdin=joined_stdin(prefix, stdin), timeout=timeout, stdout=stdout, stderr=stderr)
 
     @abc.abstractmethod
     def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
@@ -528,6 +551,11 @@ class Host(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def joined_stdin(prefix: bytes | None, stdin: bytes | None) -> bytes | None:
+    """What a wrapped command reads: the sudo password line (``prefix``, from :meth:`Host.wrap`), then ``stdin``."""
+    return None if prefix is None and stdin is None else (prefix or b"") + (stdin or b"")
 
 
 def probe(host: Host, *argv: str) -> CommandResult:

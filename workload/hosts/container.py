@@ -6,8 +6,7 @@ login host. So a command in the container gives the same :class:`~workload.hosts
 and :class:`~workload.errors.CommandFailed` (masked argv, exit code, tail) as any other, with the
 outer transport's timeout, output streaming and interrupt; the argv is quoted once, at the edge::
 
-    sh -c HOST_GUARD workload-exec STOP_LINE \\
-       docker [-H URL] exec [-i] -u USER -w DIR NAME sh -c IN_CONTAINER workload-exec PIDFILE sh -c LINE
+    [guard STOP_LINE] docker [-H URL] exec [-i] -u USER -w DIR NAME sh -c IN_CONTAINER workload-exec PIDFILE sh -c LINE
 
 Killing a ``docker exec`` client does not end the process it started in the container (dockerd
 sends no signal when the client goes), so the container host ends what it started itself:
@@ -18,9 +17,10 @@ sends no signal when the client goes), so the container host ends what it starte
   SIGKILL after a grace period. The container host runs it after a timeout (the outer transport
   SIGKILLs the client: no trap could run), from :meth:`ContainerHost.interrupt` (Ctrl-C, a fleet
   that stops), and when the outer call raised (a lost connection, KeyboardInterrupt);
-- on the outer host, :data:`_HOST_GUARD` runs the same stop line when it gets SIGTERM or SIGHUP:
-  an SSH host's watchdog TERMs the command's group when the connection drops, and then nothing on
-  the controller can reach the container any more.
+- on the outer host, the guard (:mod:`workload.hosts.guard`, placed by the outer transport's
+  :meth:`~workload.hosts.base.Host._execute_guarded`) runs the same stop line when it gets SIGTERM
+  or SIGHUP: an SSH host's watchdog TERMs the command's group when the connection drops, and then
+  nothing on the controller can reach the container any more.
 
 Files are moved through commands (:class:`~workload.hosts.shellfiles.FilesThroughCommands`).
 Commands run as the container host's user; one that asks for root runs through :meth:`as_root`.
@@ -29,7 +29,6 @@ Commands run as the container host's user; one that asks for root runs through :
 from __future__ import annotations
 
 import contextlib
-import shlex
 import threading
 import uuid
 
@@ -64,18 +63,6 @@ _STOP_IN_CONTAINER = (
     'kill -TERM -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; i=0; '
     'while alive && [ $i -lt "$n" ]; do sleep 0.1; i=$((i+1)); done; '
     'alive && { kill -KILL -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; }; rm -f "$f"; exit 0'
-)
-#: On the outer host: ``$1`` the stop line, the rest the ``docker exec`` argv. The client runs in
-#: the background (its streams passed on through fds 3-5: a background job's stdin is /dev/null
-#: otherwise) so that a SIGTERM or SIGHUP reaches the trap at once. The guard's own streams then go
-#: to /dev/null: they may belong to a connection that is gone, and a write there (dash reporting
-#: the killed job) would end the shell with SIGPIPE before its trap ran.
-_HOST_GUARD = (
-    "k=$1; shift; "
-    'trap \'trap "" TERM HUP; sh -c "$k" </dev/null >/dev/null 2>&1; exit 143\' TERM HUP; '
-    "exec 3<&0 4>&1 5>&2; "
-    '"$@" <&3 >&4 2>&5 3<&- 4>&- 5>&- & p=$!; '
-    'exec 3<&- 4>&- 5>&- </dev/null >/dev/null 2>&1; wait "$p"'
 )
 
 
@@ -218,24 +205,18 @@ class ContainerHost(FilesThroughCommands):
     ) -> tuple[int, bool]:
         token = uuid.uuid4().hex
         pidfile = f"/tmp/workload-exec-{token}.pid"
-        guarded = cmd(
-            "sh",
-            "-c",
-            _HOST_GUARD,
-            "workload-exec",
-            shlex.join(self.stop_argv(pidfile, STOP_GRACE_S)),
-            *self.exec_argv(shell_line, pidfile, stdin=stdin is not None),
-            sudo=self.docker_sudo(),
-            timeout=timeout,
-        )
-        line, prefix = self.outer.wrap(guarded)  # sudo -S puts the password first on stdin
-        outer_stdin = None if prefix is None and stdin is None else (prefix or b"") + (stdin or b"")
         with self._lock:
             self._running[token] = pidfile
         ended = False
         try:
-            code, timed_out = self.outer._execute(
-                line, stdin=outer_stdin, timeout=timeout, stdout=stdout, stderr=stderr
+            code, timed_out = self.outer._execute_guarded(
+                self.exec_argv(shell_line, pidfile, stdin=stdin is not None),
+                self.stop_argv(pidfile, STOP_GRACE_S),
+                sudo=self.docker_sudo(),
+                stdin=stdin,
+                timeout=timeout,
+                stdout=stdout,
+                stderr=stderr,
             )
             ended = not timed_out
             return code, timed_out

@@ -28,8 +28,10 @@ import shlex
 import uuid
 from typing import Any
 
+from workload.commands import cmd
 from workload.errors import ConnectError
-from workload.hosts.base import ConnectionLost, Host, OutputCollector
+from workload.hosts.base import ConnectionLost, Host, OutputCollector, joined_stdin
+from workload.hosts.guard import DETACHED, guarded_argv
 from workload.hosts.shellfiles import FilesThroughCommands
 from workload.hosts.slurm_alloc import SlurmAllocation
 
@@ -138,10 +140,48 @@ class SlurmHost(FilesThroughCommands):
         stdout: OutputCollector,
         stderr: OutputCollector,
     ) -> tuple[int, bool]:
+        return self._step(shell_line, None, stdin=stdin, timeout=timeout, stdout=stdout, stderr=stderr)
+
+    def _execute_guarded(
+        self,
+        argv: list[str],
+        stop_argv: list[str],
+        *,
+        sudo: bool,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        """The guard runs on the login host, around srun; its stop is a job step of its own on the node.
+
+        srun answers the login watchdog's SIGTERM by SIGKILLing its step's tasks (``forcing job
+        termination``), so a trap inside the step may never run. The stop is started in a session
+        of its own (:data:`~workload.hosts.guard.DETACHED`): the watchdog KILLs the guard's group
+        5 s after its TERM, and a job step may take longer to start on a busy cluster. It uses
+        ``sudo -n`` where sudo is needed: nobody could type a password into it.
+        """
+        line, prefix = self.wrap(cmd(*argv, sudo=sudo, timeout=timeout))
+        stop = shlex.join((["sudo", "-n", "--"] if sudo and not self.is_root else []) + stop_argv)
+        trap = shlex.join(["sh", "-c", DETACHED, "workload-stop", shlex.join(self.launch_argv(stop))])
+        return self._step(line, trap, stdin=joined_stdin(prefix, stdin), timeout=timeout, stdout=stdout, stderr=stderr)
+
+    def _step(
+        self,
+        shell_line: str,
+        trap_line: str | None,
+        *,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        """Run ``shell_line`` as a job step (its srun under the guard with ``trap_line`` when given)."""
         step_name = f"workload-{uuid.uuid4().hex[:12]}"
+        argv = self.srun_argv(shell_line, step_name=step_name)
         try:
             code, timed_out = self.login._execute(
-                shlex.join(self.srun_argv(shell_line, step_name=step_name)),
+                shlex.join(argv if trap_line is None else guarded_argv(trap_line, argv)),
                 stdin=stdin,
                 timeout=timeout,
                 stdout=stdout,
