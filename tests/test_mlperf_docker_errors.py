@@ -23,7 +23,8 @@ import pytest
 import requests
 
 from tests.test_mlperf_executor import action, bed, run  # noqa: F401  (bed is a fixture)
-from workload.errors import EXIT_CONNECT, EXIT_STEP_FAILED, CommandTimeout, HostBug, WorkloadError
+from workload.commands import cmd
+from workload.errors import EXIT_CONNECT, EXIT_STEP_FAILED, CommandFailed, CommandTimeout, HostBug, WorkloadError
 from workload.hosts.local import LocalHost
 from workload.mlperf.container import ContainerSpec, HarnessContainer, tar_context
 from workload.mlperf.docker_errors import DockerConnectionLost, DockerError, docker_boundary, operation_of
@@ -264,3 +265,22 @@ def test_an_exec_past_its_timeout_is_killed_in_the_container_and_named(
     assert info.value.returncode is None and "resumes from what it finished" in text
     assert text.split("last output:", 1)[1].split("hint:")[0].strip() == "generating engines"
     assert info.value.exit_code == EXIT_STEP_FAILED
+
+
+@pytest.mark.slow
+def test_a_failed_command_in_the_harness_container_is_command_failed_with_its_fields(
+    docker_engine: Any, sleeper: str, tmp_path: Path
+) -> None:
+    name = f"workload-test-failed-{uuid.uuid4().hex[:10]}"
+    box = on_engine(docker_engine, spec(name, sleeper, tmp_path), "vm5")
+    try:
+        with pytest.raises(CommandFailed) as info:
+            box.check(cmd("sh", "-c", "pwd; echo 'no such model' >&2; exit 4", timeout=60), on_line=None, hint="h")
+        assert box.check(cmd("id", "-u", timeout=60), on_line=None).stdout == "0\n"  # the spec's user
+    finally:
+        box.remove()
+    failed = info.value
+    assert (failed.host, failed.returncode) == (f"vm5/{name}", 4)
+    assert failed.argv == ("sh", "-c", "pwd; echo 'no such model' >&2; exit 4")
+    assert failed.stdout == "/work\n" and failed.tail == ["no such model"]  # run at /work, as the harness expects
+    assert failed.hint == "h"

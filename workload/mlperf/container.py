@@ -391,6 +391,12 @@ class HarnessContainer:
             )
         return result
 
+    def check(self, command: Command, *, on_line: LineSink | None, hint: str | None = None) -> CommandResult:
+        """Run ``command`` in the container (see :meth:`run`); raise ``CommandFailed`` unless it exits 0."""
+        result = self.run(command, on_line=on_line)
+        raise_for_result(result, hint=hint)
+        return result
+
     def exec(
         self,
         argv: Sequence[str],
