@@ -1,10 +1,11 @@
 """Test driver: run a v5.x plan's ops in a real harness container without the engine, op by op.
 
 ``workload run`` runs the ops through the interpreter (tests/test_mlperf_rounds_run.py); this driver runs the very
-op list the planner returns through the real :class:`~workload.mlperf.container.HarnessContainer` (docker SDK exec),
-:mod:`workload.mlperf.llm_server` and :func:`~workload.mlperf.results.find_results`, recording every argv, so the
-tests can compare what ran with what ``plan`` prints for the same inputs, and stop the container from another
-thread at a chosen moment. Every command it runs is an op's own argv.
+op list the planner returns through the real :class:`~workload.mlperf.container.HarnessContainer` (``docker
+exec`` run by the host's transport), :mod:`workload.mlperf.llm_server` and
+:func:`~workload.mlperf.results.find_results`, recording every argv, so the tests can compare what ran with what
+``plan`` prints for the same inputs, and stop the container from another thread at a chosen moment. Every command
+it runs is an op's own argv.
 """
 
 from __future__ import annotations
@@ -67,13 +68,7 @@ def _exec(container: HarnessContainer, applied: Applied, argv: Sequence[str]) ->
 def root_exec(container: HarnessContainer) -> Any:
     """An exec as root that works after ``container.stop()`` (what stops a server after an interrupt)."""
 
-    def run(argv: Sequence[str]) -> tuple[int, str]:
-        api = container.client.api
-        created = api.exec_create(container.spec.name, cmd=list(argv), user="0:0", workdir="/work")
-        output = api.exec_start(created["Id"]).decode("utf-8", "replace")
-        return int(api.exec_inspect(created["Id"]).get("ExitCode") or 0), output
-
-    return run
+    return container.root_exec
 
 
 def apply_v51(

@@ -23,7 +23,9 @@ import pytest
 import requests
 
 from tests.test_mlperf_executor import action, bed, run  # noqa: F401  (bed is a fixture)
-from workload.errors import EXIT_CONNECT, EXIT_STEP_FAILED, CommandTimeout, HostBug, WorkloadError
+from workload.commands import cmd
+from workload.errors import EXIT_CONNECT, EXIT_STEP_FAILED, CommandFailed, CommandTimeout, HostBug, WorkloadError
+from workload.hosts.local import LocalHost
 from workload.mlperf.container import ContainerSpec, HarnessContainer, tar_context
 from workload.mlperf.docker_errors import DockerConnectionLost, DockerError, docker_boundary, operation_of
 
@@ -37,6 +39,13 @@ def spec(name: str, image: str, tmp_path: Path) -> ContainerSpec:
         user="0:0",
         use_gpus=False,
         unlimited_memlock=False,
+    )
+
+
+def on_engine(engine: Any, container: ContainerSpec, host: str) -> HarnessContainer:
+    """The harness container on the test bed's dockerd, its commands run by this machine named ``host``."""
+    return HarnessContainer(
+        engine.client, container, lambda line: None, outer=LocalHost(host), docker_url=engine.base_url
     )
 
 
@@ -93,7 +102,7 @@ def test_a_container_removed_by_another_client_during_an_exec_is_a_docker_error(
 ) -> None:
     client = docker_engine.client
     name = f"workload-test-gone-{uuid.uuid4().hex[:10]}"
-    box = HarnessContainer(client, spec(name, sleeper, tmp_path), lambda line: None)
+    box = on_engine(docker_engine, spec(name, sleeper, tmp_path), "vm1")
 
     def remove_meanwhile(stream: str, line: str) -> None:
         # Another client removes the container while our exec streams its output (a real race, made certain).
@@ -107,9 +116,12 @@ def test_a_container_removed_by_another_client_during_an_exec_is_a_docker_error(
     error = info.value
     assert error.exit_code == EXIT_STEP_FAILED and not isinstance(error, DockerConnectionLost)
     text = str(error)
-    assert text.startswith("[vm1] Docker operation `docker exec (reading the exit code of exec "), text
-    assert "while running make bert" in text and "the daemon answered 404" in text
-    assert "hint: the" in text and "re-run" in text
+    # The exec ended (its process was killed with the container); what failed is the container, not the command.
+    expected = (
+        f"[vm1] Docker operation `docker exec {name} sh -c 'echo started; sleep 30'` failed: the container is gone"
+    )
+    assert text.startswith(expected), text
+    assert "hint: the container was removed or stopped meanwhile" in text and "re-run" in text
 
 
 class _RemovedAfterInspect:
@@ -143,7 +155,13 @@ def test_logs_of_a_container_being_removed_are_a_docker_error(
 ) -> None:
     # Without its VM config the fresh-VM image exits at once, so _start reads its logs: 404 from the real daemon.
     name = f"workload-test-logs-{uuid.uuid4().hex[:10]}"
-    box = HarnessContainer(_RemovedAfterInspect(docker_engine.client), spec(name, freshvm_image, tmp_path), print)
+    box = HarnessContainer(
+        _RemovedAfterInspect(docker_engine.client),
+        spec(name, freshvm_image, tmp_path),
+        print,
+        outer=LocalHost("vm1"),
+        docker_url=docker_engine.base_url,
+    )
     try:
         with pytest.raises(DockerError) as info, docker_boundary("vm1", doing="starting the harness container"):
             box.ensure_running()
@@ -160,7 +178,7 @@ def test_a_daemon_that_is_gone_is_a_lost_connection_naming_the_container(tmp_pat
     socket = tmp_path / "docker.sock"  # nobody listens here: the real connect() fails
     socket.touch()
     client = docker.DockerClient(base_url=f"unix://{socket}", version="1.41", timeout=5)
-    box = HarnessContainer(client, spec("mlperf-box", "img", tmp_path), lambda line: None)
+    box = HarnessContainer(client, spec("mlperf-box", "img", tmp_path), lambda line: None, outer=LocalHost("vm2"))
     with pytest.raises(DockerConnectionLost) as info, docker_boundary("vm2", doing="checking the container"):
         box.status()
     text = str(info.value)
@@ -210,7 +228,9 @@ class _Client:
 
 
 def test_a_removal_already_in_progress_is_a_conflict_with_a_hint(tmp_path: Path) -> None:
-    box = HarnessContainer(_Client("mlperf-x"), spec("mlperf-x", "img", tmp_path), lambda line: None)
+    box = HarnessContainer(
+        _Client("mlperf-x"), spec("mlperf-x", "img", tmp_path), lambda line: None, outer=LocalHost("vm3")
+    )
     with pytest.raises(DockerError) as info, docker_boundary("vm3", doing="starting the harness container"):
         box.ensure_running()
     text = str(info.value)
@@ -225,7 +245,7 @@ def test_an_exec_past_its_timeout_is_killed_in_the_container_and_named(
 ) -> None:
     client = docker_engine.client
     name = f"workload-test-timeout-{uuid.uuid4().hex[:10]}"
-    box = HarnessContainer(client, spec(name, sleeper, tmp_path), lambda line: None, host_name="vm4")
+    box = on_engine(docker_engine, spec(name, sleeper, tmp_path), "vm4")
     try:
         started = time.monotonic()
         with pytest.raises(CommandTimeout) as info:
@@ -238,7 +258,29 @@ def test_an_exec_past_its_timeout_is_killed_in_the_container_and_named(
     finally:
         box.remove()
     text = str(info.value)
-    assert text.startswith("[vm4] command was killed at its timeout (2s) after ")
-    assert f"docker exec {name} sh -c 'echo generating engines; sleep 61.5; echo never'" in text.splitlines()[0]
+    # The one CommandTimeout of every transport: the host is the container on vm4, the command its argv.
+    assert text.startswith(f"[vm4/{name}] command was killed at its timeout after "), text
+    assert text.splitlines()[0].endswith(": sh -c 'echo generating engines; sleep 61.5; echo never'")
+    assert info.value.argv == ("sh", "-c", "echo generating engines; sleep 61.5; echo never")
+    assert info.value.returncode is None and "resumes from what it finished" in text
     assert text.split("last output:", 1)[1].split("hint:")[0].strip() == "generating engines"
     assert info.value.exit_code == EXIT_STEP_FAILED
+
+
+@pytest.mark.slow
+def test_a_failed_command_in_the_harness_container_is_command_failed_with_its_fields(
+    docker_engine: Any, sleeper: str, tmp_path: Path
+) -> None:
+    name = f"workload-test-failed-{uuid.uuid4().hex[:10]}"
+    box = on_engine(docker_engine, spec(name, sleeper, tmp_path), "vm5")
+    try:
+        with pytest.raises(CommandFailed) as info:
+            box.check(cmd("sh", "-c", "pwd; echo 'no such model' >&2; exit 4", timeout=60), on_line=None, hint="h")
+        assert box.check(cmd("id", "-u", timeout=60), on_line=None).stdout == "0\n"  # the spec's user
+    finally:
+        box.remove()
+    failed = info.value
+    assert (failed.host, failed.returncode) == (f"vm5/{name}", 4)
+    assert failed.argv == ("sh", "-c", "pwd; echo 'no such model' >&2; exit 4")
+    assert failed.stdout == "/work\n" and failed.tail == ["no such model"]  # run at /work, as the harness expects
+    assert failed.hint == "h"

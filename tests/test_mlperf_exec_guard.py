@@ -1,16 +1,19 @@
-"""A harness ``docker exec`` over an SSH host's dial-stdio channel dies with the SSH connection.
+"""A harness ``docker exec`` run by an SSH host's transport dies with the SSH connection.
 
 Real parts: OpenSSH's sshd on 127.0.0.1 (its session ends when the client's socket goes), the
-test bed's private dockerd reached over that connection (``docker system dial-stdio``, the real
-``docker`` CLI), a real container and exec. The connection is cut the way a crash or a network cut
-does it (the client's socket closed under paramiko). Without the guard dockerd keeps the exec'd
-process running (nothing signals it); with it the process is gone within seconds.
+test bed's private dockerd (its lifecycle reached over that connection with ``docker system
+dial-stdio``; the commands run as ``docker exec`` by the real ``docker`` CLI on the SSH host), a
+real container and exec. The connection is cut the way a crash or a network cut does it (the
+client's socket closed under paramiko). dockerd keeps an exec'd process running when its client
+dies (nothing signals it); the container host's guard on the SSH host, TERMed by the SSH
+wrapper's watchdog, ends it within seconds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -25,8 +28,9 @@ import pytest
 
 from tests.test_mlperf_docker_errors import sleeper, spec  # noqa: F401  (sleeper is a fixture)
 from tests.testbed.sshd import SshServer, fresh_sshd, ssh_host  # noqa: F401  (fixture)
+from workload.hosts.guard import DETACHED, guarded_argv
 from workload.mlperf.container import HarnessContainer
-from workload.mlperf.docker_ssh import _DETACHED_GUARD_SCRIPT, _GUARD_SCRIPT, connect_over_host
+from workload.mlperf.docker_ssh import connect_over_host
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +56,9 @@ def test_a_lost_connection_ends_the_exec_in_the_container(
     name = f"workload-test-guard-{uuid.uuid4().hex[:10]}"
     host = ssh_host(fresh_sshd)
     client = connect_over_host(host, docker_engine.base_url)
-    box = HarnessContainer(client, spec(name, sleeper, tmp_path), lambda line: None)
+    box = HarnessContainer(
+        client, spec(name, sleeper, tmp_path), lambda line: None, outer=host, docker_url=docker_engine.base_url
+    )
     box.ensure_running()
     marker = f"sleep 4{uuid.uuid4().int % 1000}.5"
 
@@ -79,27 +85,44 @@ def test_a_lost_connection_ends_the_exec_in_the_container(
         runner.join(10)
 
 
-@pytest.mark.parametrize("script", [_GUARD_SCRIPT, _DETACHED_GUARD_SCRIPT], ids=["guard", "detached-guard"])
-def test_the_guard_runs_its_kill_when_its_output_pipe_is_gone(script: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("detached", [False, True], ids=["guard", "detached-stop"])
+def test_the_guard_runs_its_stop_when_its_output_pipe_is_gone(detached: bool, tmp_path: Path) -> None:
     """The watchdog TERMs the guard's whole group after the channel died: its stdout/stderr pipe
-    has no reader then. The guard must still run its kill (it did not when dash's "Terminated"
-    report hit the dead pipe and SIGPIPE ended the shell first). Real dash/sh, real signals."""
-    done = tmp_path / "done"
-    killed = tmp_path / "killed"
+    has no reader then. The guard must still run its stop line (a shell that writes to the dead
+    pipe first, e.g. dash's "Terminated" report, dies of SIGPIPE before its trap). The detached stop (a
+    Slurm node's, run in a session of its own) too. Real sh, real signals."""
+    stopped = tmp_path / "stopped"
+    stop = f"touch {stopped}"
+    if detached:
+        stop = shlex.join(["sh", "-c", DETACHED, "stop", stop])
     guard = subprocess.Popen(
-        ["sh", "-c", script, "guard", str(done), "touch", str(killed)],
+        guarded_argv(stop, ["sh", "-c", "echo ready; exec sleep 30"]),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     try:
         assert guard.stdout is not None
-        assert guard.stdout.readline().strip() == b"guard-ready"
-        time.sleep(1.5)  # inside its `sleep 1 & wait` loop
+        assert guard.stdout.readline().strip() == b"ready"
         guard.stdout.close()  # the channel is gone: nobody reads the pipe any more
         os.killpg(guard.pid, signal.SIGTERM)  # the watchdog's TERM to the group
         guard.wait(10)
-        assert wait_for(killed.exists, 10), f"the kill never ran (guard exit status {guard.returncode})"
+        assert wait_for(stopped.exists, 10), f"the stop never ran (guard exit status {guard.returncode})"
+        assert guard.returncode == 143
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(guard.pid, signal.SIGKILL)
+
+
+def test_the_guard_passes_stdin_and_the_exit_code_on(tmp_path: Path) -> None:
+    """Without a signal the guard is transparent: the command reads the guard's stdin, its exit code is the guard's."""
+    stopped = tmp_path / "stopped"
+    done = subprocess.run(
+        guarded_argv(f"touch {stopped}", ["sh", "-c", "cat; exit 5"]),
+        input=b"through\n",
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (5, b"through\n")
+    assert not stopped.exists()

@@ -18,6 +18,7 @@ import pytest
 
 from tests.fixtures.harness.rounds.make_round import make_round_tree
 from tests.mlperf_rounds_driver import Applied, apply_v50
+from workload.hosts.local import LocalHost
 from workload.metrics.collection import collect
 from workload.mlperf.container import ContainerSpec, HarnessContainer
 from workload.mlperf.harness import HarnessVersion
@@ -60,7 +61,9 @@ def bed(tmp_path: Path, docker_engine: Any, harness_image: str) -> Iterator[dict
         use_gpus=False,
         unlimited_memlock=False,
     )
-    container = HarnessContainer(docker_engine.client, spec, lambda _line: None)
+    container = HarnessContainer(
+        docker_engine.client, spec, lambda _line: None, outer=LocalHost(), docker_url=docker_engine.base_url
+    )
     facts = MLPerfFacts(
         nvidia_dir=str(nvidia),
         nvidia_dir_exists=True,

@@ -62,7 +62,9 @@ def bed(tmp_path: Path, docker_engine: Any, harness_image: str) -> Iterator[dict
         unlimited_memlock=False,
     )
     lines: list[str] = []
-    container = HarnessContainer(docker_engine.client, spec, lines.append)
+    container = HarnessContainer(
+        docker_engine.client, spec, lines.append, outer=LocalHost(), docker_url=docker_engine.base_url
+    )
     facts = MLPerfFacts(
         nvidia_dir=str(nvidia),
         nvidia_dir_exists=True,

@@ -181,8 +181,8 @@ def test_a_lost_login_connection_ends_the_exec_on_the_node(
     sleeper: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    """The exec guard on a node: a job step whose srun the login's watchdog TERMs when the connection
-    goes; srun passes the signal to the step, whose trap ends the exec'd processes in the container."""
+    """The container host's guard on a node: a job step whose srun the login's watchdog TERMs when the
+    connection goes; srun passes the signal to the step, whose trap ends the exec'd processes in the container."""
     docker_bin = Path(shutil.which("docker") or "").resolve()
     cluster = slurm_cluster(nodes=1, gpus_per_node=1, shared=(docker_bin, docker_engine.socket_path))
     login = open_host(
@@ -201,7 +201,9 @@ def test_a_lost_login_connection_ends_the_exec_on_the_node(
         (node_name,) = allocation.allocate(lambda _line: None)
         node = SlurmHost(node_name, allocation, login)
         client = connect_over_host(node, docker_engine.base_url)
-        box = HarnessContainer(client, spec(name, sleeper, tmp_path), lambda line: None)
+        box = HarnessContainer(
+            client, spec(name, sleeper, tmp_path), lambda line: None, outer=node, docker_url=docker_engine.base_url
+        )
         box.ensure_running()
 
         def harness() -> None:

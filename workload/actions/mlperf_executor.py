@@ -201,7 +201,9 @@ class MLPerfExecutor(Step):
                 spec = self._spec(facts, "<image>", host)
                 try:
                     with docker_boundary(host.name, doing=f"reading the state of the container {spec.name}"):
-                        facts.container_status = HarnessContainer(client, spec, ctx.log).status()
+                        facts.container_status = HarnessContainer(
+                            client, spec, ctx.log, outer=host, docker_url=self.p.DockerBaseUrl
+                        ).status()
                 finally:
                     with contextlib.suppress(*docker_failures()):
                         client.close()

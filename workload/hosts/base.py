@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from workload.commands import Command, Secret, cmd
 from workload.errors import CommandFailed
 from workload.hosts import batch
+from workload.hosts.guard import guarded_argv
 
 # Moved by job (issue 14); re-exported so that every name stays importable from here.
 from workload.hosts.result import (
@@ -185,6 +186,28 @@ class Host(abc.ABC):
         (:class:`ConnectionLost` when it broke while the command ran).
         """
 
+    def _execute_guarded(
+        self,
+        argv: list[str],
+        stop_argv: list[str],
+        *,
+        sudo: bool,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        """Run ``argv`` (through sudo when ``sudo``) as :meth:`_execute` does, under the guard.
+
+        When the command is told to end on this host (SIGTERM or SIGHUP: the watchdog after a lost
+        connection), ``stop_argv`` runs first, as the same user (:mod:`workload.hosts.guard`): for
+        work the command started where killing it does not reach (a container's process). A
+        transport whose commands cannot trap that signal puts the guard elsewhere (``hosts/slurm.py``).
+        """
+        guarded = cmd(*guarded_argv(shlex.join(stop_argv), argv), sudo=sudo, timeout=timeout)
+        line, prefix = self.wrap(guarded)  # sudo -S puts the password first on stdin
+        return self._execute(line, stdin=joined_stdin(prefix, stdin), timeout=timeout, stdout=stdout, stderr=stderr)
+
     @abc.abstractmethod
     def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
         """Copy a local file to the host (atomically: temporary name, then rename)."""
@@ -234,10 +257,11 @@ class Host(abc.ABC):
     def on_interrupt(self, stop: Callable[[float], None]) -> Iterator[None]:
         """While the with-block runs, :meth:`interrupt` also calls ``stop(grace_s)``.
 
-        For work this host's transport does not track because it runs through another channel
-        (a ``docker exec`` made with the docker SDK, say): ``stop`` ends it, gently first, forcibly
-        after ``grace_s``. It runs in its own thread, beside the transport's own stopping; it must
-        be safe to call more than once and must not raise (errors are ignored).
+        For work this host's transport does not track because it runs through another channel or
+        host (a container host's commands in a container, which killing their ``docker exec``
+        clients does not end): ``stop`` ends it, gently first, forcibly after ``grace_s``.
+        It runs in its own thread, beside the transport's own stopping; it must be safe to call more
+        than once and must not raise (errors are ignored).
         """
         with self._stop_hooks_lock:
             if self._stop_hooks is None:
@@ -527,6 +551,11 @@ class Host(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def joined_stdin(prefix: bytes | None, stdin: bytes | None) -> bytes | None:
+    """What a wrapped command reads: the sudo password line (``prefix``, from :meth:`Host.wrap`), then ``stdin``."""
+    return None if prefix is None and stdin is None else (prefix or b"") + (stdin or b"")
 
 
 def probe(host: Host, *argv: str) -> CommandResult:

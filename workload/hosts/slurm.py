@@ -24,13 +24,15 @@ the user allows changes (``--slurm-allow-changes``), and the engine then runs in
 
 from __future__ import annotations
 
-import base64
 import shlex
 import uuid
 from typing import Any
 
+from workload.commands import cmd
 from workload.errors import ConnectError
-from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
+from workload.hosts.base import ConnectionLost, Host, OutputCollector, joined_stdin
+from workload.hosts.guard import DETACHED, guarded_argv
+from workload.hosts.shellfiles import FilesThroughCommands
 from workload.hosts.slurm_alloc import SlurmAllocation
 
 #: srun's own error lines that mean the step could not run on the node (not the command's failure).
@@ -52,7 +54,7 @@ class NodeLost(ConnectError):
     """The node left the run: DOWN, drained, failed, or no longer part of the job."""
 
 
-class SlurmHost(Host):
+class SlurmHost(FilesThroughCommands):
     """One node of ``allocation``; commands run as job steps through ``login`` (its own connection)."""
 
     def __init__(self, node: str, allocation: SlurmAllocation, login: Host, *, allows_changes: bool = False) -> None:
@@ -138,10 +140,48 @@ class SlurmHost(Host):
         stdout: OutputCollector,
         stderr: OutputCollector,
     ) -> tuple[int, bool]:
+        return self._step(shell_line, None, stdin=stdin, timeout=timeout, stdout=stdout, stderr=stderr)
+
+    def _execute_guarded(
+        self,
+        argv: list[str],
+        stop_argv: list[str],
+        *,
+        sudo: bool,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        """The guard runs on the login host, around srun; its stop is a job step of its own on the node.
+
+        srun answers the login watchdog's SIGTERM by SIGKILLing its step's tasks (``forcing job
+        termination``), so a trap inside the step may never run. The stop is started in a session
+        of its own (:data:`~workload.hosts.guard.DETACHED`): the watchdog KILLs the guard's group
+        5 s after its TERM, and a job step may take longer to start on a busy cluster. It uses
+        ``sudo -n`` where sudo is needed: nobody could type a password into it.
+        """
+        line, prefix = self.wrap(cmd(*argv, sudo=sudo, timeout=timeout))
+        stop = shlex.join((["sudo", "-n", "--"] if sudo and not self.is_root else []) + stop_argv)
+        trap = shlex.join(["sh", "-c", DETACHED, "workload-stop", shlex.join(self.launch_argv(stop))])
+        return self._step(line, trap, stdin=joined_stdin(prefix, stdin), timeout=timeout, stdout=stdout, stderr=stderr)
+
+    def _step(
+        self,
+        shell_line: str,
+        trap_line: str | None,
+        *,
+        stdin: bytes | None,
+        timeout: float | None,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+    ) -> tuple[int, bool]:
+        """Run ``shell_line`` as a job step (its srun under the guard with ``trap_line`` when given)."""
         step_name = f"workload-{uuid.uuid4().hex[:12]}"
+        argv = self.srun_argv(shell_line, step_name=step_name)
         try:
             code, timed_out = self.login._execute(
-                shlex.join(self.srun_argv(shell_line, step_name=step_name)),
+                shlex.join(argv if trap_line is None else guarded_argv(trap_line, argv)),
                 stdin=stdin,
                 timeout=timeout,
                 stdout=stdout,
@@ -187,48 +227,6 @@ class SlurmHost(Host):
             "and --only-failed RUN_FOLDER runs this node's work again",
         )
 
-    def _raw(self, shell_line: str, *, stdin: bytes | None = None, limit: int = 1 << 30) -> tuple[int, bytes, str]:
-        """Run one of our own shell lines on the node; return (exit code, raw stdout, stderr)."""
-        out = _BytesCollector(limit)
-        err = OutputCollector("stderr", None, [], 1 << 20)
-        code, timed_out = self._execute(shell_line, stdin=stdin, timeout=3600, stdout=out, stderr=err)
-        err.close()
-        return (124 if timed_out else code), out.data(), err.text()
-
-    # -- files (through the step's stdin and stdout: no shared file system is assumed) ---------------
-    def read_bytes(self, path: str) -> bytes:
-        # base64: srun and the transports carry bytes, but the collectors are built for text lines.
-        quoted = shlex.quote(path)
-        code, data, err = self._raw(f"[ -e {quoted} ] || exit 44; base64 -w 0 < {quoted}")
-        if code == 44:
-            raise FileNotFoundError(f"[{self.name}] {path}")
-        if code != 0:
-            raise FileTransferError(self.name, path, err.strip().splitlines()[-1] if err.strip() else f"exit {code}")
-        return base64.b64decode(data)
-
-    def get(self, remote_path: str, local_path: str) -> None:
-        from workload.safefile import atomic_write_bytes
-
-        atomic_write_bytes(local_path, self.read_bytes(remote_path))
-
-    def _write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
-        quoted = shlex.quote(path)
-        tmp = shlex.quote(f"{path}.workload-tmp")
-        chmod = f"chmod {mode:o} {tmp} && " if mode is not None else ""
-        line = f"umask 077; cat > {tmp} && {chmod}mv -f {tmp} {quoted}"
-        code, _data, err = self._raw(line, stdin=data)
-        if code != 0:
-            raise FileTransferError(self.name, path, err.strip().splitlines()[-1] if err.strip() else f"exit {code}")
-
-    def _put(self, local_path: str, remote_path: str, *, mode: int | None = None) -> None:
-        with open(local_path, "rb") as fh:
-            self._write_bytes(remote_path, fh.read(), mode=mode)
-
-    def exists(self, path: str) -> bool:
-        code, _data, _err = self._raw(f"test -e {shlex.quote(path)}")
-        return code == 0
-
-    # -- connection --------------------------------------------------------------------------------
     def connect(self, *, attempts: int | None = None) -> None:
         self.login.connect(attempts=attempts)
 
@@ -237,7 +235,7 @@ class SlurmHost(Host):
 
     @property
     def is_connected(self) -> bool:
-        """The node is reached through the login host's connection (the exec guard asks this)."""
+        """The node is reached through the login host's connection."""
         return self.login.is_connected
 
     def interrupt(self, *, grace_s: float = 2.0) -> None:
@@ -247,25 +245,3 @@ class SlurmHost(Host):
     def time_left_s(self) -> float | None:
         """Seconds before the allocation's time limit ends every step (None: no limit)."""
         return self.allocation.time_left_s()
-
-
-class _BytesCollector(OutputCollector):
-    """Keeps stdout as raw bytes (file contents), up to ``limit``; nothing goes to a sink."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__("stdout", None, [], limit)
-        self._chunks: list[bytes] = []
-        self._size = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self._size += len(chunk)
-        if self._size > self.limit:
-            self.truncated = True
-            return
-        self._chunks.append(chunk)
-
-    def close(self) -> None:
-        pass
-
-    def data(self) -> bytes:
-        return b"".join(self._chunks)

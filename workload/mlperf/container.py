@@ -2,7 +2,10 @@
 
 The container is started the way NVIDIA's ``make launch_docker`` starts it (same mounts, limits and
 options; notes §1.3) but by us, with a fixed name and detached, so that every make target is a
-``docker exec`` whose output streams line by line and whose exit code is checked. Before every
+``docker exec`` run by the host's own transport (:mod:`workload.hosts.container`): its output
+streams line by line, its exit code is checked, and a timeout or Ctrl-C ends it in the container.
+The lifecycle stays on the docker SDK: inspecting labels and image ids, creating with device
+requests and ulimits, and reading a failed start's logs are structured API calls there. Before every
 exec the container is checked and recreated when it is gone (a reboot removes it) or runs an old
 image. A launch that fails is an error with the container's last log lines, never ignored.
 """
@@ -15,16 +18,16 @@ import os
 import re
 import shlex
 import tarfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workload.commands import Command, cmd
-from workload.errors import BenchmarkFailed, CommandTimeout, ConnectError, Interrupted
-from workload.hosts.base import DEFAULT_CAPTURE_LIMIT, LineSink, OutputCollector
-from workload.mlperf.docker_errors import docker_failures
+from workload.errors import BenchmarkFailed, ConnectError, Interrupted
+from workload.hosts.base import DEFAULT_CAPTURE_LIMIT, CommandResult, Host, LineSink, OutputCollector, raise_for_result
+from workload.hosts.container import ContainerHost
+from workload.mlperf.docker_errors import DockerError
 from workload.mlperf.harness import CONTAINER_WORKDIR
 
 LABEL = "workload.mlperf"
@@ -273,24 +276,38 @@ def _indent(text: str, lines: int = 15) -> str:
 
 
 class HarnessContainer:
-    """The running harness container of one host (created on demand).
+    """The running harness container of one host (created on demand), and the host inside it.
+
+    Its lifecycle (inspect, create, start, remove) goes through the docker SDK ``client``; every
+    command inside it goes through :attr:`host`, a :class:`~workload.hosts.container.ContainerHost`
+    layered on the real host ``outer`` (``docker exec`` run by that host's transport, as the spec's
+    user at /work), so it gives a :class:`~workload.hosts.base.CommandResult` like any command.
 
     :meth:`stop` (called from another thread on Ctrl-C, through :meth:`Host.on_interrupt`) ends the
-    running execs; every exec after that raises :class:`~workload.errors.Interrupted` instead of
+    running commands; every exec after that raises :class:`~workload.errors.Interrupted` instead of
     starting (or recreating the container).
     """
 
     def __init__(
-        self, client: Any, spec: ContainerSpec, log: Callable[[str], None], *, host_name: str = "local"
+        self,
+        client: Any,
+        spec: ContainerSpec,
+        log: Callable[[str], None],
+        *,
+        outer: Host,
+        docker_url: str | None = None,
     ) -> None:
         self.client = client
-        #: Names the host in errors (the daemon's host).
-        self.host_name = host_name
         self.spec = spec
         self.log = log
         self.stopped = False
-        self._running: set[str] = set()
-        self._lock = threading.Lock()
+        #: The container as a host: ``docker [-H docker_url] exec`` run by ``outer``.
+        self.host = ContainerHost(outer, spec.name, user=spec.user, workdir=CONTAINER_WORKDIR, docker_url=docker_url)
+
+    @property
+    def host_name(self) -> str:
+        """The real host's name (errors about the container's lifecycle name it)."""
+        return self.host.outer.name
 
     def status(self) -> str | None:
         """``running``, ``exited``, ... or None when no container has our name."""
@@ -349,6 +366,37 @@ class HarnessContainer:
                 return
             time.sleep(0.2)
 
+    def run(
+        self, command: Command, *, on_line: LineSink | None, capture_limit: int = DEFAULT_CAPTURE_LIMIT
+    ) -> CommandResult:
+        """Run ``command`` in the container (checked, and recreated if gone, first); its result, whatever the exit.
+
+        Raises :class:`~workload.errors.Interrupted` when :meth:`stop` was called before or during it,
+        and :class:`~workload.mlperf.docker_errors.DockerError` when it failed because the container
+        itself went away meanwhile (removed or stopped by another client).
+        """
+        shown = shlex.join(command.masked_argv())
+        self._check_not_stopped(shown)
+        self.ensure_running()
+        result = self.host.run(command, on_line=on_line, capture_limit=capture_limit)
+        self._check_not_stopped(shown)
+        if not result.ok and (status := self.status()) != "running":
+            raise DockerError(
+                self.host_name,
+                f"docker exec {self.spec.name} {shown}",
+                f"the container is {status or 'gone'} (the command ended with exit {result.returncode})",
+                doing=None,
+                hint="the container was removed or stopped meanwhile (docker rm, a prune, another run, a reboot); "
+                "re-run to recreate it",
+            )
+        return result
+
+    def check(self, command: Command, *, on_line: LineSink | None, hint: str | None = None) -> CommandResult:
+        """Run ``command`` in the container (see :meth:`run`); raise ``CommandFailed`` unless it exits 0."""
+        result = self.run(command, on_line=on_line)
+        raise_for_result(result, hint=hint)
+        return result
+
     def exec(
         self,
         argv: Sequence[str],
@@ -357,121 +405,38 @@ class HarnessContainer:
         env: Mapping[str, str] | None = None,
         timeout_s: float | None = EXEC_TIMEOUT_S,
     ) -> tuple[int, str]:
-        """Run ``argv`` in the container at /work as the spec's user; return (exit code, output tail).
+        """Run ``argv`` in the container (see :meth:`run`); return (exit code, output: stdout, then stderr).
 
-        The container is checked (and recreated if gone) first. Output goes to ``on_line`` line by line.
-        Raises :class:`~workload.errors.Interrupted` when :meth:`stop` was called before or during it,
-        and :class:`~workload.errors.CommandTimeout` (host, command, last output) when it ran past
-        ``timeout_s``: its processes in the container are then ended as by :meth:`stop`.
+        For callers that judge the exit code themselves. Raises
+        :class:`~workload.errors.CommandTimeout` (host, argv, last output) when it ran past
+        ``timeout_s``: its processes in the container are ended then (see ``hosts/container.py``).
         """
-        self._check_not_stopped(argv)
-        self.ensure_running()
-        # An SSH host's client (mlperf.docker_ssh) guards each exec so that a lost connection ends it.
-        guard = getattr(self.client, "workload_exec_guard", None)
-        expired = threading.Event()
-        timer = None
-        if timeout_s is not None:
-            timer = threading.Timer(timeout_s, self._expire, args=(expired,))
-            timer.daemon = True
-            timer.start()
-        started = time.monotonic()
-        try:
-            with guard(self.spec.name) if guard is not None else contextlib.nullcontext():
-                code, output = self._exec(argv, on_line=on_line, env=env)
-        finally:
-            if timer is not None:
-                timer.cancel()
-        if expired.is_set():
-            raise CommandTimeout(
-                self.host_name,
-                f"docker exec {self.spec.name} {shlex.join(argv)}",
-                None,
-                output,
-                reason=f"was killed at its timeout ({timeout_s:g}s) after {time.monotonic() - started:.1f}s",
-                hint="a harness stage that really needs longer can be re-run; it resumes from what it finished",
+        result = self.run(cmd(*argv, env=dict(env or {}), timeout=timeout_s), on_line=on_line)
+        if result.timed_out:
+            raise_for_result(
+                result, hint="a harness stage that really needs longer can be re-run; it resumes from what it finished"
             )
-        return code, output
+        return result.returncode, result.stdout + result.stderr
 
-    def _expire(self, expired: threading.Event) -> None:
-        """The exec ran past its timeout: end what runs in the container (SIGTERM, SIGKILL after 10 s)."""
-        expired.set()
-        self._signal_all(10.0, f"the command in the container {self.spec.name} ran past its timeout; stopping it")
+    def root_exec(self, argv: Sequence[str], *, timeout_s: float = 300.0) -> tuple[int, str]:
+        """Run ``argv`` in the container as root, also after :meth:`stop` (to stop what must not outlive a run)."""
+        result = self.host.as_root().run(cmd(*argv, timeout=timeout_s))
+        return result.returncode, result.stdout + result.stderr
 
-    def _exec(self, argv: Sequence[str], *, on_line: LineSink | None, env: Mapping[str, str] | None) -> tuple[int, str]:
-        api = self.client.api
-        created = api.exec_create(
-            self.spec.name,
-            cmd=list(argv),
-            user=self.spec.user,
-            workdir=CONTAINER_WORKDIR,
-            environment=dict(env or {}),
-            stdout=True,
-            stderr=True,
-        )
-        exec_id = created["Id"]
-        with self._lock:
-            self._running.add(exec_id)
-        out = OutputCollector("stdout", on_line, [], DEFAULT_CAPTURE_LIMIT)
-        err = OutputCollector("stderr", on_line, [], 256 * 1024)
-        try:
-            self._check_not_stopped(argv)  # stop() ran between the check above and now
-            for stdout, stderr in api.exec_start(exec_id, stream=True, demux=True):
-                if stdout:
-                    out.feed(stdout)
-                if stderr:
-                    err.feed(stderr)
-        finally:
-            with self._lock:
-                self._running.discard(exec_id)
-        out.close()
-        err.close()
-        self._check_not_stopped(argv)
-        code = api.exec_inspect(exec_id).get("ExitCode")
-        return (code if isinstance(code, int) else -1), out.text() + err.text()
-
-    def _check_not_stopped(self, argv: Sequence[str]) -> None:
+    def _check_not_stopped(self, shown: str) -> None:
         if self.stopped:
-            raise Interrupted(f"stopped: {' '.join(argv)} in the container {self.spec.name} was stopped")
+            raise Interrupted(f"stopped: {shown} in the container {self.spec.name} was stopped")
 
     def stop(self, grace_s: float) -> None:
-        """End every exec running in the container now: SIGTERM to all of its processes, SIGKILL after ``grace_s``.
+        """End every command running in the container now: SIGTERM to their process groups, SIGKILL after ``grace_s``.
 
-        Safe from any thread and more than once. The processes get SIGTERM together, as from a
-        terminal's Ctrl-C (make passes it on, the harness exits); what is left after the grace
-        period dies with the container (``docker kill``), which the next run recreates.
+        Safe from any thread and more than once. The groups get SIGTERM together, as from a
+        terminal's Ctrl-C (make passes it on, the harness exits); the container stays up for the next run.
         """
         self.stopped = True
-        self._signal_all(grace_s, f"stopping the commands running in the container {self.spec.name}")
-
-    def _signal_all(self, grace_s: float, why: str) -> None:
-        with self._lock:
-            running = list(self._running)
-        if not running:
-            return
-        self.log(why)
-        try:
-            # As root: the exec'd commands may run as another user. kill -1 spares PID 1 and itself.
-            created = self.client.api.exec_create(self.spec.name, cmd=["sh", "-c", "kill -TERM -1"], user="0:0")
-            self.client.api.exec_start(created["Id"])
-        except docker_failures() as exc:
-            self.log(f"could not signal the container's processes: {exc}")
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and self._any_running(running):
-            time.sleep(0.1)
-        if self._any_running(running):
-            self.log(f"the commands did not stop within {grace_s:g}s; killing the container {self.spec.name}")
-            with contextlib.suppress(*docker_failures()):
-                self.client.containers.get(self.spec.name).kill()
-
-    def _any_running(self, exec_ids: Sequence[str]) -> bool:
-
-        for exec_id in exec_ids:
-            try:
-                if self.client.api.exec_inspect(exec_id).get("Running"):
-                    return True
-            except docker_failures():
-                continue
-        return False
+        if self.host.busy:
+            self.log(f"stopping the commands running in the container {self.spec.name}")
+        self.host.interrupt(grace_s=grace_s)
 
     def remove(self) -> None:
         import docker

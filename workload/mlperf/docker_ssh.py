@@ -10,17 +10,16 @@ This module does the same on the channel of the :class:`~workload.hosts.ssh.SshH
 command uses (same keys, same host-key verification, no second login), and runs the dial through
 ``sudo`` (with the host's password rule) when the SSH user cannot open the daemon's socket. Each
 HTTP connection of the client is one ``dial-stdio`` channel.
+
+The client serves the container's lifecycle only (inspect, create, start, remove, build): commands
+inside the container are ``docker exec`` run by the host's own transport
+(:class:`~workload.hosts.container.ContainerHost`), which also ends them when the connection drops.
 """
 
 from __future__ import annotations
 
-import contextlib
-import posixpath
-import shlex
 import threading
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import paramiko
@@ -30,9 +29,8 @@ from docker.transport.sshconn import SSHConnection, SSHConnectionPool
 from workload.commands import cmd
 from workload.errors import ConnectError
 from workload.hosts.base import Host
+from workload.hosts.container import docker_needs_sudo
 
-#: The daemon socket ``docker`` uses when DOCKER_HOST is not set.
-DEFAULT_SOCKET = "/var/run/docker.sock"
 #: The pseudo base URL docker-py uses for channel transports (its ``_get_raw_response_socket``
 #: then takes the paramiko channel under a response for attach/exec streams).
 BASE_URL = "http+docker://ssh"
@@ -161,7 +159,7 @@ class HostDialer:
     def __init__(self, host: Host, socket_path: str | None) -> None:
         self.host = host
         self.socket_path = socket_path
-        self.sudo = self._needs_sudo()
+        self.sudo = docker_needs_sudo(host, f"unix://{socket_path}" if socket_path else None)
         argv = ["docker"]
         if socket_path is not None:
             argv += ["-H", f"unix://{socket_path}"]
@@ -170,13 +168,6 @@ class HostDialer:
         self.line, stdin = host.wrap(cmd(*argv, sudo=self.sudo))
         self._prefix = stdin or b""
         self._last: paramiko.Channel | None = None
-
-    def _needs_sudo(self) -> bool:
-        """Root, or a user who may open the socket (``docker`` group), dials directly; anyone else through sudo."""
-        if self.host.is_root:
-            return False
-        path = self.socket_path or DEFAULT_SOCKET
-        return not self.host.run(cmd("test", "-w", path, timeout=60)).ok
 
     def __call__(self, timeout: float | None) -> paramiko.Channel:
         channel: paramiko.Channel = self.host.exec_channel(self.line, timeout=timeout)
@@ -240,121 +231,4 @@ def connect_over_host(
         ) from None
     if log is not None:
         log(f"Docker daemon on {host.name}: over its SSH connection (`{dialer.line}` per request)")
-    # HarnessContainer.exec runs every exec under this guard (see ExecGuard).
-    client.workload_exec_guard = ExecGuard(host, dialer)
     return client
-
-
-#: The guard's script: wait for the done file; on SIGTERM (the SSH wrapper's watchdog when the
-#: connection is lost, or Ctrl-C's interrupt) run the kill command given as arguments first.
-#: Once "guard-ready" is out, its output goes to /dev/null: the watchdog TERMs the whole group, so
-#: the ``sleep`` dies too and dash reports "Terminated" on stderr, the dead channel's pipe; that
-#: write raised SIGPIPE and killed the shell before its TERM trap ran the kill (about 1 run in 3).
-_GUARD_SCRIPT = (
-    "d=$1; shift; trap '\"$@\" >/dev/null 2>&1; exit 0' TERM; echo guard-ready; exec >/dev/null 2>&1; "
-    'while [ ! -e "$d" ]; do sleep 1 & wait $!; done; rm -f "$d"'
-)
-#: The guard of a scheduler's node: its kill is an srun job step, slow to start on a busy cluster, so
-#: it runs in a session of its own (setsid, util-linux, where the login host has it): the watchdog
-#: KILLs the guard's process group 5 s after its TERM, and the kill must not die with the group
-#: before it has ended the exec'd processes (it did, in tests/test_slurm_mlperf.py).
-_DETACHED_GUARD_SCRIPT = (
-    'd=$1; shift; trap \'if command -v setsid >/dev/null; then setsid -w "$@"; else "$@"; fi >/dev/null 2>&1; '
-    "exit 0' TERM; echo guard-ready; exec >/dev/null 2>&1; "
-    'while [ ! -e "$d" ]; do sleep 1 & wait $!; done; rm -f "$d"'
-)
-#: After an exec failed: how long to wait for the connection to show it is gone before the guard is
-#: called off (paramiko notices a dead socket on its next read).
-GUARD_SETTLE_S = 3.0
-#: How long an exec waits for its guard to be up before it starts anyway.
-GUARD_READY_S = 15.0
-#: How long a guard may live: the longest exec it watches (a harness stage of many hours), bounded.
-GUARD_TIMEOUT_S = 48 * 3600.0
-
-
-class ExecGuard:
-    """Ties a ``docker exec`` on the dial-stdio channel to the SSH connection, as the watchdog does for commands.
-
-    dockerd keeps an exec'd process running when the client's connection goes away (no TTY, no
-    signal is sent), and sshd only closes ``dial-stdio``'s pipes. So while an exec runs, a guard
-    command runs on the host through the normal command path (:meth:`SshHost.run`), whose
-    wrapper's watchdog TERMs it when the connection drops; its trap then runs ``docker exec -u 0
-    NAME kill -TERM -1`` on the host, which ends every exec'd process in the container (as
-    :meth:`HarnessContainer.stop` does; PID 1 is spared, the next run reuses the container). When
-    the exec ends normally the guard is told through a done file and exits without killing.
-    """
-
-    def __init__(self, host: Host, dialer: HostDialer) -> None:
-        #: Where the guard runs: the host itself, or a scheduler node's login host (see :meth:`_guard`).
-        self.host = host.scheduler_login or host
-        self.node = host
-        self.dialer = dialer
-
-    def _guard(self, done: str, kill: list[str]) -> Any:
-        """The guard command, run on :attr:`host`.
-
-        On a scheduler's node (Slurm) the guard runs on the login host, beside the srun of the
-        dial, and its kill is a job step of its own on the node: srun answers the watchdog's
-        SIGTERM by SIGKILLing its step's tasks (``forcing job termination``), so a trap inside a
-        step never runs.
-        """
-        if self.host is self.node:
-            return cmd(
-                "sh", "-c", _GUARD_SCRIPT, "exec-guard", done, *kill, sudo=self.dialer.sudo, timeout=GUARD_TIMEOUT_S
-            )
-        line = shlex.join((["sudo", "-n", "--"] if self.dialer.sudo else []) + kill)
-        return cmd(
-            "sh",
-            "-c",
-            _DETACHED_GUARD_SCRIPT,
-            "exec-guard",
-            done,
-            *self.node.launch_argv(line),
-            timeout=GUARD_TIMEOUT_S,
-        )
-
-    @contextlib.contextmanager
-    def __call__(self, container: str) -> Iterator[None]:
-        done = posixpath.join("/tmp", f"workload-exec-guard-{uuid.uuid4().hex}")
-        docker = ["docker"] + (["-H", f"unix://{self.dialer.socket_path}"] if self.dialer.socket_path else [])
-        kill = [*docker, "exec", "-u", "0:0", container, "sh", "-c", "kill -TERM -1"]
-        guard = self._guard(done, kill)
-        ready = threading.Event()
-        thread = threading.Thread(
-            target=self._run_quietly, args=(guard, ready), name=f"exec-guard-{container}", daemon=True
-        )
-        thread.start()
-        # The exec starts once the guard runs (its trap set), so no window is left unguarded.
-        ready.wait(GUARD_READY_S)
-        connection = self.host.connection_generation
-        failed = False
-        try:
-            yield
-        except BaseException:
-            failed = True
-            raise
-        finally:
-            # The guard is told to go, on the connection it runs on. After that connection was lost its
-            # watchdog acts; a touch would reconnect and could call the guard off before it fired. An
-            # exec that failed may have failed because the connection is going: give the transport a
-            # moment to notice a dead socket before asking whether it is still connected.
-            if failed:
-                deadline = time.monotonic() + GUARD_SETTLE_S
-                while self.host.is_connected and time.monotonic() < deadline:
-                    time.sleep(0.1)
-            if self.host.is_connected and self.host.connection_generation == connection:
-                with contextlib.suppress(Exception):
-                    self.host.run(cmd("touch", done, timeout=60))
-            thread.join(5.0)
-
-    def _run_quietly(self, guard: Any, ready: threading.Event) -> None:
-        def sink(stream: str, line: str) -> None:
-            if line.strip() == "guard-ready":
-                ready.set()
-
-        # Its result is of no interest: it exits 0 when told, and a lost connection is the exec's to report.
-        try:
-            with contextlib.suppress(Exception):
-                self.host.run(guard, on_line=sink)
-        finally:
-            ready.set()  # a guard that could not start must not hold the exec up

@@ -35,7 +35,6 @@ from workload.mlperf import config_sources, image, llm_server, results
 from workload.mlperf.container import ContainerSpec, HarnessContainer
 from workload.mlperf.docker_errors import docker_boundary, docker_failures
 from workload.mlperf.endpoint_ops import RunEndpointsClient
-from workload.mlperf.harness import CONTAINER_WORKDIR
 from workload.mlperf.ops import (
     BuildHarness,
     BuildImage,
@@ -168,9 +167,13 @@ class Interpreter:
         """The container object; it is (re)started by the first exec and checked before every one."""
         assert self.image is not None, "an image op comes before EnsureContainer"
         container = HarnessContainer(
-            self._docker(), self.container_spec(self.image), self.ctx.log, host_name=self.ctx.host.name
+            self._docker(),
+            self.container_spec(self.image),
+            self.ctx.log,
+            outer=self.ctx.host,
+            docker_url=self.params.DockerBaseUrl,
         )
-        # Ctrl-C must reach the docker execs too: the host's transport does not run them.
+        # Ctrl-C must end the commands in the container too: killing a `docker exec` client does not.
         self._stack.enter_context(self.ctx.host.on_interrupt(container.stop))
         self.container = container
 
@@ -364,12 +367,7 @@ class Interpreter:
 
     def _root_exec(self, argv: Sequence[str]) -> tuple[int, str]:
         """An exec as root that also works after the container's commands were stopped (Ctrl-C)."""
-        container = self._running()
-        api = container.client.api
-        created = api.exec_create(container.spec.name, cmd=list(argv), user="0:0", workdir=CONTAINER_WORKDIR)
-        output = api.exec_start(created["Id"]).decode("utf-8", "replace")
-        code = api.exec_inspect(created["Id"]).get("ExitCode")
-        return (code if isinstance(code, int) else -1), output
+        return self._running().root_exec(argv)
 
     # -- helpers -------------------------------------------------------------------------------
     def _running(self) -> HarnessContainer:
