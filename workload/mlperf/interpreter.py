@@ -171,7 +171,7 @@ class Interpreter:
             self.container_spec(self.image),
             self.ctx.log,
             outer=self.ctx.host,
-            docker_url=self.params.DockerBaseUrl,
+            docker_url=self.plan.inputs.params.DockerBaseUrl,
         )
         # Ctrl-C must end the commands in the container too: killing a `docker exec` client does not.
         self._stack.enter_context(self.ctx.host.on_interrupt(container.stop))
