@@ -65,6 +65,8 @@ GPUS = up.cuda_gpus("NVIDIA B200", 192_265_846_784, (10, 0), 8)
 #: PyYAML, psutil, tqdm, packaging, ``mlperf_loadgen``), with what they need (gitdb, smmap, numpy.libs, _yaml).
 PACKAGES = ("git", "gitdb", "smmap", "yaml", "_yaml", "psutil", "tqdm", "packaging", "numpy", "numpy.libs")
 LOADGEN = "mlperf_loadgen"
+#: NVIDIA's detection, as the interpreter's system check asks it (workload/mlperf/rounds: IdentifySystem's argv).
+DETECT = "from code.common.systems.system_list import DETECTED_SYSTEM; print(DETECTED_SYSTEM.extras['id'])"
 #: A whole profile: some 60 ``docker exec``s of NVIDIA's code (each imports it, 1-3 s) and the LLM servers.
 RUN_TIMEOUT_S = 1500
 
@@ -248,7 +250,10 @@ def test_workload_run_of_the_rounds_profile_on_nvidias_real_tree_exits_0(bed: di
 
     # Our custom system: NVIDIA's detection does not know the machine, so the files are ours, in the round's format.
     (system,) = [p.name for p in (nvidia / "configs").iterdir() if p.name.startswith("WL_")]
-    assert "UNREGISTERED_x86_64_NVIDIA_B200x8" in logs
+    assert "from code.common.systems.system_list import DETECTED_SYSTEM" in logs  # the run's system check
+    container = bed["engine"].client.containers.get(bed["name"])  # still there: asked again, the same answer
+    code, out = container.exec_run(["python3", "-c", DETECT], workdir="/work")
+    assert code == 0 and out.decode().strip().endswith("UNREGISTERED_x86_64_NVIDIA_B200x8"), out.decode()[-3000:]
     # Every make of NVIDIA's code/main.py loaded OUR file for its benchmark and scenario: never minimal, never empty.
     loaded = {line.split("configs/", 1)[1] for line in logs.splitlines() if "Loading configs from" in line}
     assert loaded and all(path.startswith(f"{system}/") for path in loaded), sorted(loaded)
