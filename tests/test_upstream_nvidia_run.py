@@ -255,8 +255,8 @@ def test_workload_run_of_the_rounds_profile_on_nvidias_real_tree_exits_0(bed: di
 
     # Our custom system: NVIDIA's detection does not know the machine, so the files are ours, in the round's format.
     (system,) = [p.name for p in (nvidia / "configs").iterdir() if p.name.startswith("WL_")]
-    assert "from code.common.systems.system_list import DETECTED_SYSTEM" in logs  # the run's system check
-    container = bed["engine"].client.containers.get(bed["name"])  # still there: asked again, the same answer
+    # the run's container is still there: NVIDIA's detection, asked as the system check asks it, answers unregistered
+    container = bed["engine"].client.containers.get(bed["name"])
     code, out = container.exec_run(["python3", "-c", DETECT], workdir="/work")
     assert code == 0 and out.decode().strip().endswith("UNREGISTERED_x86_64_NVIDIA_B200x8"), out.decode()[-3000:]
     # Every make of NVIDIA's code/main.py loaded OUR file for its benchmark and scenario: never minimal, never empty.
