@@ -4,13 +4,13 @@ quantization and the benchmark run. Everything else of a ``make generate_engines
 ``Pipeline``, and ``code/llmlib/launch_server.py`` ``RunTrtllmServeOp``, which launches ``trtllm-serve``: the
 stand-in of that binary is ``bin/trtllm-serve`` beside this file).
 
-Served only when ``STANDIN_GPU_WORK=1`` (tests/upstream_nvidia.py ``stage_gpu_work`` writes the modules that import
-this one): NVIDIA's ``code.ops`` (``code/main.py`` line 54 ``import code.ops as Ops``; v5.1 lines 299-300, 340-343,
-360 and 413, v6.0 lines 677-678, 724-727, 744 and 796 name ``MPS``, ``LoadgenConfFilesOp``, ``ResultSummaryOp``,
-``CalibrateEngineOp``, ``EngineBuilderOp``, ``BenchmarkHarnessOp``) and the benchmark modules ``code/__init__.py``
-``G_BENCHMARK_MODULES`` loads (``code.<benchmark>.tensorrt``; ``ModuleLocation.load`` takes the op classes the
-module has, ``code/main.py`` ``get_llm_*_ops`` the ones it names for ``--core_type``). Neither is in NVIDIA's
-published trees we hold (``code/`` there is ``common``, ``fields``, ``llmlib``).
+Served only when ``STANDIN_GPU_WORK=1`` (tests/upstream_nvidia.py ``stage_gpu_work`` writes the modules that import this
+one): NVIDIA's ``code.ops`` (``code/main.py`` ``import code.ops as Ops``, v5.1 line 54, v6.0 line 59; v5.1 lines
+299-300, 340-343, 360 and 413, v6.0 lines 677-678, 724-727, 744 and 796 name ``MPS``, ``LoadgenConfFilesOp``,
+``ResultSummaryOp``, ``CalibrateEngineOp``, ``EngineBuilderOp``, ``BenchmarkHarnessOp``) and the benchmark modules
+``code/__init__.py`` ``G_BENCHMARK_MODULES`` loads (``code.<benchmark>.tensorrt``; ``ModuleLocation.load`` takes the op
+classes the module has, ``code/main.py`` ``get_llm_*_ops`` the ones it names for ``--core_type``). Neither is in
+NVIDIA's published trees we hold (``code/`` there is ``common``, ``fields``, ``llmlib``).
 
 Every stand-in op appends one JSON line to ``$MLPERF_SCRATCH_PATH/standin_gpu_work.jsonl`` (what it was asked to
 do, with the values NVIDIA's code resolved for it), for the test to judge.
