@@ -16,9 +16,10 @@ profile, as ``workload run`` resolves it, on an unknown 8x B200 machine and a st
 Stood in: ``docker exec`` (:class:`LocalHarness` runs each argv in the staged tree instead of a container: the test
 bed's Debian container has no Python packages of NVIDIA's image), the network (``git`` clone/fetch:
 ``upstream_nvidia.GIT_STANDIN``; the checker those clones hold: ``upstream_nvidia.place_checker``), the GPUs (the CUDA
-stand-in reports 8x B200) and TensorRT/torch (tests/upstream_standins). Not run: the setup stages (downloads), the
-engine build and the benchmark itself (GPU work); the v4.1 profile (its system check is ``scripts/get_system_id.py`` and
-a ``custom_list.py`` registration, covered by tests/test_upstream_nvidia_v41.py).
+stand-in reports 8x B200) and TensorRT/torch (tests/upstream_standins). Not run here: the setup stages (downloads), the
+engine build and the benchmark itself (GPU work; tests/test_upstream_nvidia_run.py runs the whole ``workload run`` of
+both profiles in the test bed's container, with those stood in); the v4.1 profile (its system check is
+``scripts/get_system_id.py`` and a ``custom_list.py`` registration, covered by tests/test_upstream_nvidia_v41.py).
 """
 
 from __future__ import annotations

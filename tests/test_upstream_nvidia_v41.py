@@ -30,17 +30,9 @@ DRIVER = Path(__file__).resolve().parent / "upstream_nvidia_driver_v41.py"
 #: The GPU memory nvidia-smi reports per SKU of the v4.1 table (what a machine with that GPU shows).
 MEMORY_MIB = {"A100_SXM4_40GB": 40960, "A100_SXM_80GB": 81920, "H100_SXM_80GB": 81559, "H200_SXM_141GB": 143771}
 ACCURACY = {"0.99": "k_99", "0.999": "k_99_9"}
-#: Rows known to fail today, owned by another branch (issue 27's values: "for every system NVIDIA publishes in a
-#: round, the values generated for an unknown system with the same GPUs equal what NVIDIA's code resolves"), by
-#: ``<member>-<Scenario>-<benchmark>-<target>``. Strict: a listed row that passes fails the test until removed here.
-_H100_GPTJ_SS = (
-    "issue 27 values (item 3, v4.1 table): gpuconfigs has no H100 gptj SingleStream entry; NVIDIA's v4.1 "
-    "configs/gptj/SingleStream has H100_SXM_80GBx1 (and its HighAccuracy class)"
-)
-KNOWN: dict[str, str] = {
-    "H100_SXM_80GBx1-SingleStream-gptj-0.99": _H100_GPTJ_SS,
-    "H100_SXM_80GBx1-SingleStream-gptj-0.999": _H100_GPTJ_SS,
-}
+#: Rows known to fail today, by ``<member>-<Scenario>-<benchmark>-<target>``, each with the reason. Strict: a listed
+#: row that passes fails the test until removed here. Empty: every row NVIDIA registers is ours with NVIDIA's values.
+KNOWN: dict[str, str] = {}
 
 
 def _tree() -> Path:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -218,3 +219,71 @@ def offline_path(tmp: Path) -> dict[str, str]:
     (bin_dir / "git").chmod(0o755)
     (tmp / "scratch").mkdir(exist_ok=True)
     return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "MLPERF_SCRATCH_PATH": str(tmp / "scratch")}
+
+
+#: NVIDIA's benchmark modules (``code/__init__.py`` ``G_BENCHMARK_MODULES``:
+#: ``ModuleLocation("code.<folder>.tensorrt")``)
+_BENCHMARK_MODULE = re.compile(r'ModuleLocation\("code\.([A-Za-z0-9_.-]+?)\.tensorrt"\)')
+#: ``code/<folder>/tensorrt/`` of each benchmark, stood in (GPU work and downloads; not in the published trees we hold):
+#: the module main.py loads its ops from, and the setup scripts of ``Makefile.data`` (``download_model``,
+#: ``download_data``: ``bash code/<folder>/tensorrt/download_*.sh``; ``preprocess_data``: ``python3 -m
+#: code.<folder>.tensorrt.preprocess_data --data_dir=... --preprocessed_data_dir=...``).
+_BENCHMARK_FILES = {
+    "__init__.py": '"""Stand-in of NVIDIA\'s benchmark module (tests/upstream_standins/standin_gpu_work.py)."""\n'
+    "import code.ops  # noqa: F401  first, as in main.py: it imports standin_gpu_work, which imports code.llmlib\n"
+    "from standin_gpu_work import *  # noqa: F403\n"
+    "from standin_gpu_work import HF_MODEL_REPO, __getattr__  # noqa: F401\n",
+    "download_model.sh": 'mkdir -p "$MLPERF_SCRATCH_PATH/models/{folder}" && '
+    'echo "download_model {folder}" >> "$MLPERF_SCRATCH_PATH/standin_setup.log"\n',
+    "download_data.sh": 'mkdir -p "$MLPERF_SCRATCH_PATH/data/{folder}" && '
+    'echo "download_data {folder}" >> "$MLPERF_SCRATCH_PATH/standin_setup.log"\n',
+    "preprocess_data.py": "import os, sys\n"
+    'with open(os.path.join(os.environ["MLPERF_SCRATCH_PATH"], "standin_setup.log"), "a") as log:\n'
+    '    log.write("preprocess_data {folder} " + " ".join(sys.argv[1:]) + "\\n")\n',
+}
+#: ``code.ops`` (what NVIDIA's code/main.py takes from it)
+_OPS = (
+    '"""Stand-in of NVIDIA\'s code.ops (tests/upstream_standins/standin_gpu_work.py)."""\n'
+    "from standin_gpu_work import (  # noqa: F401\n"
+    "    MPS, BenchmarkHarnessOp, CalibrateEngineOp, EngineBuilderOp, LoadgenConfFilesOp, ResultSummaryOp,\n)\n"
+)
+#: NVIDIA's ``scripts/print_harness_result.py`` (``make display_results`` after ``run_harness``; not in the published
+#: trees we hold): prints the summaries under ``--log_dir``.
+_PRINT_RESULT = """import argparse, pathlib
+parser = argparse.ArgumentParser()
+parser.add_argument("--log_dir")
+for summary in sorted(pathlib.Path(parser.parse_known_args()[0].log_dir).rglob("mlperf_log_summary.txt")):
+    print(summary.parent, *(l for l in summary.read_text().splitlines() if l.startswith("Result is")))
+"""
+#: ``make`` reads ``GNUmakefile`` before ``Makefile``: NVIDIA's Makefile with the one recipe that needs the GPU
+#: toolchain replaced (v5.1 ``Makefile.build`` ``build``: TensorRT plugins, LoadGen and TensorRT-LLM compiled
+#: against CUDA); its prerequisites (``clone_loadgen``, ``link_dirs``) stay NVIDIA's.
+_GNUMAKEFILE = """include Makefile
+build:
+\t@echo "build (stand-in: NVIDIA's plugins and LoadGen compile against CUDA and TensorRT)" \\
+\t\t>> $(MLPERF_SCRATCH_PATH)/standin_setup.log
+"""
+
+
+def stage_gpu_work(staged: Path) -> list[str]:
+    """Write the stand-ins of a whole run's GPU and network work into a staged tree (see :data:`_BENCHMARK_FILES`,
+    ``code/ops`` from ``standin_gpu_work.py``, :data:`_PRINT_RESULT`, :data:`_GNUMAKEFILE` where the round's
+    Makefiles have a ``build`` target); returns the benchmark folders stood in. Needs ``STANDIN_GPU_WORK=1`` where
+    NVIDIA's code runs (the boot module then leaves ``code.ops`` to the tree)."""
+    folders = sorted(set(_BENCHMARK_MODULE.findall((staged / "code" / "__init__.py").read_text())))
+    for folder in folders:
+        for name, text in _BENCHMARK_FILES.items():
+            target = staged / "code" / folder / "tensorrt" / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text.replace("{folder}", folder))
+    (staged / "code" / "ops").mkdir(exist_ok=True)
+    (staged / "code" / "ops" / "__init__.py").write_text(_OPS)
+    # the submodules NVIDIA's code/llmlib/__init__.py imports (v5.1 lines 29-30, v6.0 lines 48-49)
+    (staged / "code" / "ops" / "harness.py").write_text("from standin_gpu_ops import PyHarnessOp  # noqa: F401\n")
+    (staged / "code" / "ops" / "loadgen.py").write_text(
+        "from standin_gpu_ops import LoadgenConfFilesOp  # noqa: F401\n"
+    )
+    (staged / "scripts" / "print_harness_result.py").write_text(_PRINT_RESULT)
+    if (staged / "Makefile.build").is_file() and re.search(r"^build:", (staged / "Makefile.build").read_text(), re.M):
+        (staged / "GNUmakefile").write_text(_GNUMAKEFILE)
+    return folders

@@ -9,7 +9,7 @@ satisfies; none of them takes part in finding, loading, validating or resolving 
 * ``code.ops`` (an absent package, as below): ``code/main.py`` line 54 ``import code.ops as Ops``, ``code/llmlib/
   __init__.py`` lines 29-30: NVIDIA's engine-build and benchmark-run
   operations (``LoadgenConfFilesOp``, ``EngineBuilderOp``, ``BenchmarkHarnessOp``, ``MPS``...), GPU work the
-  published trees we hold do not include. Any use raises.
+  published trees we hold do not include. Any use raises (with ``STANDIN_GPU_WORK=1``: ``standin_gpu_work.py``).
 * Absent at import, failing on use (:class:`_Absent`): ``torch`` (``code/common/utils.py`` line 42: CUDA tensors),
   ``scipy`` (line 41) and ``matplotlib`` (``code/llmlib/utils.py`` line 26): imported at module level by NVIDIA's
   utilities, used only by GPU-run statistics and plots, installed in NVIDIA's container, not on this test machine
@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 import types
 from typing import Any
 
 #: Top-level module names stood in by :class:`_Absent` modules.
 ABSENT = ("torch", "scipy", "matplotlib", "onnx", "onnx_graphsurgeon")
+#: ``STANDIN_GPU_WORK=1``: a whole ``workload run`` (tests/test_upstream_nvidia_run.py): ``code.ops`` is the staged
+#: tree's stand-in of NVIDIA's operations (``standin_gpu_work.py``), not an absent module.
+GPU_WORK = os.environ.get("STANDIN_GPU_WORK") == "1"
 #: "module.attribute" names NVIDIA's code asked an absent module for.
 USED: list[str] = []
 
@@ -66,7 +70,10 @@ class _AbsentModule(types.ModuleType):
 
 class _AbsentFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname.split(".")[0] not in ABSENT and fullname != "code.ops" and not fullname.startswith("code.ops."):
+        ops = fullname == "code.ops" or fullname.startswith("code.ops.")
+        if ops and GPU_WORK:
+            return None  # the staged tree's code/ops/ (tests/upstream_nvidia.py stage_gpu_work)
+        if fullname.split(".")[0] not in ABSENT and not ops:
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 

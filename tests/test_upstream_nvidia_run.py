@@ -1,0 +1,297 @@
+"""``workload run`` of each LLM round's shipped profile on NVIDIA's REAL tree, in the test bed's real container
+(issue 27 "must show": PERF-GPU-MLPERF-LLM on v5.1, PERF-GPU-MLPERF-LLM-V6.0 on v6.0, an unknown 8x B200).
+
+The profile is the shipped one (its actions and parameters as they are) minus its dependencies (disks, CUDA, Docker:
+a GPU VM's setup, tested by their own tests), plus what points it at the test bed (the private dockerd, the image,
+the staged tree, a scratch folder, the machine's description, ``UseGpus`` false). ``python -m workload run`` runs it:
+the engine, MLPerfExecutor's plan and interpreter, real ``docker exec`` of every planned op in a real container.
+
+NVIDIA's, run for real in the container: the round's Makefiles (``link_dirs``, ``clone_loadgen``, ``download_*`` and
+``preprocess_data`` as recipes, ``generate_engines``, ``run_llm_server``, ``run_harness`` with its ``tee`` and
+``display_results``), ``code/main.py`` (system detection answering ``UNREGISTERED_...`` for the unknown machine,
+``MainRunner`` loading OUR generated ``configs/WL_.../<Scenario>/<bench>.py``, ``HarnessConfig``, nvmitten's
+``Pipeline``) and ``code/llmlib/launch_server.py`` ``RunTrtllmServeOp`` (the ``trtllm-serve`` command line and its
+extra YAML from our values). Stood in (tests/upstream_standins, each with the upstream file and line it replaces):
+the GPUs (CUDA stand-in reporting 8x B200), TensorRT/torch modules, the network (``bin/git``; ``download_*.sh``),
+the engine build and checkpoint quantization, the ``trtllm-serve`` binary (answers ``/health``), the benchmark run
+(LoadGen's files in NVIDIA's results layout, ``standin_gpu_work.py``), and the compile of ``make build`` (v5.1).
+
+The container: the test bed's Debian image with the Python packages NVIDIA's code imports copied from this test's
+own environment (:data:`PACKAGES`, the same versions the other conformance tests run NVIDIA's code with); nvmitten,
+the stand-ins and MLCommons' checker file are copied from ``../shared/upstream`` and tests/ into the scratch folder
+(mounted at the same path) at test time. Nothing is downloaded.
+
+Not here: PERF-GPU-MLPERF on v4.1. The v4.1 files we hold (``../shared/upstream/nvidia-harness/v4.1``) have no
+Makefile and no ``code/main.py`` (only detection, the config registry and the configs), and public indexes lack the
+v4.1 top-level Makefile; its system check and registration run on NVIDIA's code in tests/test_upstream_nvidia_v41.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import upstream
+from tests import upstream_nvidia as up
+from tests.testbed.image import RECIPE_LABEL, ensure_derived_image
+from tests.testbed.state import digest, file_lock
+from workload.metrics.collection import collect
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+PROFILES = {"v5.1": "PERF-GPU-MLPERF-LLM", "v6.0": "PERF-GPU-MLPERF-LLM-V6.0"}
+#: An 8x B200 cloud VM (AMD CPU: NVIDIA's B200 systems name an Intel one, so its detection knows none of them).
+MACHINE = {
+    "gpu_name": "NVIDIA B200",
+    "gpu_memory_mib": 183359,
+    "gpu_count": 8,
+    "cpu_model": "AMD EPYC 9575F 64-Core Processor",
+    "cpu_cores_per_socket": 64,
+    "cpu_sockets": 2,
+    "cpu_threads_per_core": 1,
+    "memory_bytes": 2_200_000_000_000,
+}
+GPUS = up.cuda_gpus("NVIDIA B200", 192_265_846_784, (10, 0), 8)
+#: Third-party packages NVIDIA's code imports at module level on these paths (nvmitten: GitPython, numpy; code/llmlib:
+#: PyYAML, psutil, tqdm, packaging, ``mlperf_loadgen``), with what they need (gitdb, smmap, numpy.libs, _yaml).
+PACKAGES = ("git", "gitdb", "smmap", "yaml", "_yaml", "psutil", "tqdm", "packaging", "numpy", "numpy.libs")
+LOADGEN = "mlperf_loadgen"
+#: NVIDIA's detection, as the interpreter's system check asks it (workload/mlperf/rounds: IdentifySystem's argv).
+DETECT = "from code.common.systems.system_list import DETECTED_SYSTEM; print(DETECTED_SYSTEM.extras['id'])"
+#: A whole profile: some 60 ``docker exec``s of NVIDIA's code (each imports it, 1-3 s) and the LLM servers.
+RUN_TIMEOUT_S = 1500
+
+
+def _site_packages() -> Path:
+    return Path(sysconfig.get_paths()["purelib"])
+
+
+@pytest.fixture(scope="session")
+def nvidia_python_image(docker_engine: Any, harness_image: str) -> str:
+    """The test bed's harness image with :data:`PACKAGES` and LoadGen's module copied from this environment into
+    Debian's ``/usr/local/lib/python3.X/dist-packages`` (the container's python3 is Debian's, the same minor
+    version as this one: checked). Built once per recipe (package versions), under a lock."""
+    site = _site_packages()
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    probe = "import sys; print(f'{sys.version_info.major}.{sys.version_info.minor}')"
+    found = docker_engine.client.containers.run(harness_image, ["python3", "-c", probe], remove=True)
+    if found.decode().strip() != version:
+        upstream.unavailable(  # skipped here, a failure under CI (which runs Debian's python3 too)
+            f"the test bed's python3 is {found.decode().strip()}, this environment's {version}: the packages NVIDIA's "
+            "code imports are copied from this environment and would not load there"
+        )
+    loadgen = sorted(site.glob(f"{LOADGEN}*.so")) + sorted(site.glob(f"{LOADGEN}*/"))
+    parts = [p for name in PACKAGES if (p := site / name).exists()] + loadgen
+    missing = [n for n in PACKAGES if not (site / n).exists() and n not in ("_yaml", "numpy.libs")]
+    assert not missing and loadgen, f"this environment lacks {missing or LOADGEN} (pip install -e '.[cpu,test]')"
+    versions = sorted(p.name for p in site.glob("*.dist-info"))
+    dockerfile = f"FROM {harness_image}\nCOPY site/ /usr/local/lib/python{version}/dist-packages/\n"
+    recipe = digest(dockerfile, docker_engine.client.images.get(harness_image).id, *versions)
+    tag = "workload-test/nvidia-real-harness:" + recipe[:12]
+    with file_lock("derived-image-nvidia-real-harness"):
+        with contextlib.suppress(Exception):
+            if (docker_engine.client.images.get(tag).labels or {}).get(RECIPE_LABEL) == recipe:
+                return tag
+        context = io.BytesIO()
+        with tarfile.open(fileobj=context, mode="w") as tar:
+            text = f"{dockerfile}LABEL {RECIPE_LABEL}={recipe}\n".encode()
+            info = tarfile.TarInfo("Dockerfile")
+            info.size = len(text)
+            tar.addfile(info, io.BytesIO(text))
+            for part in parts:
+                tar.add(part, arcname=f"site/{part.name}", filter=lambda t: None if "__pycache__" in t.name else t)
+        context.seek(0)
+        docker_engine.client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True, forcerm=True)
+    return tag
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stage_python(scratch: Path, round_name: str) -> Path:
+    """nvmitten, the stand-ins (with LoadGen's file writer they use) and the round's checker file, copied where the
+    container sees them (the scratch folder is mounted at its own path)."""
+    py = scratch / "standin-python"
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(up.nvmitten_src() / "nvmitten", py / "nvmitten-src" / "nvmitten", ignore=skip)
+    shutil.copytree(up.STANDINS, py / "tests" / "upstream_standins", ignore=skip)
+    loadgen_writer = ROOT / "tests" / "fixtures" / "harness" / "rounds" / "standin_loadgen.py"
+    (py / "tests" / "fixtures" / "harness" / "rounds").mkdir(parents=True)
+    shutil.copyfile(loadgen_writer, py / "tests" / "fixtures" / "harness" / "rounds" / "standin_loadgen.py")
+    # the checker's folder (the v5.1 file imports its sibling log_parser.py), without its samples and tests
+    tools = up.checker_file(round_name).parent
+    while tools.name != "submission":
+        tools = tools.parent
+    shutil.copytree(tools, py / "checker", ignore=shutil.ignore_patterns("__pycache__", "*samples", "tests", "power"))
+    return py
+
+
+def _env_image(engine: Any, base: str, py: Path, round_name: str) -> str:
+    """A per-test image: :func:`nvidia_python_image` plus the environment NVIDIA's code runs in here (as
+    ``upstream_nvidia.run_in_round`` gives it on this machine) and the stand-in binaries first on ``PATH``."""
+    clone, _, inside = up.CHECKER[round_name][0].partition("/tools/")
+    env = {
+        "PYTHONPATH": f"{py}/nvmitten-src:{py}/tests/upstream_standins",
+        "PATH": f"{py}/tests/upstream_standins/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "STANDIN_GPU_WORK": "1",
+        "STANDIN_CUDA_GPUS": json.dumps(GPUS, separators=(",", ":")),
+        "WORKLOAD_CHECKER_FILE": str(py / "checker" / up.CHECKER[round_name][1]),
+        "WORKLOAD_CHECKER_ROUND": round_name,
+        "STANDIN_CHECKER_STUB": f"{py}/tests/upstream_standins/pinned_checker.py",
+        "STANDIN_CHECKER_REL": f"tools/{inside}",
+        "GIT_PYTHON_REFRESH": "quiet",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    assert clone in ("build/inference", "3rdparty/mlc-inference"), clone
+    lines = "".join(f"ENV {k}={json.dumps(v)}\n" for k, v in env.items())
+    return ensure_derived_image(
+        engine, f"workload-test/nvidia-real-run:{uuid.uuid4().hex[:12]}", f"FROM {base}\n{lines}"
+    )
+
+
+@pytest.fixture
+def bed(
+    request: pytest.FixtureRequest, tmp_path: Path, docker_engine: Any, nvidia_python_image: str
+) -> Iterator[dict[str, Any]]:
+    round_name = request.param
+    staged = up.stage_round(round_name, tmp_path, prepared=False)  # bare, as NVIDIA publishes it
+    up.stage_gpu_work(staged)
+    repo = staged.parent.parent
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", f"NVIDIA {round_name}"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv], cwd=repo, check=True, capture_output=True
+        )
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    py = _stage_python(scratch, round_name)
+    image = _env_image(docker_engine, nvidia_python_image, py, round_name)
+    name = f"wl-nvreal-{uuid.uuid4().hex[:8]}"
+    yield {"round": round_name, "tmp": tmp_path, "repo": repo, "nvidia": staged, "scratch": scratch,
+           "engine": docker_engine, "image": image, "name": name}  # fmt: skip
+    with contextlib.suppress(Exception):
+        docker_engine.client.containers.get(name).remove(force=True)
+    with contextlib.suppress(Exception):
+        docker_engine.client.images.remove(image)
+
+
+def shipped_profile(bed: dict[str, Any]) -> Path:
+    """The round's shipped profile, its actions pointed at the test bed (see the module docstring)."""
+    shipped = json.loads((ROOT / "profiles" / f"{PROFILES[bed['round']]}.json").read_text())
+    bed_parameters = {
+        "DockerBaseUrl": bed["engine"].base_url,
+        "DockerName": bed["name"],
+        "ContainerImage": bed["image"],
+        "RepoPath": str(bed["repo"]),
+        "ScratchPath": str(bed["scratch"]),
+        "SystemDescription": json.dumps(MACHINE),
+        "UseGpus": False,
+        "UnlimitedMemlock": False,
+        # a temporary folder on a CI machine, not the profile's 2 TB disk
+        "SkipFreeSpaceCheck": True,
+        "LLMServerPort": _free_port(),
+    }
+    profile = {
+        "Description": shipped["Description"],
+        "Metadata": shipped.get("Metadata", {}),
+        "Parameters": shipped["Parameters"],
+        "Actions": [{**a, "Parameters": {**a["Parameters"], **bed_parameters}} for a in shipped["Actions"]],
+    }
+    path = bed["tmp"] / f"{PROFILES[bed['round']]}.json"
+    path.write_text(json.dumps(profile, indent=1))
+    return path
+
+
+def workload_run(bed: dict[str, Any], profile: Path) -> subprocess.CompletedProcess[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "workload",
+        "run",
+        "--profile",
+        str(profile),
+        "--output-dir",
+        str(bed["tmp"] / "runs"),
+    ]
+    env = {
+        **os.environ,
+        "WORKLOAD_STATE_PATH": str(bed["tmp"] / "state.json"),
+        "PYTHONPATH": str(ROOT),
+    }
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S, check=False)
+
+
+def calls(bed: dict[str, Any]) -> list[dict[str, Any]]:
+    path: Path = bed["scratch"] / "standin_gpu_work.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("bed", sorted(PROFILES), indirect=True)
+def test_workload_run_of_the_rounds_profile_on_nvidias_real_tree_exits_0(bed: dict[str, Any]) -> None:
+    profile = shipped_profile(bed)
+    done = workload_run(bed, profile)
+    assert done.returncode == 0, f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
+    (folder,) = (bed["tmp"] / "runs").iterdir()
+    record = json.loads((folder / "run.json").read_text())
+    assert [o["status"] for o in record["outcomes"]] == ["ok"], record["outcomes"]
+    logs = "\n".join(p.read_text(errors="replace") for p in folder.rglob("*.log"))
+    nvidia: Path = bed["nvidia"]
+
+    # Our custom system: NVIDIA's detection does not know the machine, so the files are ours, in the round's format.
+    (system,) = [p.name for p in (nvidia / "configs").iterdir() if p.name.startswith("WL_")]
+    # the run's container is still there: NVIDIA's detection, asked as the system check asks it, answers unregistered
+    container = bed["engine"].client.containers.get(bed["name"])
+    code, out = container.exec_run(["python3", "-c", DETECT], workdir="/work")
+    assert code == 0 and out.decode().strip().endswith("UNREGISTERED_x86_64_NVIDIA_B200x8"), out.decode()[-3000:]
+    # Every make of NVIDIA's code/main.py loaded OUR file for its benchmark and scenario: never minimal, never empty.
+    loaded = {line.split("configs/", 1)[1] for line in logs.splitlines() if "Loading configs from" in line}
+    assert loaded and all(path.startswith(f"{system}/") for path in loaded), sorted(loaded)
+    for fallback in ("Loading minimal configs", "Config not found for current system", "Using empty config"):
+        assert fallback not in logs
+
+    shipped = json.loads(profile.read_text())
+    wanted = {
+        (a["Parameters"]["Model"], scenario, mode)
+        for a in shipped["Actions"]
+        for scenario in shipped["Parameters"][a["Parameters"]["Scenarios"].removeprefix("$.Parameters.")].split(",")
+        for mode in shipped["Parameters"]["TestModes"].split(",")
+    }
+    # The stand-in harness ran once per model, scenario and test mode, against the server NVIDIA's RunTrtllmServeOp
+    # launched, with the LoadGen target NVIDIA's code resolved from our file.
+    runs = [c for c in calls(bed) if c["op"] == "TrtllmServeBenchmarkHarnessOp"]
+    assert len(runs) == len(wanted), (len(runs), sorted(wanted))
+    for run in runs:
+        assert set(run["servers"].values()) == {200}, run
+        ((_key, target),) = run["target"].items()
+        assert target and float(target) > 0, run
+        assert f"/{system}_TRT/" in run["log_dir"], run
+    served = sorted(nvidia.glob("build/logs/*/trtllm_serve_0.log"))
+    assert served and all("trtllm-serve " in p.read_text() and "--tp_size" in p.read_text() for p in served)
+
+    # The results workload kept are the LoadGen files in NVIDIA's layout, and they parse.
+    results = [Path(p) for p in record["outcomes"][0]["results"]]
+    assert len(results) == len(wanted), results
+    for path in results:
+        assert path.parts[-3] == f"{system}_TRT", path
+        parsed = collect(path, host="local")
+        assert parsed.results and parsed.metrics and not parsed.issues, (path, parsed.issues)
+    print(
+        f"{bed['round']} {PROFILES[bed['round']]}: exit 0, {len(shipped['Actions'])} actions, {len(runs)} benchmark "
+        f"runs, {len(loaded)} of our config files loaded by NVIDIA's code, {len(served)} trtllm-serve launches"
+    )
