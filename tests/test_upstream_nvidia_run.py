@@ -291,6 +291,8 @@ def test_workload_run_of_the_rounds_profile_on_nvidias_real_tree_exits_0(bed: di
         assert path.parts[-3] == f"{system}_TRT", path
         parsed = collect(path, host="local")
         assert parsed.results and parsed.metrics and not parsed.issues, (path, parsed.issues)
+        # judged by the rules of the round that ran (its LoadGen's version), not the newest round's
+        assert {m.metadata.get("mlperf_round") for m in parsed.metrics} == {bed["round"]}, path
     print(
         f"{bed['round']} {PROFILES[bed['round']]}: exit 0, {len(shipped['Actions'])} actions, {len(runs)} benchmark "
         f"runs, {len(loaded)} of our config files loaded by NVIDIA's code, {len(served)} trtllm-serve launches"

@@ -189,6 +189,7 @@ class BenchmarkHarnessOp(Operation):
             min_query_count=1,
             llm=self.wl.benchmark.is_llm,
             latencies_ns=(limits[0] * 500_000, limits[1] * 500_000),
+            loadgen_version=_round_loadgen(),
         )
         if self.test_mode == "AccuracyOnly":  # the evaluation script's output (a Python dict), as accuracy.txt
             (Path(self.wl.log_dir) / "accuracy.txt").write_text(repr(REFERENCE_ACCURACY[base]) + "\n")
@@ -254,3 +255,11 @@ def _health(url: str) -> int:
 
 
 _ = C  # NVIDIA's constants are imported first, as NVIDIA's own modules do
+
+
+def _round_loadgen() -> str:
+    """The LoadGen ``major.minor`` of the tree's round (``VERSION``: ``v5.1`` -> ``5.1``), as the round's harness would
+    log it: its Makefile builds LoadGen from the mlcommons/inference clone of that round (v5.1 ``Makefile.build``
+    ``clone_loadgen``; v6.0 the README's 3rdparty clone). Read from the tree the harness runs in (its working folder)."""
+    version = Path("VERSION")
+    return version.read_text().strip().removeprefix("v") if version.is_file() else "6.0"
