@@ -227,10 +227,6 @@ def test_imports_follow_the_layers(path: Path) -> None:
 #: folder of data and small strategies). A circle not listed here fails the test; so does a listed one
 #: that is gone, so the list can only shrink.
 KNOWN_CIRCLES: dict[tuple[str, str], str] = {
-    ("workload.mlperf.rounds", "workload.mlperf.settings"): (
-        "issue 28 item 1: settings.py imports rounds.round_named (lazily) while the round adapters import "
-        "settings; with them rounds.v6_1 -> endpoint_checks -> settings"
-    ),
     ("workload.mlperf.system_support", "workload.mlperf.system_support_v51"): (
         "issue 28 item 1: system_support imports the v5.1 strategy (prepare_by_id, lazily) that extends it"
     ),

@@ -46,6 +46,7 @@ from workload.mlperf.catalog import canonical_benchmark
 from workload.mlperf.gpuconfig_rounds import (
     ACCURACY_TARGETS,
     DEFAULT_ROUND,
+    ENTRY_KINDS,
     REQUIRED_BY_SCENARIO,
     ROUND_FILE_PATTERNS,
     ROUND_MODELS,
@@ -235,7 +236,7 @@ class GpuConfigTable:
             # spelled as the unpublished section spells it (a model with no entry at all is not in configs)
             why = table.unpublished.get(spelled_as_in(table.unpublished, model), {}).get(scenario)
             # Up to v5.0 a config is a registered class; from v5.1 an EXPORTS entry of a per-system file.
-            kind = "class" if self.round in ("v4.1", "v5.0") else "config"
+            kind = ENTRY_KINDS[self.round]
             return (
                 f"NVIDIA's {self.round} configs have no {table.sku} {model} {scenario} {kind} for the {target} "
                 f"target ({why or 'not published'}); {self.label(table.sku)} holds only NVIDIA's published values"

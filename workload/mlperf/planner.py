@@ -10,13 +10,13 @@ orders them: scratch, image, container, system check (before any download), the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from workload.mlperf.container import container_name
 from workload.mlperf.harness import run_groups
 from workload.mlperf.ops import ContainerRef, EnsureContainer, EnsureScratch, IdentifySystem, Op
-from workload.mlperf.rounds import Checkout, HarnessRound, PlanInputs, choose_round
+from workload.mlperf.rounds import ROUNDS, Checkout, HarnessRound, PlanInputs, choose_round
 from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, for_host, settings_of
 from workload.mlperf.space_check import place_space_check
@@ -47,10 +47,12 @@ def plan_ops(
     blocked_targets: frozenset[tuple[str, str, str]] = frozenset(),
     system_name: str | None = None,
     server_urls: Mapping[tuple[str, str], ServerUrls] | None = None,
+    rounds: Sequence[type[HarnessRound]] = ROUNDS,
 ) -> MLPerfPlan:
-    """Every op of one MLPerf action, in the order ``apply`` runs them (pure)."""
+    """Every op of one MLPerf action, in the order ``apply`` runs them (pure); ``rounds``: the rounds to choose from
+    (:func:`workload.mlperf.rounds.discover`'s)."""
     settings = settings_of(params)
-    chosen = choose_round(Checkout(facts.version, facts.present), params.HarnessRound)
+    chosen = choose_round(Checkout(facts.version, facts.present), params.HarnessRound, rounds)
     harness = chosen.round
     scenario_note: str | None = None
     values: PlannedValues | None = None

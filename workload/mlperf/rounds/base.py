@@ -24,9 +24,11 @@ values/ops out; no host access except through what the interpreter does with the
    :meth:`HarnessRound.custom_config_path`, :meth:`HarnessRound.custom_list_block` and
    :meth:`HarnessRound.custom_config` -- the files a custom system needs, in the round's format.
 
-A new round: subclass :class:`HarnessRound` (or the nearest adapter), set :attr:`name`,
-:attr:`versions` and :attr:`markers`, override what changed, add it to ``ROUNDS`` in
-``rounds/__init__.py`` (newest first), and give it a stand-in harness under ``tests/fixtures/``.
+A new round: a folder beside the others (``rounds/v7_0/``) with its data file ``round.json``
+(:mod:`~workload.mlperf.rounds.spec`: versions, markers, benchmarks, scenarios, make target and variables, results
+root, gpuconfigs table, tuning rule) and an ``__init__.py`` whose class reads it (``spec = read_spec(__file__)``),
+composes the strategies its harness needs (``rounds/common/``) and is named ``ADAPTER``; detection finds the folder
+(:func:`workload.mlperf.rounds.discover`). Give it a stand-in harness under ``tests/fixtures/``.
 """
 
 from __future__ import annotations
@@ -39,18 +41,24 @@ from typing import ClassVar
 from workload.errors import ProfileError
 from workload.mlperf.catalog import MODELS, WorkloadSetting, canonical_benchmark
 from workload.mlperf.custom_system import CUSTOM_LIST, GeneratedFile, merge_custom_list
-from workload.mlperf.gpuconfigs import ROUND_MODELS, ROUND_SCENARIOS, ResolvedConfig, SkuTable
+from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.ops import ContainerRef, Op
+from workload.mlperf.rounds.spec import RoundSpec, builtin_specs
 from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings, tree_key
 from workload.mlperf.system import HostSystem
 
 
-def round_benchmarks(harness_round: str) -> tuple[str, ...]:
-    """The benchmarks of ``harness_round`` (gpuconfigs ``ROUND_MODELS``, NVIDIA's spelling) the catalog runs."""
-    names = (canonical_benchmark(b) for b in ROUND_MODELS[harness_round])
+def round_benchmarks(spec: RoundSpec) -> tuple[str, ...]:
+    """The benchmarks of the round (its ``round.json``, NVIDIA's spelling) the catalog runs."""
+    names = (canonical_benchmark(b) for b in spec.data.benchmarks)
     return tuple(dict.fromkeys(b for b in names if b in MODELS))
+
+
+def done_at(marked: object) -> str | None:
+    """A host-state mark as an op's ``done`` (the time it was marked; any true value counts)."""
+    return str(marked) if marked else None
 
 
 @dataclass(frozen=True)
@@ -104,13 +112,17 @@ def tree_state(inputs: PlanInputs, folder: str) -> tuple[str, str | None]:
     """(host-state key, done) of a folder :meth:`HarnessRound.tree_ops` makes in closed/NVIDIA: done (the time it was
     marked) when marked for this commit and the folder is still there (it is one of the round's ``markers``)."""
     key = tree_key(inputs.nvidia_dir, inputs.facts.commit, folder)
-    marked = inputs.facts.done.get(key) if folder in inputs.facts.present else None
-    return key, str(marked) if marked else None
+    return key, done_at(inputs.facts.done.get(key)) if folder in inputs.facts.present else None
 
 
 class HarnessRound(ABC):
-    """One round of NVIDIA's harness. Instances are stateless; every method is pure."""
+    """One round of NVIDIA's harness. Instances are stateless; every method is pure.
 
+    A concrete round sets :attr:`spec` (its folder's ``round.json``); the class values below are read from it when
+    the class is made (:meth:`__init_subclass__`), so the data file is the one place they are written."""
+
+    #: The round's data (``round.json`` of its folder).
+    spec: ClassVar[RoundSpec]
     #: ``"v4.1"``: shown in notes and accepted by the ``HarnessRound`` parameter.
     name: ClassVar[str]
     #: The VERSION values this adapter runs (``v4.0`` and ``v4.1`` for ``v4_1``).
@@ -123,6 +135,20 @@ class HarnessRound(ABC):
     #: The ``Client`` values this round runs: NVIDIA's harness always; MLCommons' endpoints client only where
     #: the round's harness serves the model over HTTP for it (v6.1). :meth:`check_client` refuses the others.
     clients: ClassVar[tuple[str, ...]] = ("harness",)
+    #: The make target built once per harness commit after the setup stages; None: the round's Makefiles have none
+    #: and the setup is the stages only.
+    build_target: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        spec = cls.__dict__.get("spec")
+        if isinstance(spec, RoundSpec):
+            cls.name = spec.name
+            cls.versions = spec.versions
+            cls.markers = spec.data.markers
+            cls.benchmarks = round_benchmarks(spec) if spec.data.restrict_benchmarks else ()
+            cls.clients = spec.data.clients
+            cls.build_target = spec.data.build_target
 
     @property
     def assumed_version(self) -> HarnessVersion:
@@ -149,9 +175,7 @@ class HarnessRound(ABC):
         """ProfileError naming the rounds that have ``client`` when this one has not (it would be ignored)."""
         if client in self.clients:
             return
-        from workload.mlperf.rounds import ROUNDS  # the registry imports this module
-
-        having = [r.name for r in ROUNDS if client in r.clients]
+        having = [spec.name for spec in builtin_specs() if client in spec.data.clients]
         raise ProfileError(
             "Client",
             f"Client={client} is not run by NVIDIA's {self.name} harness (only {', '.join(having) or 'no round'})",
@@ -159,10 +183,10 @@ class HarnessRound(ABC):
         )
 
     def fit_scenarios(self, settings: Settings, *, requested: bool) -> tuple[Settings, str | None]:
-        """``settings`` with only the scenarios this round has (gpuconfigs ``ROUND_SCENARIOS``; v4.1/v5.0 have no
-        Interactive): defaults it lacks are left out with a note; ``requested`` ones (the Scenarios parameter) are
+        """``settings`` with only the scenarios this round has (``scenarios`` of its ``round.json``; v4.1/v5.0 have
+        no Interactive): defaults it lacks are left out with a note; ``requested`` ones (the Scenarios parameter) are
         refused, naming the round's scenarios. A round without a list keeps every scenario."""
-        have = ROUND_SCENARIOS.get(self.name, ())
+        have = self.spec.data.scenarios
         lacking = [s for s in settings.scenarios if have and s not in have]
         if not lacking:
             return settings, None
@@ -210,11 +234,12 @@ class HarnessRound(ABC):
         """What every :meth:`results_dir` of one run of one model starts with (a free run id has none)."""
 
     def results_root(self) -> str:
-        """The folder (relative to closed/NVIDIA) every :meth:`results_dir` is directly in.
+        """The folder (relative to closed/NVIDIA) every :meth:`results_dir` is directly in (``results_root`` of
+        ``round.json``).
 
         ``apply`` lists it (read-only) to choose a run id none of whose results dirs exist yet.
         """
-        return "build/logs"
+        return self.spec.data.results_root
 
     # -- system support ----------------------------------------------------------------------
     @abstractmethod
@@ -254,5 +279,5 @@ class HarnessRound(ABC):
         return None
 
     def extra_variables(self) -> Mapping[str, str]:
-        """``make`` variables every harness target gets (v4.1: ``EXTERNAL_USER=1``)."""
-        return {"EXTERNAL_USER": "1"}
+        """``make`` variables every harness target gets (``make_variables`` of ``round.json``: ``EXTERNAL_USER=1``)."""
+        return dict(self.spec.data.make_variables)

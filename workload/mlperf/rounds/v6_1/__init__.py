@@ -34,12 +34,12 @@ from workload.mlperf import configgen_v6, endpoint_checks, endpoint_target
 from workload.mlperf.catalog import NVIDIA_SPELLING
 from workload.mlperf.endpoint_ops import RunEndpointsClient
 from workload.mlperf.endpoint_target import TargetQps
-from workload.mlperf.harness import HarnessVersion, RunGroup
+from workload.mlperf.harness import RunGroup
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage, UseImage
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds.base import PlanInputs
-from workload.mlperf.rounds.v4_1 import _done
+from workload.mlperf.rounds.base import PlanInputs, done_at
+from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.rounds.v5_1 import SYSTEM_PLACEHOLDER
 from workload.mlperf.rounds.v6_0 import V6_0Round
 from workload.mlperf.server_ops import StartServer, StopServer
@@ -78,13 +78,7 @@ def system_name_of(output: str) -> str | None:
 class V6_1Round(V6_0Round):
     """v6.1: nv-mlpinf, pulled image, configs by model/system/backend/scenario, every LLM behind trtllm-serve."""
 
-    name: ClassVar[str] = "v6.1"
-    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 1),)
-    markers: ClassVar[tuple[str, ...]] = ("src/nv_mlpinf/main.py",)
-    #: Not v6.0's list: :meth:`system_check` refuses any model but :data:`SINGLE_NODE` itself, naming nv-sflow/Slurm
-    #: for the benchmarks that run only there.
-    benchmarks: ClassVar[tuple[str, ...]] = ()
-    clients: ClassVar[tuple[str, ...]] = ("harness", "endpoints")
+    spec: ClassVar[RoundSpec] = read_spec(__file__)
 
     def image_ops(self, inputs: PlanInputs) -> list[Op]:
         return [UseImage(inputs.params.ContainerImage or DEFAULT_IMAGE)]
@@ -130,7 +124,7 @@ class V6_1Round(V6_0Round):
         for stage in SETUP:
             key = setup_key(inputs.scratch, model, stage)
             argv = ("make", stage, f"BENCHMARKS={model}")
-            ops.append(SetupStage(inputs.container, model, stage, argv, key, done=_done(inputs.facts.done.get(key))))
+            ops.append(SetupStage(inputs.container, model, stage, argv, key, done=done_at(inputs.facts.done.get(key))))
         notes = [] if any(op.shown for op in ops) else [f"setup of {model} already done ({', '.join(SETUP)})"]
         return ops, notes
 
@@ -318,3 +312,7 @@ class V6_1Round(V6_0Round):
         from workload.mlperf import configgen_v6
 
         return configgen_v6.v61_folder(model, "<system id from the system check>", scenario) + "/{server,harness}.py"
+
+
+#: The adapter :func:`workload.mlperf.rounds.discover` finds in this folder.
+ADAPTER = V6_1Round

@@ -47,7 +47,8 @@ from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, PrepareTree, SetupStage
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds.base import PlanInputs, round_benchmarks, tree_state
+from workload.mlperf.rounds.base import PlanInputs, tree_state
+from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.system import HostSystem
@@ -225,15 +226,11 @@ def custom_files(
 class V5_1Round(V4_1Round):
     """v5.1: per-system config files, SYSTEM_NAME, ``--accuracy_target``, LLMs behind a server."""
 
-    name: ClassVar[str] = "v5.1"
-    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 1),)
+    spec: ClassVar[RoundSpec] = read_spec(__file__)
+
     creates_config_dirs: ClassVar[bool] = True
     system_by_id: ClassVar[bool] = True
     system_id_argv: ClassVar[tuple[str, ...]] = DETECTION_ARGV
-    #: The folders :meth:`tree_ops` makes (also read at ``plan``: a folder gone is made again).
-    markers: ClassVar[tuple[str, ...]] = ("build",)
-    #: ``code/common/constants.py`` ``Benchmark`` values (gpuconfigs ``ROUND_MODELS``) the catalog runs.
-    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v5.1")
     #: (model, stage) -> the benchmark's own script run instead of ``make <stage>``.
     setup_scripts: ClassVar[dict[tuple[str, str], str]] = SETUP_SCRIPTS
 
@@ -424,3 +421,7 @@ __all__ = [
     "system_answer",
     "values_for",
 ]
+
+
+#: The adapter :func:`workload.mlperf.rounds.discover` finds in this folder.
+ADAPTER = V5_1Round

@@ -39,7 +39,8 @@ from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import Op, PrepareTree
-from workload.mlperf.rounds.base import PlanInputs, round_benchmarks, tree_state
+from workload.mlperf.rounds.base import PlanInputs, tree_state
+from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
 from workload.mlperf.space_check import CheckFreeSpace, StageNeed
 from workload.mlperf.space_table import GIB
@@ -70,14 +71,8 @@ LLM_BENCHMARKS = ("llama2-70b", "llama3.1-8b", "llama3.1-405b", "gpt-oss-120b", 
 class V6_0Round(V5_1Round):
     """v6.0: v5.1's layout with a prebuilt image, v6.0's benchmarks and values."""
 
-    name: ClassVar[str] = "v6.0"
-    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 0),)
-    #: The MAKE Targets documentation's "Available Benchmarks" (gpuconfigs ``ROUND_MODELS``) the catalog runs.
-    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v6.0")
-    #: The folders :meth:`tree_ops` makes (also read at ``plan``: a folder gone is made again).
-    markers: ClassVar[tuple[str, ...]] = tuple(folder for folder, _, _ in CLONES)
-    #: No one-off build: v6.0's Makefiles have no ``build`` target (see the module docstring).
-    build_target: ClassVar[str | None] = None
+    spec: ClassVar[RoundSpec] = read_spec(__file__)
+
     # v6.0's per-benchmark download scripts are not in our index: every stage is ``make <stage> BENCHMARKS=<b>``.
     setup_scripts: ClassVar[dict[tuple[str, str], str]] = {}
 
@@ -165,3 +160,7 @@ def clone_argv(folder: str, url: str, commit: str | None = None) -> tuple[str, .
         'mv "$1.partial" "$1"'
     )
     return ("bash", "-c", script, "clone", folder, url, commit or "")
+
+
+#: The adapter :func:`workload.mlperf.rounds.discover` finds in this folder.
+ADAPTER = V6_0Round

@@ -33,7 +33,8 @@ from workload.mlperf.ops import (
     UseImage,
 )
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds.base import HarnessRound, PlanInputs, round_benchmarks
+from workload.mlperf.rounds.base import HarnessRound, PlanInputs, done_at
+from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.settings import build_key, setup_key
 from workload.mlperf.system import HostSystem
 
@@ -41,22 +42,11 @@ from workload.mlperf.system import HostSystem
 SYSTEM_ID_ARGV: tuple[str, ...] = ("python3", "-m", "scripts.get_system_id")
 
 
-def _done(marked: object) -> str | None:
-    """A host-state mark as the op's ``done`` (the time it was marked; any true value counts)."""
-    return str(marked) if marked else None
-
-
 class V4_1Round(HarnessRound):
     """v4.0 and v4.1: the layout this runner was first written for."""
 
-    name: ClassVar[str] = "v4.1"
-    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(4, 0), HarnessVersion(4, 1))
-    markers: ClassVar[tuple[str, ...]] = ("docker/release/Dockerfile", "scripts/get_system_id.py")
-    #: v4.1's ``configs/<benchmark>/`` folders (gpuconfigs ``ROUND_MODELS``).
-    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v4.1")
-    #: The make target built once per harness commit after the setup stages (``Makefile.build`` ``build``); None: the
-    #: round's Makefiles have none (v6.0), and the setup is the stages only.
-    build_target: ClassVar[str | None] = "build"
+    spec: ClassVar[RoundSpec] = read_spec(__file__)
+
     #: The round's own system detection, run in the container from closed/NVIDIA (prints the system's name or id).
     system_id_argv: ClassVar[tuple[str, ...]] = SYSTEM_ID_ARGV
 
@@ -98,13 +88,13 @@ class V4_1Round(HarnessRound):
         for stage in SETUP_STAGES:
             key = setup_key(inputs.scratch, model, stage)
             argv = make_argv(stage, dict(self._variables(BENCHMARKS=model)))
-            ops.append(SetupStage(inputs.container, model, stage, tuple(argv), key, done=_done(facts.done.get(key))))
+            ops.append(SetupStage(inputs.container, model, stage, tuple(argv), key, done=done_at(facts.done.get(key))))
         if not any(op.shown for op in ops):
             notes.append(f"setup of {model} already done ({', '.join(SETUP_STAGES)})")
         if self.build_target is None:
             return ops, notes
         key = build_key(inputs.nvidia_dir, facts.commit)
-        built = _done(facts.done.get(key)) if facts.build_exists else None
+        built = done_at(facts.done.get(key)) if facts.build_exists else None
         if built:
             notes.append(f"make {self.build_target} already done for commit {(facts.commit or '')[:12]}")
         argv = make_argv(self.build_target, dict(self.extra_variables()))
@@ -186,3 +176,7 @@ class V4_1Round(HarnessRound):
         version: HarnessVersion,
     ) -> custom_system.GeneratedFile:
         return custom_system.custom_config(model, scenario, member, class_base, classes, version)
+
+
+#: The adapter :func:`workload.mlperf.rounds.discover` finds in this folder.
+ADAPTER = V4_1Round

@@ -22,7 +22,8 @@ from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.ops import IdentifySystem, Op
-from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
+from workload.mlperf.rounds.base import PlanInputs
+from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.system import HostSystem
 
@@ -30,13 +31,9 @@ from workload.mlperf.system import HostSystem
 class V5_0Round(V4_1Round):
     """v5.0: v4.1's layout, custom systems in ``custom_list.json``."""
 
-    name: ClassVar[str] = "v5.0"
-    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 0),)
-    markers: ClassVar[tuple[str, ...]] = ()
+    spec: ClassVar[RoundSpec] = read_spec(__file__)
+
     custom_list_path: ClassVar[str] = custom_json.CUSTOM_LIST_JSON
-    #: ``code/common/constants.py`` ``Benchmark`` values (gpuconfigs ``ROUND_MODELS``) the catalog runs: v4.1's,
-    #: llama3.1-405b and rgat (llama2-70b-interactive is not in the catalog).
-    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v5.0")
 
     def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
         """Our entry as JSON text (``{"WL_<SKU>x<n>": <Description>}``); :meth:`merge_custom_list` puts it in."""
@@ -69,3 +66,7 @@ class V5_0Round(V4_1Round):
         except (ValueError, AttributeError) as exc:
             raise CustomSystemError(f"not one custom_list.json entry: {exc}") from None
         return custom_json.merge(existing, key, description)
+
+
+#: The adapter :func:`workload.mlperf.rounds.discover` finds in this folder.
+ADAPTER = V5_0Round
