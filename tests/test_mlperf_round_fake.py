@@ -14,8 +14,8 @@ from workload.errors import ProfileError
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.ops import IdentifySystem
 from workload.mlperf.planner import plan_ops
+from workload.mlperf.round_spec import BUILTIN, SPEC_FILE
 from workload.mlperf.rounds import ROUNDS, discover, markers, round_named
-from workload.mlperf.rounds.spec import BUILTIN, SPEC_FILE
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
 
 FAKE_MARKER = "docker/release-v7/Dockerfile"

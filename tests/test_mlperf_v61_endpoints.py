@@ -34,7 +34,7 @@ from workload.errors import ProfileError
 from workload.metrics import rules
 from workload.mlperf import configgen_v6, endpoint_target, server_urls
 from workload.mlperf.endpoint_ops import RunEndpointsClient
-from workload.mlperf.gpuconfigs_v61 import load_table61
+from workload.mlperf.gpuconfigs_parts import load_parts_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.ops import to_changes
 from workload.mlperf.planner import plan_ops
@@ -162,13 +162,13 @@ def test_server_and_interactive_configs_have_the_schema_of_nvidias_online_endpoi
 
 
 def test_the_parameter_wins_over_nvidias_value(tables: Path) -> None:
-    table = load_table61(tables)
+    table = load_parts_table(tables)
     chosen = endpoint_target.choose("Interactive", 7.5, GB300X4, table, "gpt-oss-120b", "k_99")
     assert chosen == endpoint_target.TargetQps(7.5, "the parameter InteractiveTargetQps")
 
 
 def test_nvidias_value_for_this_gpu_scaled_to_its_count_with_the_source(tables: Path) -> None:
-    table = load_table61(tables)
+    table = load_parts_table(tables)
     chosen = endpoint_target.choose("Interactive", None, GB300X4, table, "gpt-oss-120b", "k_99")
     assert chosen.value == pytest.approx(520 * 4 / 72, abs=1e-6)
     assert GPT_OSS_INTERACTIVE in chosen.source and "(scaled from x72 to x4)" in chosen.source
@@ -179,7 +179,7 @@ def test_nvidias_value_for_this_gpu_scaled_to_its_count_with_the_source(tables: 
 
 
 def test_another_gpus_value_is_never_used_and_the_refusal_names_the_parameter(tables: Path) -> None:
-    table = load_table61(tables)
+    table = load_parts_table(tables)
     with pytest.raises(ProfileError) as caught:
         endpoint_target.choose("Interactive", None, B200X8, table, "gpt-oss-120b", "k_99")
     assert caught.value.location == "InteractiveTargetQps"

@@ -8,7 +8,7 @@ read from the rounds' data files; :mod:`workload.mlperf.gpuconfigs_schema` check
 from __future__ import annotations
 
 from workload.mlperf.catalog import SCENARIOS
-from workload.mlperf.rounds.spec import builtin_specs
+from workload.mlperf.round_spec import builtin_specs
 
 #: Fields that scale with the number of GPUs (throughput); everything else is per system as is.
 THROUGHPUT_FIELDS = ("offline_expected_qps", "server_target_qps")
@@ -22,7 +22,7 @@ REQUIRED_BY_SCENARIO = {
 #: NVIDIA's ``AccuracyTarget`` members: 99 % and 99.9 % of the reference accuracy.
 ACCURACY_TARGETS = ("k_99", "k_99_9")
 
-# The per-round facts are each round's data (``round.json`` of its folder, :mod:`workload.mlperf.rounds.spec`), with
+# The per-round facts are each round's data (``round.json`` of its folder, :mod:`workload.mlperf.round_spec`), with
 # the upstream file of every value; here they are only gathered for the tables of the ``entries`` form.
 _TABLED = [s for s in reversed(builtin_specs()) if s.data.gpuconfigs and s.data.gpuconfigs.form == "entries"]
 

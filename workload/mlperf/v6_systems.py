@@ -28,10 +28,17 @@ from workload.mlperf.gpuconfigs import (
     gpu_count_problem,
     load_table,
 )
-from workload.mlperf.gpuconfigs_v61 import BENCHMARKS as V61_BENCHMARKS
-from workload.mlperf.gpuconfigs_v61 import V61Table
+from workload.mlperf.gpuconfigs_parts import BENCHMARKS as V61_BENCHMARKS
+from workload.mlperf.gpuconfigs_parts import PartsTable
 from workload.mlperf.system import HostSystem
-from workload.mlperf.tuning import LAST_TUNED, decide, gpu_family, last_tuned_round, nearest_v60, same_architecture
+from workload.mlperf.tuning import (
+    LAST_TUNED,
+    decide,
+    gpu_family,
+    last_tuned_round,
+    nearest_by_memory,
+    same_architecture,
+)
 
 # The rule's names (issue 18) live in workload.mlperf.tuning, shared with the planner; importable here as before.
 __all__ = ["LAST_TUNED", "NotTuned", "SystemFiles", "gpu_family", "last_tuned_round", "v60_files", "v61_files"]
@@ -286,7 +293,7 @@ def _borrowed(
     frame = next(
         (
             found
-            for sku in nearest_v60(table, system.gpu_memory_mib)
+            for sku in nearest_by_memory(table, system.gpu_memory_mib)
             if (found := _v60_entry(table, table.skus[sku], stem, scenario, accuracy, system.gpu_count))
         ),
         None,
@@ -309,7 +316,7 @@ def _borrowed(
 
 def v61_files(
     system: HostSystem,
-    table: V61Table,
+    table: PartsTable,
     benchmark: str,
     scenarios: Sequence[str],
     *,

@@ -1,7 +1,7 @@
 """The harness rounds, found by listing their folders, and the one place that chooses among them.
 
 Each round of NVIDIA's harness is one folder of this package (``v6_1/``): its data file ``round.json``
-(:mod:`~workload.mlperf.rounds.spec`) and an ``__init__.py`` naming its adapter ``ADAPTER``. :func:`discover` lists the
+(:mod:`~workload.mlperf.round_spec`) and an ``__init__.py`` naming its adapter ``ADAPTER``. :func:`discover` lists the
 folders (and any extra folder of rounds it is given: a round kept outside the package, as the tests' fake round) and
 orders the adapters newest first; nothing else names a round.
 
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workload.errors import ProfileError
+from workload.mlperf.round_spec import BUILTIN, known_versions, round_folders, spec_named
 from workload.mlperf.rounds.base import Checkout, HarnessRound, PlanInputs
-from workload.mlperf.rounds.spec import BUILTIN, known_versions, round_folders, spec_named
 
 __all__ = [
     "DEFAULT",

@@ -25,7 +25,7 @@ values/ops out; no host access except through what the interpreter does with the
    :meth:`HarnessRound.custom_config` -- the files a custom system needs, in the round's format.
 
 A new round: a folder beside the others (``rounds/v7_0/``) with its data file ``round.json``
-(:mod:`~workload.mlperf.rounds.spec`: versions, markers, benchmarks, scenarios, make target and variables, results
+(:mod:`~workload.mlperf.round_spec`: versions, markers, benchmarks, scenarios, make target and variables, results
 root, gpuconfigs table, tuning rule) and an ``__init__.py`` whose class reads it (``spec = read_spec(__file__)``),
 composes the strategies its harness needs (``rounds/common/``) and is named ``ADAPTER``; detection finds the folder
 (:func:`workload.mlperf.rounds.discover`). Give it a stand-in harness under ``tests/fixtures/``.
@@ -44,7 +44,7 @@ from workload.mlperf.custom_system import CUSTOM_LIST, GeneratedFile, merge_cust
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.ops import ContainerRef, Op
-from workload.mlperf.rounds.spec import RoundSpec, builtin_specs
+from workload.mlperf.round_spec import RoundSpec, builtin_specs
 from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings, tree_key
 from workload.mlperf.system import HostSystem

@@ -33,8 +33,8 @@ from workload.mlperf.ops import (
     UseImage,
 )
 from workload.mlperf.results import Expected
+from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import HarnessRound, PlanInputs, done_at
-from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.settings import build_key, setup_key
 from workload.mlperf.system import HostSystem
 

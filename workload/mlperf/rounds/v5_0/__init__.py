@@ -22,8 +22,8 @@ from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.ops import IdentifySystem, Op
+from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import PlanInputs
-from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.system import HostSystem
 

@@ -47,12 +47,12 @@ from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, PrepareTree, SetupStage
 from workload.mlperf.results import Expected
+from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import PlanInputs, tree_state
-from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.system import HostSystem
-from workload.mlperf.tuning import LAST_TUNED, decide, nearest_v60, untuned_config
+from workload.mlperf.tuning import LAST_TUNED, decide, nearest_by_memory, untuned_config
 
 #: The last round whose NVIDIA configs tune Hopper (H100/H200): its table is where untuned values come from (the rule
 #: is :func:`workload.mlperf.tuning.decide`'s).
@@ -175,7 +175,7 @@ def values_for(
     frame = next(
         (
             current.resolve(sku.gpu_names[0], gpu_count, model, scenario, high_accuracy=high)
-            for sku in (current.skus[name] for name in nearest_v60(current, gpu_memory_mib))
+            for sku in (current.skus[name] for name in nearest_by_memory(current, gpu_memory_mib))
             if current.entry_problem(sku.gpu_names[0], model, scenario, high_accuracy=high) is None
         ),
         None,

@@ -39,8 +39,8 @@ from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import Op, PrepareTree
+from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import PlanInputs, tree_state
-from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
 from workload.mlperf.space_check import CheckFreeSpace, StageNeed
 from workload.mlperf.space_table import GIB

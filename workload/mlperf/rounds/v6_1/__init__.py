@@ -38,8 +38,8 @@ from workload.mlperf.harness import RunGroup
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage, UseImage
 from workload.mlperf.results import Expected
+from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import PlanInputs, done_at
-from workload.mlperf.rounds.spec import RoundSpec, read_spec
 from workload.mlperf.rounds.v5_1 import SYSTEM_PLACEHOLDER
 from workload.mlperf.rounds.v6_0 import V6_0Round
 from workload.mlperf.server_ops import StartServer, StopServer
@@ -265,12 +265,12 @@ class V6_1Round(V6_0Round):
         config_path = f"{logs}/endpoint.yaml"
         target: TargetQps | None = None
         if scenario in endpoint_target.PARAMETERS:
-            from workload.mlperf.gpuconfigs_v61 import load_table61
+            from workload.mlperf.gpuconfigs_parts import load_parts_table
 
             given = inputs.params.ServerTargetQps if scenario == "Server" else inputs.params.InteractiveTargetQps
             key = "k_99_9" if accuracy == "0.999" else "k_99"
             target = endpoint_target.choose(
-                scenario, given, inputs.facts.system, load_table61(), inputs.settings.model, key
+                scenario, given, inputs.facts.system, load_parts_table(), inputs.settings.model, key
             )
         elif scenario != "Offline":
             raise ProfileError(
@@ -304,9 +304,9 @@ class V6_1Round(V6_0Round):
         allow_untuned: bool,
         port: int = 30000,
     ) -> SystemFiles:
-        from workload.mlperf.gpuconfigs_v61 import load_table61
+        from workload.mlperf.gpuconfigs_parts import load_parts_table
 
-        return v61_files(system, load_table61(), model, scenarios, allow_untuned=allow_untuned, base_port=port)
+        return v61_files(system, load_parts_table(), model, scenarios, allow_untuned=allow_untuned, base_port=port)
 
     def custom_config_path(self, model: str, scenario: str) -> str:
         from workload.mlperf import configgen_v6

@@ -27,7 +27,7 @@ from workload.mlperf.harness import HarnessVersion
 #: The data file that makes a folder a round.
 SPEC_FILE = "round.json"
 #: The folder of the rounds that ship with the package.
-BUILTIN = Path(__file__).resolve().parent
+BUILTIN = Path(__file__).resolve().parent / "rounds"
 
 
 class GpuConfigsRef(BaseModel):
