@@ -230,9 +230,6 @@ KNOWN_CIRCLES: dict[tuple[str, str], str] = {
     ("workload.mlperf.system_support", "workload.mlperf.system_support_v51"): (
         "issue 28 item 1: system_support imports the v5.1 strategy (prepare_by_id, lazily) that extends it"
     ),
-    ("workload.mlperf.tuning", "workload.mlperf.v6_systems"): (
-        "issue 28 item 1: tuning names v6_systems.SystemFiles (TYPE_CHECKING) while v6_systems imports the rule"
-    ),
 }
 
 

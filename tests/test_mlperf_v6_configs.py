@@ -51,12 +51,14 @@ from workload.errors import ProfileError
 from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.gpuconfigs_parts import load_parts_table
 from workload.mlperf.rounds.v6_0 import V6_0Round
+from workload.mlperf.rounds.v6_0.systems import v60_files
 from workload.mlperf.rounds.v6_1 import V6_1Round
+from workload.mlperf.rounds.v6_1.systems import v61_files
 from workload.mlperf.server_urls import ServerConfigError, exports_targets
 from workload.mlperf.settings import MLPerfParameters, Settings, settings_of
 from workload.mlperf.system import HostSystem
+from workload.mlperf.system_files import NotTuned
 from workload.mlperf.system_support_v6 import lacking_targets
-from workload.mlperf.v6_systems import NotTuned, v60_files, v61_files
 
 B200, B300, GB200, GB300, H200 = "NVIDIA B200", "NVIDIA B300 SXM6 AC", "NVIDIA GB200", "NVIDIA GB300", "NVIDIA H200"
 GB2, GB3 = "GB200-NVL72_GB200-186GB_aarch64", "GB300-NVL72_GB300-288GB_aarch64"

@@ -30,9 +30,10 @@ from workload.mlperf.planner import MLPerfPlan, plan_ops
 from workload.mlperf.rounds.v5_1 import values_for
 from workload.mlperf.rounds.v6_0 import V6_0Round
 from workload.mlperf.rounds.v6_1 import V6_1Round
+from workload.mlperf.rounds.v6_1.systems import v61_files
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import NotTuned, v61_files
+from workload.mlperf.system_files import NotTuned
 from workload.steps import StepPlan
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,9 +18,9 @@ Files are validated at load: an unknown benchmark, scenario, accuracy target, pa
 entry's benchmark, scenario and backend, or values not in the form NVIDIA's files have (GPU counts and ports, env
 YAMLs of strings, vLLM flags as words, an endpoints run type) is a ProfileError naming the file and key.
 
-Kinds :func:`workload.mlperf.v6_systems.v61_files` does not write yet (``sflow``, ``endpoint``, ``visual_gen``: the
-VLLM and visual_gen backends of qwen3-vl and wan2.2, nv-sflow/Slurm runs in v6.1; whisper's harness.py) are NVIDIA's
-values kept and validated for the runs that will use them.
+Kinds :func:`workload.mlperf.rounds.v6_1.systems.v61_files` does not write yet (``sflow``, ``endpoint``,
+``visual_gen``: the VLLM and visual_gen backends of qwen3-vl and wan2.2, nv-sflow/Slurm runs in v6.1; whisper's
+harness.py) are NVIDIA's values kept and validated for the runs that will use them.
 """
 
 from __future__ import annotations

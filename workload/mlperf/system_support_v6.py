@@ -33,15 +33,14 @@ from typing import Any
 from workload.commands import cmd
 from workload.errors import StepError, WorkloadError
 from workload.mlperf import config_sources
-from workload.mlperf.configgen_v6 import MARK
 from workload.mlperf.container import HarnessContainer
 from workload.mlperf.custom_system import SYSTEM_ID_PREFIX
 from workload.mlperf.ops import IdentifySystem
 from workload.mlperf.server_urls import ServerConfigError, ServerUrls, describe, exports_targets
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
+from workload.mlperf.system_files import MARK, NotTuned, SystemFiles
 from workload.mlperf.system_support import system_of, tail
 from workload.mlperf.tuning import decide
-from workload.mlperf.v6_systems import NotTuned, SystemFiles
 from workload.steps import Step, StepContext
 
 

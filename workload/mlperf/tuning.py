@@ -2,7 +2,7 @@
 
 One rule (issue 18), asked by the planner (``plan`` shows its answer; ``apply`` plans with it too) and by the system
 support at run time (``values_for`` of :mod:`~workload.mlperf.rounds.v5_1`, :mod:`~workload.mlperf.system_support_v51`,
-:mod:`~workload.mlperf.system_support_v6`, :mod:`~workload.mlperf.v6_systems`), so ``plan`` says what the run does:
+:mod:`~workload.mlperf.system_support_v6`, the rounds' ``systems`` modules), so ``plan`` says what the run does:
 
 * the round's gpuconfigs table has the GPU (nvidia-smi's name among a SKU's ``gpu_names``): NVIDIA's values for it,
   *tuned*;
@@ -10,7 +10,7 @@ support at run time (``values_for`` of :mod:`~workload.mlperf.rounds.v5_1`, :mod
   minimal settings or nothing), another table's values, *untuned*: v5.1 takes the last round that tunes the GPU
   (v5.0 for Hopper: ``rounds/v5_1.py``); v6.0 the GPUs of its own table of the same architecture, the nearest in
   memory first, else the last round that tunes the GPU (Hopper: v5.0's fp8 values, never Blackwell's FP4;
-  ``v6_systems.py``, :mod:`~workload.mlperf.gpu_architecture`); v6.1 the GPUs of its own table, nearest first.
+  ``rounds/v6_0/systems.py``, :mod:`~workload.mlperf.gpu_architecture`); v6.1 the GPUs of its own table, nearest first.
   Only with ``RequireCustomSystemSupport=true``, and the generated files and the metrics metadata say so
   (``config_tuned=false``); without it the run is refused (:meth:`Tuning.refusal`), naming the last round that tunes
   the GPU. The user chooses; nothing untuned runs silently;
@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from workload.errors import ProfileError
 from workload.mlperf.gpu_architecture import architecture
@@ -39,9 +39,7 @@ from workload.mlperf.gpuconfigs import (
 from workload.mlperf.gpuconfigs_parts import PartsTable, load_parts_table
 from workload.mlperf.round_spec import builtin_specs
 from workload.mlperf.system import HostSystem
-
-if TYPE_CHECKING:  # v6_systems builds on this module: its types only
-    from workload.mlperf.v6_systems import SystemFiles
+from workload.mlperf.system_files import NotTuned, SystemFiles
 
 #: GPUs NVIDIA stopped tuning, and the last round whose configs tune them (issue 18): ``last_tuning_of`` of the rounds'
 #: data files, the newest round naming a family winning (v5.0's configs are the last with Hopper classes).
@@ -235,6 +233,29 @@ def untuned_config(
         f"{resolved.source()})"
     )
     return replace(resolved, untuned=why)
+
+
+def untuned_reason(system: HostSystem, round_name: str, donor: str) -> str:
+    """Why a generated config's values are untuned: the GPU has none in ``round_name``, these are ``donor``'s."""
+    last = last_tuned_round(system.gpu_name)
+    why = f"NVIDIA publishes no {system.gpu_name} config in {round_name}"
+    if last:
+        why += f" (the last round NVIDIA tunes it in is {last})"
+    return f"{why}; values of {donor}, scaled to {system.gpu_count} GPUs"
+
+
+def refuse_untuned(system: HostSystem, round_name: str, table: Table | None = None, what: str = "") -> NotTuned:
+    """Untuned values were needed but not allowed: the round's refusal for a GPU it does not tune
+    (:meth:`workload.mlperf.tuning.Tuning.refusal`, the one ``plan`` and the system check give), else (a GPU it tunes,
+    lacking ``what``) why that config would be another GPU's."""
+    tuning = decide(round_name, system.gpu_name, system.gpu_memory_mib, tables={round_name: table} if table else None)
+    if tuning is not None and tuning.refuses:
+        refusal = tuning.refusal()
+        return NotTuned(f"{refusal.problem}: {refusal.hint}")
+    return NotTuned(
+        f"NVIDIA's {round_name} configs have no {system.gpu_name} {what} config".replace("  ", " ")
+        + ": set RequireCustomSystemSupport=true to run it with another GPU's values, marked untuned"
+    )
 
 
 # ---- what plan shows -----------------------------------------------------------------------------------------
@@ -436,8 +457,10 @@ __all__ = [
     "nearest_by_memory",
     "plan_values",
     "published_counts",
+    "refuse_untuned",
     "same_architecture",
     "scenario_values",
     "sku_memory_gib",
     "untuned_config",
+    "untuned_reason",
 ]

@@ -21,7 +21,7 @@ UPSTREAM.md`` names repository and commit):
   ``trtllm-serve``), whisper ...; mixtral-8x7b is gone (the MAKE Targets documentation's "Available Benchmarks");
 * config files ``configs/<SYSTEM>/<Scenario>/<benchmark with _>.py`` carry ``ACCURACY_OVERRIDES`` and
   ``COMPLIANCE_OVERRIDES`` beside ``EXPORTS``; the accuracy target is ``--accuracy_target``;
-* the values of a custom system come from ``gpuconfigs/v6.0`` (:func:`workload.mlperf.v6_systems.v60_files`):
+* the values of a custom system come from ``gpuconfigs/v6.0`` (:func:`.systems.v60_files`):
   NVIDIA tunes B200, B300, GB200 and GB300; a Hopper GPU is refused naming v5.0 or, with
   ``RequireCustomSystemSupport=true``, runs the nearest GPU's values marked untuned.
 Everything else (SYSTEM_NAME, the minimal-config fallback refused, one server per scenario) is v5.1's.
@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from workload.mlperf.catalog import WorkloadSetting
-from workload.mlperf.configgen_v6 import v60_config_path
 from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
 from workload.mlperf.harness import HarnessVersion
@@ -45,7 +44,10 @@ from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answe
 from workload.mlperf.space_check import CheckFreeSpace, StageNeed
 from workload.mlperf.space_table import GIB
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import SystemFiles, v60_files
+from workload.mlperf.system_files import SystemFiles
+
+from .configgen import v60_config_path
+from .systems import v60_files
 
 #: The commit of mlcommons/inference the ``3rdparty/mlc-inference`` clone checks out. The README clones the default
 #: branch's newest commit, but v6.0's ``code/common/mlcommons/loadgen.py`` (lines 43-53) reads the checker's

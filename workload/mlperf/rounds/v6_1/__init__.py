@@ -10,7 +10,7 @@ UPSTREAM.md`` names repository and commit):
   a missing file is an error (no minimal fallback);
 * the system check is ``nv-mlpinf show_paths`` (``system_name = <id> [auto-detected|env: SYSTEM_NAME]``, or
   ``Detected system did not match any known systems.``); a custom system is ``SYSTEM_NAME=WL_<system>`` with our
-  files under its name (:func:`workload.mlperf.v6_systems.v61_files`);
+  files under its name (:func:`.systems.v61_files`);
 * every LLM benchmark runs against trtllm-serve: ``make run_llm_server`` (foreground, in its own process group,
   stopped after the run) then ``make run_harness`` (a date-stamped ``LOG_DIR``); one make starts one server per
   data-parallel rank, the URLs its config files give (:meth:`V6_1Round.served_urls`, read by the system check),
@@ -30,7 +30,7 @@ from typing import ClassVar
 
 from workload.errors import ProfileError
 from workload.metrics import rules
-from workload.mlperf import configgen_v6, endpoint_checks, endpoint_target
+from workload.mlperf import endpoint_checks, endpoint_target
 from workload.mlperf.catalog import NVIDIA_SPELLING
 from workload.mlperf.endpoint_ops import RunEndpointsClient
 from workload.mlperf.endpoint_target import TargetQps
@@ -46,7 +46,10 @@ from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.server_urls import LOCAL_HOST, ServerUrls, resolve
 from workload.mlperf.settings import setup_key
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import SystemFiles, v61_files
+from workload.mlperf.system_files import SystemFiles
+
+from . import configgen
+from .systems import v61_files
 
 #: The LLM image NVIDIA's v6.1 docs/ENV_SETUP.md pulls (B200/B300, x86_64).
 DEFAULT_IMAGE = (
@@ -213,9 +216,7 @@ class V6_1Round(V6_0Round):
         return system_name_of(output)
 
     def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
-        from workload.mlperf import configgen_v6
-
-        folder = configgen_v6.v61_folder(model, system_id, scenario)
+        folder = configgen.v61_folder(model, system_id, scenario)
         return (f"{folder}/server.py", f"{folder}/harness.py")
 
     def served_urls(
@@ -276,7 +277,7 @@ class V6_1Round(V6_0Round):
             raise ProfileError(
                 "Client", f"MLCommons' endpoints client runs Offline, Server and Interactive, not {scenario}"
             )
-        text = configgen_v6.endpoint_config(
+        text = configgen.endpoint_config(
             name=f"{benchmark}-{scenario.lower()}-{test_mode.lower()}",
             model=benchmark,
             scenario=scenario,
@@ -309,9 +310,7 @@ class V6_1Round(V6_0Round):
         return v61_files(system, load_parts_table(), model, scenarios, allow_untuned=allow_untuned, base_port=port)
 
     def custom_config_path(self, model: str, scenario: str) -> str:
-        from workload.mlperf import configgen_v6
-
-        return configgen_v6.v61_folder(model, "<system id from the system check>", scenario) + "/{server,harness}.py"
+        return configgen.v61_folder(model, "<system id from the system check>", scenario) + "/{server,harness}.py"
 
 
 #: The adapter :func:`workload.mlperf.rounds.discover` finds in this folder.
