@@ -58,7 +58,7 @@ from workload.mlperf.server_urls import ServerConfigError, exports_targets
 from workload.mlperf.settings import MLPerfParameters, Settings, settings_of
 from workload.mlperf.system import HostSystem
 from workload.mlperf.system_files import NotTuned
-from workload.mlperf.system_support_v6 import lacking_targets
+from workload.mlperf.system_support_files import lacking_targets
 
 B200, B300, GB200, GB300, H200 = "NVIDIA B200", "NVIDIA B300 SXM6 AC", "NVIDIA GB200", "NVIDIA GB300", "NVIDIA H200"
 GB2, GB3 = "GB200-NVL72_GB200-186GB_aarch64", "GB300-NVL72_GB300-288GB_aarch64"
@@ -1180,7 +1180,7 @@ def test_v61_without_a_config_the_harness_names_the_file_it_wanted(tmp_path: Pat
     )
 
 
-# ---- accuracy targets a config file lacks (workload/mlperf/system_support_v6.py lacking_targets) ---------------------
+# ---- accuracy targets a config file lacks (workload/mlperf/system_support_files.py lacking_targets) ----------------
 
 
 def settings(model: str, scenarios: str, versions: str = "default,high_accuracy") -> Settings:

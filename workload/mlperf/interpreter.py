@@ -26,7 +26,7 @@ from typing import Any
 
 from workload.commands import cmd
 from workload.errors import BenchmarkFailed, StepError
-from workload.mlperf import config_sources, image, llm_server, results
+from workload.mlperf import config_sources, image, llm_server, results, system_support_files
 from workload.mlperf.container import ContainerSpec, HarnessContainer
 from workload.mlperf.docker_errors import docker_boundary, docker_failures
 from workload.mlperf.endpoint_ops import RunEndpointsClient
@@ -50,6 +50,7 @@ from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import STATE_KEY, MLPerfFacts, MLPerfParameters
 from workload.mlperf.space_check import HINT, CheckFreeSpace, parse_df, refusal, shortfalls
 from workload.mlperf.system_support import SystemSupport, system_text, tail
+from workload.mlperf.system_support_by_id import prepare_by_id
 from workload.steps import Step, StepContext
 
 
@@ -179,17 +180,16 @@ class Interpreter:
         self.container = container
 
     def _identify(self, op: IdentifySystem) -> None:
-        if hasattr(self.plan.round, "system_files"):  # v6.x: values from the round's own gpuconfigs tables
-            from workload.mlperf import system_support_v6
-
-            decision = system_support_v6.prepare(
+        generated = self.plan.round.generated_files()  # config files generated from the round's own tables
+        if generated is not None:
+            decision = system_support_files.prepare(
                 self.step,
                 self.ctx,
                 self._running(),
                 self.params,
                 self.facts,
                 self.plan.inputs.settings,
-                self.plan.round,
+                generated,
                 op,
                 self.ctx.log,
             )
@@ -207,7 +207,10 @@ class Interpreter:
             self.plan.inputs.version,
             self.plan.round,
         )
-        self.blocked = support.prepare(op)
+        if self.plan.round.system_support == "by id":
+            self.blocked, support.system_name = prepare_by_id(support, op)
+        else:
+            self.blocked = support.prepare(op)
         self.system_name, self.sources = support.system_name, support.sources
         self._refuse_blocked()
 

@@ -46,6 +46,13 @@ class GpuConfigsRef(BaseModel):
     entry_kind: Literal["class", "config"] = "config"
 
 
+#: How a round's harness is made to run a machine it does not know: ``registered`` (a custom system registered with
+#: the harness, config classes per scenario: v4.1, v5.0), ``by id`` (the check prints a system id; a custom system is
+#: ``SYSTEM_NAME`` with its own config folder: v5.1), ``generated files`` (as ``by id``, its config files generated
+#: from the round's gpuconfigs table by the round's ``systems`` module: v6.0, v6.1).
+SystemSupportKind = Literal["registered", "by id", "generated files"]
+
+
 class RoundData(BaseModel):
     """The schema of ``round.json`` (unknown keys refused: a misspelt key must not be silently ignored)."""
 
@@ -75,6 +82,7 @@ class RoundData(BaseModel):
     #: The ``Client`` values the round runs.
     clients: tuple[str, ...] = ("harness",)
     gpuconfigs: GpuConfigsRef | None = None
+    system_support: SystemSupportKind = "registered"
     #: Where a round's untuned values come from for a GPU its table lacks (null: nowhere, decided at run time).
     untuned_from: Literal["last tuned round", "same architecture", "nearest"] | None = None
     #: GPU families whose last tuning NVIDIA published in this round (Hopper: v5.0).

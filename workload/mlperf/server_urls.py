@@ -27,7 +27,7 @@ it; nothing is refused for it).
 
 The system check also asks :func:`exports_targets` which accuracy targets a config file has values for (v6.0's
 files have the same ``EXPORTS``): a run of a target its files lack is left out
-(:mod:`workload.mlperf.system_support_v6`).
+(:mod:`workload.mlperf.system_support_files`).
 
 Pure: the caller reads the files (:func:`resolve` takes a reader); the Python files are parsed with :mod:`ast`,
 never imported or run. A value this module cannot read (a URL list built by code, a YAML path that is neither

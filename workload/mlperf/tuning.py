@@ -1,8 +1,9 @@
 """Whether NVIDIA's configs of a harness round tune this machine's GPU, and what a run does when they do not.
 
 One rule (issue 18), asked by the planner (``plan`` shows its answer; ``apply`` plans with it too) and by the system
-support at run time (``values_for`` of :mod:`~workload.mlperf.rounds.v5_1`, :mod:`~workload.mlperf.system_support_v51`,
-:mod:`~workload.mlperf.system_support_v6`, the rounds' ``systems`` modules), so ``plan`` says what the run does:
+support at run time (``values_for`` of :mod:`~workload.mlperf.rounds.v5_1`,
+:mod:`~workload.mlperf.system_support_by_id`, :mod:`~workload.mlperf.system_support_files`, the rounds' ``systems``
+modules), so ``plan`` says what the run does:
 
 * the round's gpuconfigs table has the GPU (nvidia-smi's name among a SKU's ``gpu_names``): NVIDIA's values for it,
   *tuned*;

@@ -34,9 +34,9 @@ composes the strategies its harness needs (``rounds/common/``) and is named ``AD
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from workload.errors import ProfileError
 from workload.mlperf.catalog import MODELS, WorkloadSetting, canonical_benchmark
@@ -44,10 +44,11 @@ from workload.mlperf.custom_system import CUSTOM_LIST, GeneratedFile, merge_cust
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.ops import ContainerRef, Op
-from workload.mlperf.round_spec import RoundSpec, builtin_specs
+from workload.mlperf.round_spec import RoundSpec, SystemSupportKind, builtin_specs
 from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings, tree_key
 from workload.mlperf.system import HostSystem
+from workload.mlperf.system_files import SystemFiles
 
 
 def round_benchmarks(spec: RoundSpec) -> tuple[str, ...]:
@@ -115,6 +116,51 @@ def tree_state(inputs: PlanInputs, folder: str) -> tuple[str, str | None]:
     return key, done_at(inputs.facts.done.get(key)) if folder in inputs.facts.present else None
 
 
+class GeneratedFiles(Protocol):
+    """A round whose custom system is a set of config files generated from its gpuconfigs table (``"system_support":
+    "generated files"`` in its ``round.json``), as its system support asks it (:meth:`HarnessRound.generated_files`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def system_answer(self, output: str) -> str | None:
+        """The system id the check printed, or None when the harness does not know the machine."""
+        ...
+
+    def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
+        """The files (relative to closed/NVIDIA) the harness needs for one scenario of ``system_id``."""
+        ...
+
+    def system_files(
+        self,
+        system: HostSystem,
+        model: str,
+        scenarios: Sequence[str],
+        accuracies: Sequence[str],
+        *,
+        allow_untuned: bool,
+        port: int = 30000,
+    ) -> SystemFiles:
+        """The custom system's config files (``SYSTEM_NAME`` = their system id)."""
+        ...
+
+    def served_urls(
+        self,
+        read: Callable[[str], str | None],
+        system_id: str,
+        model: str,
+        scenario: str,
+        accuracy: str,
+        *,
+        gpu_count: Callable[[], int],
+        port: int,
+        client: str,
+    ) -> ServerUrls | None:
+        """The LLM servers of (scenario, accuracy target) read from the config files the harness uses; None for a
+        round whose servers are not in its config files (one on LLMServerPort: its ``server_spec``)."""
+        ...
+
+
 class HarnessRound(ABC):
     """One round of NVIDIA's harness. Instances are stateless; every method is pure.
 
@@ -149,6 +195,7 @@ class HarnessRound(ABC):
             cls.benchmarks = round_benchmarks(spec) if spec.data.restrict_benchmarks else ()
             cls.clients = spec.data.clients
             cls.build_target = spec.data.build_target
+            cls.system_support = spec.data.system_support
 
     @property
     def assumed_version(self) -> HarnessVersion:
@@ -266,9 +313,13 @@ class HarnessRound(ABC):
     custom_list_path: ClassVar[str] = CUSTOM_LIST
     #: Whether a config file's folders may be created (v5.1 keeps one folder per system; older rounds' exist).
     creates_config_dirs: ClassVar[bool] = False
-    #: Whether the system check prints a system id and custom systems are named by ``SYSTEM_NAME`` (v5.1+)
-    #: instead of ``None``/``KnownSystem.<member>`` and a registered entry (v4.1, v5.0).
-    system_by_id: ClassVar[bool] = False
+    #: How the harness is made to run a machine it does not know (``system_support`` of ``round.json``): the system
+    #: support the interpreter runs for :class:`~workload.mlperf.ops.IdentifySystem`.
+    system_support: ClassVar[SystemSupportKind] = "registered"
+
+    def generated_files(self) -> GeneratedFiles | None:
+        """This round as the system support of generated files needs it (``"generated files"`` rounds), else None."""
+        return None
 
     def merge_custom_list(self, existing: str | None, block: str) -> str:
         """The custom-system registry file with our block put in (everything else kept)."""

@@ -229,7 +229,6 @@ class V5_1Round(V4_1Round):
     spec: ClassVar[RoundSpec] = read_spec(__file__)
 
     creates_config_dirs: ClassVar[bool] = True
-    system_by_id: ClassVar[bool] = True
     system_id_argv: ClassVar[tuple[str, ...]] = DETECTION_ARGV
     #: (model, stage) -> the benchmark's own script run instead of ``make <stage>``.
     setup_scripts: ClassVar[dict[tuple[str, str], str]] = SETUP_SCRIPTS

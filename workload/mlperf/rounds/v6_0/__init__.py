@@ -29,7 +29,7 @@ Everything else (SYSTEM_NAME, the minimal-config fallback refused, one server pe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from workload.mlperf.catalog import WorkloadSetting
@@ -39,8 +39,9 @@ from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import Op, PrepareTree
 from workload.mlperf.round_spec import RoundSpec, read_spec
-from workload.mlperf.rounds.base import PlanInputs, tree_state
+from workload.mlperf.rounds.base import GeneratedFiles, PlanInputs, tree_state
 from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
+from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.space_check import CheckFreeSpace, StageNeed
 from workload.mlperf.space_table import GIB
 from workload.mlperf.system import HostSystem
@@ -111,7 +112,7 @@ class V6_0Round(V5_1Round):
         argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
         return ServerSpec(argv=argv, urls=(url,), log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
 
-    # -- system support (workload.mlperf.system_support_v6) --------------------------------------------------
+    # -- system support (workload.mlperf.system_support_files) --------------------------------------------------
     def system_answer(self, output: str) -> str | None:
         """The system id the check printed, or None when the harness does not know the machine."""
         answer = system_answer(output)
@@ -120,6 +121,24 @@ class V6_0Round(V5_1Round):
     def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
         """The files (relative to closed/NVIDIA) the harness needs for one scenario of ``system_id``."""
         return (v60_config_path(system_id, scenario, model),)
+
+    def generated_files(self) -> GeneratedFiles:
+        return self
+
+    def served_urls(
+        self,
+        read: Callable[[str], str | None],
+        system_id: str,
+        model: str,
+        scenario: str,
+        accuracy: str,
+        *,
+        gpu_count: Callable[[], int],
+        port: int,
+        client: str,
+    ) -> ServerUrls | None:
+        """None: v6.0's server is not in its config files (one on LLMServerPort, :meth:`server_spec`)."""
+        return None
 
     def system_files(
         self,
