@@ -21,7 +21,7 @@ from typing import ClassVar
 from workload.mlperf import custom_system
 from workload.mlperf.catalog import WorkloadSetting
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
-from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, log_dir, log_dir_prefix, make_argv, run_args
+from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make_argv, run_args
 from workload.mlperf.ops import (
     BuildHarness,
     BuildImage,
@@ -35,6 +35,7 @@ from workload.mlperf.ops import (
 from workload.mlperf.results import Expected
 from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import HarnessRound, PlanInputs, done_at
+from workload.mlperf.rounds.common.results import LogDirResults
 from workload.mlperf.settings import build_key, setup_key
 from workload.mlperf.system import HostSystem
 
@@ -42,7 +43,7 @@ from workload.mlperf.system import HostSystem
 SYSTEM_ID_ARGV: tuple[str, ...] = ("python3", "-m", "scripts.get_system_id")
 
 
-class V4_1Round(HarnessRound):
+class V4_1Round(LogDirResults, HarnessRound):
     """v4.0 and v4.1: the layout this runner was first written for."""
 
     spec: ClassVar[RoundSpec] = read_spec(__file__)
@@ -153,12 +154,6 @@ class V4_1Round(HarnessRound):
             ),
             CollectResults(f"{inputs.nvidia_dir}/{logs}", test_mode, expected),
         ]
-
-    def results_dir(self, run_id: str, model: str, test_mode: str, index: int) -> str:
-        return log_dir(run_id, model, test_mode, index)
-
-    def results_prefix(self, run_id: str, model: str) -> str:
-        return log_dir_prefix(run_id, model)
 
     def custom_config_path(self, model: str, scenario: str) -> str:
         return custom_system.custom_config_path(model, scenario)

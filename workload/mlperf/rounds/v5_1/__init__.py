@@ -35,7 +35,6 @@ from workload.errors import ProfileError
 from workload.mlperf.catalog import (
     NVIDIA_SPELLING,
     WorkloadSetting,
-    accuracy_target,
     canonical_benchmark,
     model_info,
 )
@@ -49,6 +48,7 @@ from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, 
 from workload.mlperf.results import Expected
 from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import PlanInputs, tree_state
+from workload.mlperf.rounds.common.system_name import SYSTEM_PLACEHOLDER, system_variables, targets
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.system import HostSystem
@@ -81,8 +81,6 @@ DETECTION_ARGV: tuple[str, ...] = (
     "-c",
     "from code.common.systems.system_list import DETECTED_SYSTEM; print(DETECTED_SYSTEM.extras['id'])",
 )
-#: What ``plan`` shows for SYSTEM_NAME before the system check decided it.
-SYSTEM_PLACEHOLDER = "<system id from the system check>"
 
 
 def minimal_fallback(output: str) -> list[str]:
@@ -272,19 +270,6 @@ class V5_1Round(V4_1Round):
             return None
         return f"the harness ran its minimal settings instead of this system's configs ({fallback[0]})"
 
-    def _system_variables(self, inputs: PlanInputs) -> dict[str, str]:
-        if not inputs.params.RequireCustomSystemSupport:
-            return {}
-        return {"SYSTEM_NAME": inputs.system_name or SYSTEM_PLACEHOLDER}
-
-    @staticmethod
-    def _targets(inputs: PlanInputs) -> list[tuple[str, str]]:
-        """(accuracy target, config version) per harness run: v5.1 takes one ``--accuracy_target`` a run."""
-        seen: dict[str, str] = {}
-        for version in inputs.settings.config_versions:
-            seen.setdefault(accuracy_target(version), version)
-        return list(seen.items())
-
     def _args(self, inputs: PlanInputs, scenarios: Sequence[str], accuracy: str) -> list[str]:
         parts = [
             f"--benchmarks={inputs.settings.model}",
@@ -303,7 +288,7 @@ class V5_1Round(V4_1Round):
 
     def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:
         ops: list[Op] = []
-        for accuracy, _ in self._targets(inputs):
+        for accuracy, _ in targets(inputs):
             planned = [s for s in scenarios if inputs.runs(s, accuracy)]
             if not planned:
                 continue
@@ -314,7 +299,7 @@ class V5_1Round(V4_1Round):
                     f"generate the engines of {inputs.settings.model} {','.join(planned)} "
                     f"(accuracy target {accuracy}; once for every test mode)",
                     "generate_engines",
-                    self._variables(RUN_ARGS=args, **self._system_variables(inputs)),
+                    self._variables(RUN_ARGS=args, **system_variables(inputs)),
                     scenarios=tuple(planned),
                 )
             )
@@ -325,13 +310,13 @@ class V5_1Round(V4_1Round):
         model = settings.model
         serve = self.serves(model)
         ops: list[Op] = []
-        for accuracy, _version in self._targets(inputs):
+        for accuracy, _version in targets(inputs):
             planned = tuple(s for s in group.scenarios if inputs.runs(s, accuracy))
             # A server serves one scenario's engine: LLM runs go one scenario at a time.
             batches = [(s,) for s in planned] if serve else [planned] if planned else []
             for scenarios in batches:
                 suffix = f"-{scenarios[0].lower()}" if serve else ""
-                suffix += "-999" if accuracy == "0.999" and len(self._targets(inputs)) > 1 else ""
+                suffix += "-999" if accuracy == "0.999" and len(targets(inputs)) > 1 else ""
                 logs = self.results_dir(inputs.run_id, model, test_mode, index) + suffix
                 args = [*self._args(inputs, scenarios, accuracy), f"--test_mode={test_mode}"]
                 if quick:
@@ -358,7 +343,7 @@ class V5_1Round(V4_1Round):
                         inputs.container,
                         title,
                         "run_harness",
-                        self._variables(RUN_ARGS=" ".join(args), LOG_DIR=logs, **self._system_variables(inputs)),
+                        self._variables(RUN_ARGS=" ".join(args), LOG_DIR=logs, **system_variables(inputs)),
                         log_dir=logs,
                         expected=expected,
                         scenarios=tuple(scenarios),
@@ -375,7 +360,7 @@ class V5_1Round(V4_1Round):
         own process group, its log and process-group file beside the run's results."""
         url = f"127.0.0.1:{inputs.params.LLMServerPort}"
         args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
-        variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
+        variables = self._variables(RUN_ARGS=" ".join(args), **system_variables(inputs))
         argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
         return ServerSpec(argv=argv, urls=(url,), log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
 

@@ -40,6 +40,7 @@ from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import Op, PrepareTree
 from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import GeneratedFiles, PlanInputs, tree_state
+from workload.mlperf.rounds.common.system_name import system_variables
 from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
 from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.space_check import CheckFreeSpace, StageNeed
@@ -108,7 +109,7 @@ class V6_0Round(V5_1Round):
         """v5.1's server (``make run_llm_server`` in the foreground of its own process group) on ``LLMServerPort``."""
         url = f"127.0.0.1:{inputs.params.LLMServerPort}"
         args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
-        variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
+        variables = self._variables(RUN_ARGS=" ".join(args), **system_variables(inputs))
         argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
         return ServerSpec(argv=argv, urls=(url,), log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
 

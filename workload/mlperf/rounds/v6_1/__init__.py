@@ -31,17 +31,19 @@ from typing import ClassVar
 from workload.errors import ProfileError
 from workload.metrics import rules
 from workload.mlperf import endpoint_checks, endpoint_target
-from workload.mlperf.catalog import NVIDIA_SPELLING
+from workload.mlperf.catalog import NVIDIA_SPELLING, WorkloadSetting
+from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
 from workload.mlperf.endpoint_ops import RunEndpointsClient
 from workload.mlperf.endpoint_target import TargetQps
-from workload.mlperf.harness import RunGroup
+from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
+from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage, UseImage
 from workload.mlperf.results import Expected
 from workload.mlperf.round_spec import RoundSpec, read_spec
-from workload.mlperf.rounds.base import PlanInputs, done_at
-from workload.mlperf.rounds.v5_1 import SYSTEM_PLACEHOLDER
-from workload.mlperf.rounds.v6_0 import V6_0Round
+from workload.mlperf.rounds.base import GeneratedFiles, HarnessRound, PlanInputs, done_at
+from workload.mlperf.rounds.common.results import LogDirResults
+from workload.mlperf.rounds.common.system_name import SYSTEM_PLACEHOLDER, system_variables, targets
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.server_urls import LOCAL_HOST, ServerUrls, resolve
 from workload.mlperf.settings import setup_key
@@ -78,8 +80,12 @@ def system_name_of(output: str) -> str | None:
     return found.group(1) if found else None
 
 
-class V6_1Round(V6_0Round):
-    """v6.1: nv-mlpinf, pulled image, configs by model/system/backend/scenario, every LLM behind trtllm-serve."""
+class V6_1Round(LogDirResults, HarnessRound):
+    """v6.1: nv-mlpinf, pulled image, configs by model/system/backend/scenario, every LLM behind trtllm-serve.
+
+    Composed, not inherited: the result layout (:class:`~workload.mlperf.rounds.common.results.LogDirResults`) and
+    the per-system layout's SYSTEM_NAME and accuracy-target rules (:mod:`~workload.mlperf.rounds.common.system_name`)
+    are the shared strategies; everything else is this round's own."""
 
     spec: ClassVar[RoundSpec] = read_spec(__file__)
 
@@ -150,7 +156,7 @@ class V6_1Round(V6_0Round):
         check read them: :mod:`workload.mlperf.server_urls`), or a placeholder in ``plan`` before the check."""
         served = inputs.server_urls.get((scenario, accuracy))
         args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground"]
-        variables = {**self._system_variables(inputs), "LOG_DIR": f"{logs}/server"}
+        variables = {**system_variables(inputs), "LOG_DIR": f"{logs}/server"}
         argv = ("make", "run_llm_server", f"RUN_ARGS={' '.join(args)}", *(f"{k}={v}" for k, v in variables.items()))
         return ServerSpec(
             argv=argv,
@@ -165,10 +171,10 @@ class V6_1Round(V6_0Round):
         settings, quick = inputs.settings, inputs.params.Quick
         model = settings.model
         ops: list[Op] = []
-        for accuracy, _version in self._targets(inputs):
+        for accuracy, _version in targets(inputs):
             for scenario in (s for s in group.scenarios if inputs.runs(s, accuracy)):
                 logs = self.results_dir(inputs.run_id, model, test_mode, index) + f"-{scenario.lower()}"
-                if accuracy == "0.999" and len(self._targets(inputs)) > 1:
+                if accuracy == "0.999" and len(targets(inputs)) > 1:
                     logs += "-999"
                 benchmark = f"{model}-{'99.9' if accuracy == '0.999' else '99'}" if model == "llama2-70b" else model
                 expected = tuple(
@@ -197,7 +203,7 @@ class V6_1Round(V6_0Round):
                         + (" (quick: --test_run)" if quick else "")
                         + f" against trtllm-serve on {spec.where()}",
                         "run_harness",
-                        tuple({"RUN_ARGS": " ".join(args), "LOG_DIR": logs, **self._system_variables(inputs)}.items()),
+                        tuple({"RUN_ARGS": " ".join(args), "LOG_DIR": logs, **system_variables(inputs)}.items()),
                         log_dir=logs,
                         expected=expected,
                         scenarios=(scenario,),
@@ -308,6 +314,27 @@ class V6_1Round(V6_0Round):
         from workload.mlperf.gpuconfigs_parts import load_parts_table
 
         return v61_files(system, load_parts_table(), model, scenarios, allow_untuned=allow_untuned, base_port=port)
+
+    def generated_files(self) -> GeneratedFiles:
+        return self
+
+    def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
+        """v6.1 registers nothing: the system is SYSTEM_NAME and its own folder under ``configs/<model>/``."""
+        return ""
+
+    def custom_config(
+        self,
+        model: str,
+        scenario: str,
+        member: str,
+        class_base: str,
+        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
+        version: HarnessVersion,
+    ) -> GeneratedFile:
+        """Not a v6.1 file: its custom system is the set :meth:`system_files` generates (``generated files``)."""
+        raise CustomSystemError(
+            f"NVIDIA's {self.name} harness has no config classes: its custom system is generated files"
+        )
 
     def custom_config_path(self, model: str, scenario: str) -> str:
         return configgen.v61_folder(model, "<system id from the system check>", scenario) + "/{server,harness}.py"
