@@ -9,7 +9,7 @@ modules), so ``plan`` says what the run does:
   *tuned*;
 * it has not, in a round whose harness runs only per-system configs (v5.1 on: a system without them runs NVIDIA's
   minimal settings or nothing), another table's values, *untuned*: v5.1 takes the last round that tunes the GPU
-  (v5.0 for Hopper: ``rounds/v5_1.py``); v6.0 the GPUs of its own table of the same architecture, the nearest in
+  (v5.0 for Hopper: ``rounds/v5_1/``); v6.0 the GPUs of its own table of the same architecture, the nearest in
   memory first, else the last round that tunes the GPU (Hopper: v5.0's fp8 values, never Blackwell's FP4;
   ``rounds/v6_0/systems.py``, :mod:`~workload.mlperf.gpu_architecture`); v6.1 the GPUs of its own table, nearest first.
   Only with ``RequireCustomSystemSupport=true``, and the generated files and the metrics metadata say so

@@ -1,6 +1,7 @@
 """``HarnessRound``: everything that differs between rounds of NVIDIA's MLPerf Inference harness.
 
-One adapter per round (``v4_1.py``: NVIDIA's v4.0/v4.1 ``closed/NVIDIA``; later rounds beside it).
+One folder per round (``v4_1/``: NVIDIA's v4.0/v4.1 ``closed/NVIDIA``; later rounds beside it), its adapter in its
+``__init__.py``.
 The action never asks "which version?" itself: it asks the round chosen by
 :func:`workload.mlperf.rounds.choose_round` for values and ops, in this order (all pure: values in,
 values/ops out; no host access except through what the interpreter does with the ops):
