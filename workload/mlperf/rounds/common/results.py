@@ -5,9 +5,10 @@ runs share one and ``apply`` can tell a run id already used (:meth:`results_pref
 from __future__ import annotations
 
 from workload.mlperf.harness import log_dir, log_dir_prefix
+from workload.mlperf.rounds.base import HarnessRound
 
 
-class LogDirResults:
+class LogDirResults(HarnessRound):
     """``results_dir`` / ``results_prefix`` of a round whose runs take a ``LOG_DIR`` per run (every round so far)."""
 
     def results_dir(self, run_id: str, model: str, test_mode: str, index: int) -> str:

@@ -32,25 +32,20 @@ from dataclasses import replace
 from typing import ClassVar
 
 from workload.errors import ProfileError
-from workload.mlperf.catalog import (
-    NVIDIA_SPELLING,
-    WorkloadSetting,
-    canonical_benchmark,
-    model_info,
-)
+from workload.mlperf.catalog import WorkloadSetting
 from workload.mlperf.custom_system import GeneratedFile
 from workload.mlperf.exports_config import ACCURACY, Provenance, config_path, lifted_parallelism, render
 from workload.mlperf.gpu_architecture import architecture, borrowed_fields
 from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, SkuTable, load_table
-from workload.mlperf.harness import SETUP_STAGES, HarnessVersion, RunGroup, make_argv
-from workload.mlperf.llm_server import ServerSpec
-from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, PrepareTree, SetupStage
-from workload.mlperf.results import Expected
+from workload.mlperf.harness import make_argv
+from workload.mlperf.ops import Op, PrepareTree
 from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import PlanInputs, tree_state
-from workload.mlperf.rounds.common.system_name import SYSTEM_PLACEHOLDER, system_variables, targets
-from workload.mlperf.rounds.v4_1 import V4_1Round
-from workload.mlperf.server_ops import StartServer, StopServer
+from workload.mlperf.rounds.common.accuracy_target_runs import AccuracyTargetRuns
+from workload.mlperf.rounds.common.detection import DETECTION_ARGV, is_unregistered, system_answer
+from workload.mlperf.rounds.common.make_harness import HarnessSystemCheck, ImageFromRecipe, MakeSetup
+from workload.mlperf.rounds.common.results import LogDirResults
+from workload.mlperf.rounds.common.system_configs import FALLBACK_MARKS, PerSystemConfigs, minimal_fallback
 from workload.mlperf.system import HostSystem
 from workload.mlperf.tuning import LAST_TUNED, decide, nearest_by_memory, untuned_config
 
@@ -59,12 +54,6 @@ from workload.mlperf.tuning import LAST_TUNED, decide, nearest_by_memory, untune
 LAST_HOPPER_ROUND = LAST_TUNED["H100"]
 #: Benchmarks the v5.1 harness runs as LLMs (``code/common/constants.py`` ``Benchmark.is_llm``; whisper aside).
 LLM_BENCHMARKS = ("gptj", "llama2-70b", "llama3_1-8b", "llama3_1-405b", "mixtral-8x7b", "deepseek-r1")
-#: Lines NVIDIA's v5.1 ``code/main.py`` logs when a run falls back to ``configs/minimal`` (or runs unregistered).
-FALLBACK_MARKS = (
-    "Loading minimal configs as default",
-    "Attempting to load minimal config",
-    "Runtime system not found in built-ins",
-)
 #: Setup stages a benchmark's own scripts do instead of ``make <stage>`` (v5.1 ``Makefile.data`` runs
 #: ``bash code/<b>/tensorrt/download_{model,data}.sh``; whisper has ``download_models.sh``/``download_dataset.sh``,
 #: which its README runs by hand: ``bash -x /work/code/whisper/tensorrt/download_models.sh``).
@@ -72,39 +61,12 @@ SETUP_SCRIPTS: dict[tuple[str, str], str] = {
     ("whisper", "download_model"): "code/whisper/tensorrt/download_models.sh",
     ("whisper", "download_data"): "code/whisper/tensorrt/download_dataset.sh",
 }
-#: NVIDIA's own system detection (v5.1+): ``code/main.py`` imports ``DETECTED_SYSTEM`` from
-#: ``code/common/systems/system_list.py`` (nvmitten's ``System.detect()`` matched against NVIDIA's systems, or the
-#: ``SYSTEM_NAME`` override) and logs ``DETECTED_SYSTEM.extras['id']``; the check prints that id, nothing else, on
-#: stdout (the module's own log lines go to stderr).
-DETECTION_ARGV: tuple[str, ...] = (
-    "python3",
-    "-c",
-    "from code.common.systems.system_list import DETECTED_SYSTEM; print(DETECTED_SYSTEM.extras['id'])",
-)
-
-
-def minimal_fallback(output: str) -> list[str]:
-    """The harness's own lines saying it ran (or would run) minimal settings instead of this system's configs."""
-    return [line.strip() for line in output.splitlines() if any(mark in line for mark in FALLBACK_MARKS)]
 
 
 def missing_configs(system_id: str, model: str, scenarios: Sequence[str], exists: Callable[[str], bool]) -> list[str]:
     """The config files (relative to closed/NVIDIA) the harness would not find for ``system_id``: for each of them
     it would run ``configs/minimal`` instead, so a run must not start (``exists`` tests a relative path)."""
     return [p for p in (config_path(system_id, model, s) for s in scenarios) if not exists(p)]
-
-
-def system_answer(output: str) -> str | None:
-    """The id the system check printed: the last line that is one token (the harness's log lines around it, on
-    stderr, are ``[time file:line LEVEL] ...``); None when there is none."""
-    answers = [line.strip() for line in output.splitlines() if line.strip() and len(line.split()) == 1]
-    answers = [a for a in answers if not a.startswith("[")]
-    return answers[-1] if answers else None
-
-
-def is_unregistered(system_id: str) -> bool:
-    """Whether the v5.1 system check's answer is its placeholder for a machine it does not know."""
-    return system_id.strip().startswith("UNREGISTERED")
 
 
 def custom_system_id(system: HostSystem, sku: SkuTable) -> str:
@@ -221,20 +183,17 @@ def custom_files(
     return out
 
 
-class V5_1Round(V4_1Round):
-    """v5.1: per-system config files, SYSTEM_NAME, ``--accuracy_target``, LLMs behind a server."""
+class V5_1Round(HarnessSystemCheck, ImageFromRecipe, MakeSetup, AccuracyTargetRuns, PerSystemConfigs, LogDirResults):
+    """v5.1: per-system config files, SYSTEM_NAME, ``--accuracy_target``, LLMs behind a server; composed from the
+    make-target harness's strategies with runs by accuracy target and per-system configs (``rounds/common/``)."""
 
     spec: ClassVar[RoundSpec] = read_spec(__file__)
 
-    creates_config_dirs: ClassVar[bool] = True
     system_id_argv: ClassVar[tuple[str, ...]] = DETECTION_ARGV
-    #: (model, stage) -> the benchmark's own script run instead of ``make <stage>``.
+    registry: ClassVar[str | None] = "SYSTEM_NAME=WL_<SKU>x<count> with its own configs/<system>/ folder"
+    nvidia_benchmark_names: ClassVar[bool] = True
     setup_scripts: ClassVar[dict[tuple[str, str], str]] = SETUP_SCRIPTS
-
-    def system_check(self, inputs: PlanInputs) -> Op:
-        op = super().system_check(inputs)
-        assert isinstance(op, IdentifySystem)
-        return replace(op, registry="SYSTEM_NAME=WL_<SKU>x<count> with its own configs/<system>/ folder")
+    served_benchmarks: ClassVar[tuple[str, ...]] = LLM_BENCHMARKS
 
     def tree_ops(self, inputs: PlanInputs) -> list[Op]:
         """``build/`` by ``make link_dirs`` (the README's "make clean; make link_dirs" without the clean, which would
@@ -243,152 +202,6 @@ class V5_1Round(V4_1Round):
         argv = tuple(make_argv("link_dirs", dict(self.extra_variables())))
         why = "v5.1 code/common/paths.py will not import without it; README: make link_dirs"
         return [PrepareTree(inputs.container, "build", why, argv, key, done=done)]
-
-    def setup_argv(self, model: str, stage: str) -> tuple[str, ...]:
-        """One setup stage of ``model``: ``make <stage> BENCHMARKS=<NVIDIA's folder name>`` (``code/<b>/``, spelled as
-        NVIDIA's ``Benchmark`` value: ``llama3_1-8b``), or the benchmark's own script where it has one."""
-        script = self.setup_scripts.get((model, stage))
-        if script is not None:
-            return ("bash", script)
-        folder = NVIDIA_SPELLING.get(model, model)
-        return tuple(make_argv(stage, dict(self._variables(BENCHMARKS=folder))))
-
-    def setup_ops(self, inputs: PlanInputs) -> tuple[list[Op], list[str]]:
-        """v4.1's setup (stages, then ``make build``) with this round's argv per stage (:meth:`setup_argv`)."""
-        ops, notes = super().setup_ops(inputs)
-        staged = [
-            replace(op, argv=self.setup_argv(op.model, op.stage))
-            if isinstance(op, SetupStage) and op.stage in SETUP_STAGES
-            else op
-            for op in ops
-        ]
-        return staged, notes
-
-    def refused_output(self, output: str) -> str | None:
-        fallback = minimal_fallback(output)
-        if not fallback:
-            return None
-        return f"the harness ran its minimal settings instead of this system's configs ({fallback[0]})"
-
-    def _args(self, inputs: PlanInputs, scenarios: Sequence[str], accuracy: str) -> list[str]:
-        parts = [
-            f"--benchmarks={inputs.settings.model}",
-            f"--scenarios={','.join(scenarios)}",
-            f"--accuracy_target={accuracy}",
-        ]
-        if self.serves(inputs.settings.model):
-            parts.append("--core_type=trtllm_endpoint")
-        return parts
-
-    @staticmethod
-    def serves(model: str) -> bool:
-        """Whether v5.1 runs ``model`` against an LLM server."""
-        # The catalog's names are canonical (llama3.1-8b); NVIDIA's v5.1 files write llama3_1-8b.
-        return canonical_benchmark(model) in {canonical_benchmark(name) for name in LLM_BENCHMARKS}
-
-    def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:
-        ops: list[Op] = []
-        for accuracy, _ in targets(inputs):
-            planned = [s for s in scenarios if inputs.runs(s, accuracy)]
-            if not planned:
-                continue
-            args = " ".join(self._args(inputs, planned, accuracy))
-            ops.append(
-                MakeTarget(
-                    inputs.container,
-                    f"generate the engines of {inputs.settings.model} {','.join(planned)} "
-                    f"(accuracy target {accuracy}; once for every test mode)",
-                    "generate_engines",
-                    self._variables(RUN_ARGS=args, **system_variables(inputs)),
-                    scenarios=tuple(planned),
-                )
-            )
-        return ops
-
-    def run_ops(self, inputs: PlanInputs, group: RunGroup, test_mode: str, index: int) -> list[Op]:
-        settings, quick = inputs.settings, inputs.params.Quick
-        model = settings.model
-        serve = self.serves(model)
-        ops: list[Op] = []
-        for accuracy, _version in targets(inputs):
-            planned = tuple(s for s in group.scenarios if inputs.runs(s, accuracy))
-            # A server serves one scenario's engine: LLM runs go one scenario at a time.
-            batches = [(s,) for s in planned] if serve else [planned] if planned else []
-            for scenarios in batches:
-                suffix = f"-{scenarios[0].lower()}" if serve else ""
-                suffix += "-999" if accuracy == "0.999" and len(targets(inputs)) > 1 else ""
-                logs = self.results_dir(inputs.run_id, model, test_mode, index) + suffix
-                args = [*self._args(inputs, scenarios, accuracy), f"--test_mode={test_mode}"]
-                if quick:
-                    args.append(inputs.version.quick_flag)
-                args += [f"--{name}={value}" for name, value in group.fields]
-                benchmark = _benchmark_full(model, accuracy)
-                expected = tuple(
-                    Expected(model, benchmark, scenario, test_mode)
-                    for scenario in scenarios
-                    if (scenario, benchmark) not in inputs.blocked
-                )
-                spec = self.server_spec(inputs, scenarios[0], accuracy, logs) if serve else None
-                if spec is not None:
-                    args.append(f"--trtllm_server_urls={','.join(spec.urls)}")
-                    ops.append(StartServer(inputs.container, spec, f"{model} {scenarios[0]}"))
-                title = (
-                    f"run {model} {','.join(scenarios)} {test_mode} (accuracy target {accuracy})"
-                    + (f" (quick: {inputs.version.quick_flag})" if quick else "")
-                    + (f" with {', '.join(f'{k}={v}' for k, v in group.fields)}" if group.fields else "")
-                    + (f" against the LLM server on {spec.where()}" if spec else "")
-                )
-                ops.append(
-                    MakeTarget(
-                        inputs.container,
-                        title,
-                        "run_harness",
-                        self._variables(RUN_ARGS=" ".join(args), LOG_DIR=logs, **system_variables(inputs)),
-                        log_dir=logs,
-                        expected=expected,
-                        scenarios=tuple(scenarios),
-                        test_mode=test_mode,
-                    )
-                )
-                ops.append(CollectResults(f"{inputs.nvidia_dir}/{logs}", test_mode, expected))
-                if spec is not None:
-                    ops.append(StopServer(inputs.container, spec, f"{model} {scenarios[0]}"))
-        return ops
-
-    def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
-        """The server of one (model, scenario, accuracy target): ``make run_llm_server`` in the foreground of its
-        own process group, its log and process-group file beside the run's results."""
-        url = f"127.0.0.1:{inputs.params.LLMServerPort}"
-        args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
-        variables = self._variables(RUN_ARGS=" ".join(args), **system_variables(inputs))
-        argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
-        return ServerSpec(argv=argv, urls=(url,), log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
-
-    def custom_config_path(self, model: str, scenario: str) -> str:
-        return config_path(SYSTEM_PLACEHOLDER, model, scenario)
-
-    def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
-        """v5.1 registers nothing: the system is named by SYSTEM_NAME and its config folder."""
-        return ""
-
-    def custom_config(
-        self,
-        model: str,
-        scenario: str,
-        member: str,
-        class_base: str,
-        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
-        version: HarnessVersion,
-    ) -> GeneratedFile:
-        return render(member, model, scenario, [(s, c, Provenance(c.source())) for s, c in classes])
-
-
-def _benchmark_full(model: str, accuracy: str) -> str:
-    """v5.1 ``submission_benchmark_name``: ``-99``/``-99.9`` for high-accuracy capable benchmarks only."""
-    info = model_info(model)
-    if not info.high_accuracy:
-        return info.name
-    return f"{info.name}-{'99.9' if accuracy == '0.999' else '99'}"
 
 
 __all__ = [

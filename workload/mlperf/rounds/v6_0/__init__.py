@@ -32,16 +32,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from workload.mlperf.catalog import WorkloadSetting
-from workload.mlperf.custom_system import GeneratedFile
-from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
-from workload.mlperf.harness import HarnessVersion
-from workload.mlperf.llm_server import ServerSpec
+from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.ops import Op, PrepareTree
 from workload.mlperf.round_spec import RoundSpec, read_spec
 from workload.mlperf.rounds.base import GeneratedFiles, PlanInputs, tree_state
-from workload.mlperf.rounds.common.system_name import system_variables
-from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
+from workload.mlperf.rounds.common.accuracy_target_runs import AccuracyTargetRuns
+from workload.mlperf.rounds.common.detection import DETECTION_ARGV, is_unregistered, system_answer
+from workload.mlperf.rounds.common.make_harness import HarnessSystemCheck, ImageFromRecipe, MakeSetup
+from workload.mlperf.rounds.common.results import LogDirResults
+from workload.mlperf.rounds.common.system_configs import PerSystemConfigs
 from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.space_check import CheckFreeSpace, StageNeed
 from workload.mlperf.space_table import GIB
@@ -72,21 +71,21 @@ CLONE_BYTES: dict[str, int] = {"3rdparty/trtllm": 4 * GIB, "3rdparty/mlc-inferen
 LLM_BENCHMARKS = ("llama2-70b", "llama3.1-8b", "llama3.1-405b", "gpt-oss-120b", "deepseek-r1")
 
 
-class V6_0Round(V5_1Round):
-    """v6.0: v5.1's layout with a prebuilt image, v6.0's benchmarks and values."""
+class V6_0Round(HarnessSystemCheck, ImageFromRecipe, MakeSetup, AccuracyTargetRuns, PerSystemConfigs, LogDirResults):
+    """v6.0: v5.1's strategies (``rounds/common/``) with a prebuilt image, the README's clones, v6.0's benchmarks
+    and its custom system's files generated from gpuconfigs/v6.0."""
 
     spec: ClassVar[RoundSpec] = read_spec(__file__)
 
+    system_id_argv: ClassVar[tuple[str, ...]] = DETECTION_ARGV
+    registry: ClassVar[str | None] = "SYSTEM_NAME=WL_<SKU>x<count> with its own configs/<system>/ folder"
+    nvidia_benchmark_names: ClassVar[bool] = True
     # v6.0's per-benchmark download scripts are not in our index: every stage is ``make <stage> BENCHMARKS=<b>``.
-    setup_scripts: ClassVar[dict[tuple[str, str], str]] = {}
+    served_benchmarks: ClassVar[tuple[str, ...]] = LLM_BENCHMARKS
 
     def image_tag(self, inputs: PlanInputs) -> str:
         # one image per benchmark: v6.0's prebuild builds the image of one BENCHMARK
         return f"mlperf-inference:{inputs.user_name}-{inputs.facts.machine}-{inputs.settings.model}"
-
-    @staticmethod
-    def serves(model: str) -> bool:
-        return model in LLM_BENCHMARKS
 
     def tree_ops(self, inputs: PlanInputs) -> list[Op]:
         """The README's ``3rdparty/`` clones (see the module docstring), after the free-space check of the checkout's
@@ -104,14 +103,6 @@ class V6_0Round(V5_1Round):
         disk = "the harness checkout's disk"
         check = CheckFreeSpace(inputs.nvidia_dir, what, self.name, needs, disk=disk, subject=what)
         return [check, *clones]
-
-    def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
-        """v5.1's server (``make run_llm_server`` in the foreground of its own process group) on ``LLMServerPort``."""
-        url = f"127.0.0.1:{inputs.params.LLMServerPort}"
-        args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
-        variables = self._variables(RUN_ARGS=" ".join(args), **system_variables(inputs))
-        argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
-        return ServerSpec(argv=argv, urls=(url,), log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
 
     # -- system support (workload.mlperf.system_support_files) --------------------------------------------------
     def system_answer(self, output: str) -> str | None:
@@ -155,18 +146,6 @@ class V6_0Round(V5_1Round):
         return v60_files(
             system, load_table(harness_round="v6.0"), model, scenarios, accuracies, allow_untuned=allow_untuned
         )
-
-    def custom_config(
-        self,
-        model: str,
-        scenario: str,
-        member: str,
-        class_base: str,
-        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
-        version: HarnessVersion,
-    ) -> GeneratedFile:
-        # The v5.1 EXPORTS format is v6.0's too (configs/<SYSTEM>/<Scenario>/<benchmark>.py).
-        return super().custom_config(model, scenario, member, class_base, classes, version)
 
 
 def clone_argv(folder: str, url: str, commit: str | None = None) -> tuple[str, ...]:
