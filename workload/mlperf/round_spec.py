@@ -75,6 +75,10 @@ class RoundData(BaseModel):
     scenarios: tuple[str, ...] = ()
     #: The make target built once per harness commit after the setup stages; null: none (setup is the stages).
     build_target: str | None = None
+    #: The harness's short-run flag (the ``Quick`` parameter); ``quick_flag_up_to``: VERSION -> the flag of that
+    #: VERSION and older ones (v4.0 and before: ``--fast``; a checkout older than every round runs as the default).
+    quick_flag: str = "--test_run"
+    quick_flag_up_to: dict[str, str] = Field(default_factory=dict)
     #: ``make`` variables every harness target of the round gets.
     make_variables: dict[str, str] = Field(default_factory=dict)
     #: The folder (relative to closed/NVIDIA) every run's results directory is directly in.
@@ -93,6 +97,13 @@ class RoundData(BaseModel):
     @field_validator("versions")
     @classmethod
     def _versions(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for text in value:
+            HarnessVersion.parse(text)  # ValueError naming the text
+        return value
+
+    @field_validator("quick_flag_up_to")
+    @classmethod
+    def _up_to(cls, value: dict[str, str]) -> dict[str, str]:
         for text in value:
             HarnessVersion.parse(text)  # ValueError naming the text
         return value

@@ -330,6 +330,12 @@ class HarnessRound(ABC):
         """Why a make target's output shows a run that must not count (v5.1: the minimal-config fallback), or None."""
         return None
 
+    def quick_flag(self, version: HarnessVersion) -> str:
+        """The harness's short-run flag for the checkout's ``version`` (``quick_flag`` of ``round.json``, or the one
+        ``quick_flag_up_to`` gives the nearest VERSION at or above it)."""
+        up_to = sorted((HarnessVersion.parse(v), flag) for v, flag in self.spec.data.quick_flag_up_to.items())
+        return next((flag for last, flag in up_to if version <= last), self.spec.data.quick_flag)
+
     def extra_variables(self) -> Mapping[str, str]:
         """``make`` variables every harness target gets (``make_variables`` of ``round.json``: ``EXTERNAL_USER=1``)."""
         return dict(self.spec.data.make_variables)

@@ -84,7 +84,7 @@ class AccuracyTargetRuns(MakeTargets):
                 logs = self.results_dir(inputs.run_id, model, test_mode, index) + suffix
                 args = [*self._args(inputs, scenarios, accuracy), f"--test_mode={test_mode}"]
                 if quick:
-                    args.append(inputs.version.quick_flag)
+                    args.append(self.quick_flag(inputs.version))
                 args += [f"--{name}={value}" for name, value in group.fields]
                 benchmark = benchmark_full(model, accuracy)
                 expected = tuple(
@@ -98,7 +98,7 @@ class AccuracyTargetRuns(MakeTargets):
                     ops.append(StartServer(inputs.container, spec, f"{model} {scenarios[0]}"))
                 title = (
                     f"run {model} {','.join(scenarios)} {test_mode} (accuracy target {accuracy})"
-                    + (f" (quick: {inputs.version.quick_flag})" if quick else "")
+                    + (f" (quick: {self.quick_flag(inputs.version)})" if quick else "")
                     + (f" with {', '.join(f'{k}={v}' for k, v in group.fields)}" if group.fields else "")
                     + (f" against the LLM server on {spec.where()}" if spec else "")
                 )

@@ -18,9 +18,7 @@ class ConfigVersionRuns(MakeTargets):
 
     def engine_ops(self, inputs: PlanInputs, scenarios: Sequence[str]) -> list[Op]:
         settings = inputs.settings
-        engines = run_args(
-            model=settings.model, scenarios=scenarios, config_version=settings.config_version, version=inputs.version
-        )
+        engines = run_args(model=settings.model, scenarios=scenarios, config_version=settings.config_version)
         return [
             MakeTarget(
                 inputs.container,
@@ -33,19 +31,19 @@ class ConfigVersionRuns(MakeTargets):
 
     def run_ops(self, inputs: PlanInputs, group: RunGroup, test_mode: str, index: int) -> list[Op]:
         settings, quick = inputs.settings, inputs.params.Quick
+        flag = self.quick_flag(inputs.version)
         args = run_args(
             model=settings.model,
             scenarios=group.scenarios,
             config_version=settings.config_version,
-            version=inputs.version,
             test_mode=test_mode,
-            quick=quick,
+            quick_flag=flag if quick else None,
             fields=group.fields,
         )
         overrides = f" with {', '.join(f'{k}={v}' for k, v in group.fields)}" if group.fields else ""
         title = (
             f"run {settings.model} {','.join(group.scenarios)} {test_mode}"
-            + (f" (quick: {inputs.version.quick_flag})" if quick else "")
+            + (f" (quick: {flag})" if quick else "")
             + overrides
         )
         logs = self.results_dir(inputs.run_id, settings.model, test_mode, index)

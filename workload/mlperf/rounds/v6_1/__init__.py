@@ -185,7 +185,7 @@ class V6_1Round(LogDirResults, HarnessRound):
                 spec = self.server_spec(inputs, scenario, accuracy, logs)
                 args = [*self._args(inputs, (scenario,), accuracy), f"--test_mode={test_mode}"]
                 if quick:
-                    args.append("--test_run")
+                    args.append(self.quick_flag(inputs.version))
                 args += [f"--{name}={value}" for name, value in group.fields]
                 what = f"{model} {scenario}"
                 ops.append(StartServer(inputs.container, spec, what))
@@ -200,7 +200,7 @@ class V6_1Round(LogDirResults, HarnessRound):
                     MakeTarget(
                         inputs.container,
                         f"run {what} {test_mode} (accuracy target {accuracy})"
-                        + (" (quick: --test_run)" if quick else "")
+                        + (f" (quick: {self.quick_flag(inputs.version)})" if quick else "")
                         + f" against trtllm-serve on {spec.where()}",
                         "run_harness",
                         tuple({"RUN_ARGS": " ".join(args), "LOG_DIR": logs, **system_variables(inputs)}.items()),
