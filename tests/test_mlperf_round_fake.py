@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,19 @@ def test_the_fake_round_is_planned_by_the_normal_planner(tmp_path: Path) -> None
     assert planned.ops != shipped.ops
     assert [repr(op).replace("'v7.0'", "'v4.1'") for op in planned.ops] == [repr(op) for op in shipped.ops]
     assert not any("no adapter" in note for note in planned.notes)
+
+
+def test_a_copied_folder_with_modules_of_its_own_uses_its_own_modules(tmp_path: Path) -> None:
+    # v6.1's folder has its own config-file and system-file modules, imported relatively: the copy runs the copy's.
+    rounds = discover(fake_round(tmp_path, "v6_1"))
+    fake = rounds[0]
+    assert fake.name == "v7.0" and fake.__module__.startswith("_workload_round_")
+    assert sys.modules[f"{fake.__module__}.systems"].__file__ == str(tmp_path / "more-rounds" / "v7_0" / "systems.py")
+    params = MLPerfParameters.model_validate({"Model": "llama2-70b", "Scenarios": "Offline", "Quick": True})
+    planned = plan_ops(params, facts(HarnessVersion(7, 0)), run_id="R", rounds=rounds)
+    shipped = plan_ops(params, facts(HarnessVersion(6, 1)), run_id="R")
+    assert planned.round.name == "v7.0" and shipped.round.name == "v6.1"
+    assert [repr(op).replace("v7.0", "v6.1") for op in planned.ops] == [repr(op) for op in shipped.ops]
 
 
 def test_the_fake_round_plans_on_a_known_gpu_without_a_table_of_its_own(tmp_path: Path) -> None:
