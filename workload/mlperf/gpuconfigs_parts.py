@@ -43,16 +43,18 @@ def parts_round() -> str:
     return next(s.name for s in builtin_specs() if s.data.gpuconfigs is not None and s.data.gpuconfigs.form == "parts")
 
 
-#: v6.1's benchmarks (``--benchmarks`` names) and their config folder (``Benchmark.substitute_hyphen_for_underscore``).
-BENCHMARKS: dict[str, str] = {
-    "llama2-70b": "llama2_70b",
-    "gpt-oss-120b": "gpt_oss_120b",
-    "deepseek-r1": "deepseek_r1",
-    "whisper": "whisper",
-    "qwen3-vl-235b-a22b": "qwen3_vl_235b_a22b",
-    "wan-2.2-t2v-a14b": "wan22_a14b",
-}
-SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
+def table_facts(harness_round: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """(benchmark -> its config folder, scenarios) of ``harness_round``'s parts table (``gpuconfigs`` of its
+    ``round.json``); ValueError for a round without one."""
+    for spec in builtin_specs():
+        ref = spec.data.gpuconfigs
+        if spec.name == harness_round and ref is not None and ref.form == "parts":
+            return dict(ref.benchmark_folders), ref.scenarios
+    raise ValueError(f"round: {harness_round!r} has no gpuconfigs table of the parts form")
+
+
+#: The parts round's benchmarks (``--benchmarks`` names) and their config folder, and its scenarios (v6.1's).
+BENCHMARKS, SCENARIOS = table_facts(parts_round())
 #: What each part is: ``harness.py`` / ``server.py`` (EXPORTS dicts), the ``trtllm-serve`` options YAML and its env
 #: YAML (``serve_env``), the IFB topology of ``server-topology.json`` or an nv-sflow IFB config (``topology``), the
 #: variables of another nv-sflow config (``sflow``: qwen3vl_config.yaml, wan22_config.yaml), an MLCommons endpoints
@@ -145,12 +147,14 @@ class PartsSku(BaseModel):
 
     @model_validator(mode="after")
     def _known_keys(self) -> PartsSku:
+        folders, known_scenarios = table_facts(self.round)
         for model, scenarios in self.configs.items():
-            if model not in BENCHMARKS:
-                raise ValueError(f"configs.{model}: not a v6.1 benchmark (known: {', '.join(BENCHMARKS)})")
+            if model not in folders:
+                raise ValueError(f"configs.{model}: not a {self.round} benchmark (known: {', '.join(folders)})")
             for scenario, targets in scenarios.items():
-                if scenario not in SCENARIOS:
-                    raise ValueError(f"configs.{model}.{scenario}: unknown scenario (known: {', '.join(SCENARIOS)})")
+                if scenario not in known_scenarios:
+                    known = ", ".join(known_scenarios)
+                    raise ValueError(f"configs.{model}.{scenario}: unknown scenario (known: {known})")
                 for accuracy, counts in targets.items():
                     where = f"configs.{model}.{scenario}.{accuracy}"
                     if accuracy not in ("k_99", "k_99_9"):
@@ -160,9 +164,9 @@ class PartsSku(BaseModel):
                             raise ValueError(f"{where}.{count}: a GPU count is 1 or more")
                         for index, part in enumerate(entry.parts):
                             found = _FILE.match(part.file)
-                            if not found or (found["model"], found["scenario"]) != (BENCHMARKS[model], scenario):
+                            if not found or (found["model"], found["scenario"]) != (folders[model], scenario):
                                 raise ValueError(
-                                    f"{where}.{count}.parts.{index}.file: not configs/{BENCHMARKS[model]}/<SYSTEM>/"
+                                    f"{where}.{count}.parts.{index}.file: not configs/{folders[model]}/<SYSTEM>/"
                                     f"<BACKEND>/{scenario}/..."
                                 )
                             if found["backend"] != entry.backend:

@@ -44,6 +44,9 @@ class GpuConfigsRef(BaseModel):
     file_pattern: str | None = None
     #: What one entry is called in messages: ``class`` (registered Python config classes) or ``config`` (a file).
     entry_kind: Literal["class", "config"] = "config"
+    #: ``parts`` tables: each benchmark's config folder (``configs/<folder>/<SYSTEM>/...``) and the scenarios.
+    benchmark_folders: dict[str, str] = Field(default_factory=dict)
+    scenarios: tuple[str, ...] = ()
 
 
 #: How a round's harness is made to run a machine it does not know: ``registered`` (a custom system registered with
