@@ -347,6 +347,23 @@ def test_no_module_outside_a_round_folder_is_named_after_a_round() -> None:
     assert not named, f"round knowledge belongs in workload/mlperf/rounds/<round>/: {named}"
 
 
+def test_nothing_defined_outside_a_round_folder_is_named_after_a_round() -> None:
+    # functions, classes and assigned names (nearest_v60, V61Table, V61_ROUND were): name them by what they do
+    found = []
+    for path in SOURCES:
+        if ROUND_FOLDER.match(_module_name(path)):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            else:
+                continue
+            found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if ROUND_NAME.search(n.lower())]
+    assert not found, "round knowledge belongs in workload/mlperf/rounds/<round>/:\n" + "\n".join(found)
+
+
 def test_no_module_outside_a_round_folder_branches_on_a_round() -> None:
     found = []
     for path in SOURCES:
