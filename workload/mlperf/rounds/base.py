@@ -21,15 +21,19 @@ values/ops out; no host access except through what the interpreter does with the
 6. :meth:`HarnessRound.results_dir` -- where a run's results land (relative to closed/NVIDIA);
    also what the run id is checked against (:meth:`HarnessRound.results_prefix` in
    :meth:`HarnessRound.results_root`).
-7. System support (the interpreter, when ``IdentifySystem`` needs a custom system):
-   :meth:`HarnessRound.custom_config_path`, :meth:`HarnessRound.custom_list_block` and
-   :meth:`HarnessRound.custom_config` -- the files a custom system needs, in the round's format.
+7. System support (the interpreter, for ``IdentifySystem``), as the round declares it (``system_support`` of its
+   ``round.json``): ``registered`` and ``by id`` rounds give :meth:`HarnessRound.custom_config_path`,
+   :meth:`HarnessRound.custom_list_block` and :meth:`HarnessRound.custom_config` (the files a custom system needs,
+   in the round's format); ``generated files`` rounds give :meth:`HarnessRound.generated_files`
+   (:class:`GeneratedFiles`: the check's answer, the config files a system needs, a custom system's files, the
+   servers its config files start).
 
 A new round: a folder beside the others (``rounds/v7_0/``) with its data file ``round.json``
-(:mod:`~workload.mlperf.round_spec`: versions, markers, benchmarks, scenarios, make target and variables, results
-root, gpuconfigs table, tuning rule) and an ``__init__.py`` whose class reads it (``spec = read_spec(__file__)``),
-composes the strategies its harness needs (``rounds/common/``) and is named ``ADAPTER``; detection finds the folder
-(:func:`workload.mlperf.rounds.discover`). Give it a stand-in harness under ``tests/fixtures/``.
+(:mod:`~workload.mlperf.round_spec`: versions, markers, benchmarks, scenarios, make target, variables and short-run
+flag, results root, gpuconfigs table, tuning rule, system support) and an ``__init__.py`` whose class reads it
+(``spec = read_spec(__file__)``), composes the strategies its harness needs (``rounds/common/``) and is named
+``ADAPTER``; detection finds the folder (:func:`workload.mlperf.rounds.discover`). Give it a stand-in harness under
+``tests/fixtures/``.
 """
 
 from __future__ import annotations
