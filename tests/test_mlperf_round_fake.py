@@ -115,3 +115,13 @@ def test_two_folders_claiming_one_version_are_refused(tmp_path: Path) -> None:
     spec_file.write_text(json.dumps({**json.loads(spec_file.read_text()), "versions": ["v6.1"]}))
     with pytest.raises(ProfileError, match=r"v6\.1 is also run by the round"):
         discover(place)
+
+
+def test_a_round_folder_without_its_adapter_is_refused(tmp_path: Path) -> None:
+    place = fake_round(tmp_path)
+    (place / "v7_0" / "__init__.py").unlink()
+    with pytest.raises(ProfileError, match=r"v7_0/__init__\.py"):
+        discover(place)
+    (place / "v7_0" / "__init__.py").write_text("ADAPTER = 'not a round'\n")
+    with pytest.raises(ProfileError, match="names no ADAPTER"):
+        discover(place)

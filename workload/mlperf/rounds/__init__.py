@@ -27,6 +27,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from workload.errors import ProfileError
 from workload.mlperf.round_spec import BUILTIN, known_versions, round_folders, spec_named
@@ -48,24 +49,31 @@ __all__ = [
 Rounds = Sequence[type[HarnessRound]]
 
 
+def _import_outside(folder: Path) -> ModuleType:
+    """The round package in ``folder`` (outside this package), imported as a package of its own under a name unique
+    to the folder, so that its relative imports find its own files and two copies never share modules."""
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:12]
+    name = f"_workload_round_{digest}_{folder.name}"
+    if name in sys.modules:
+        return sys.modules[name]
+    init = folder / "__init__.py"
+    found = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(folder)])
+    if not init.is_file() or found is None or found.loader is None:
+        raise ProfileError(f"{folder.name}/__init__.py", "missing: a round folder holds its adapter there")
+    module = importlib.util.module_from_spec(found)
+    sys.modules[name] = module
+    try:
+        found.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]  # a half-run module must not be found by the next discovery
+        raise
+    return module
+
+
 def _load(folder: Path) -> type[HarnessRound]:
-    """The ``ADAPTER`` of the round package in ``folder`` (a folder of this package is imported by its dotted name;
-    another is imported as a package of its own, so its relative imports find its own files)."""
-    if folder.parent == BUILTIN:
-        module = importlib.import_module(f"{__name__}.{folder.name}")
-    else:
-        digest = hashlib.sha256(str(folder).encode()).hexdigest()[:12]
-        name = f"_workload_round_{digest}_{folder.name}"
-        module = sys.modules.get(name)  # type: ignore[assignment]
-        if module is None:
-            found = importlib.util.spec_from_file_location(
-                name, folder / "__init__.py", submodule_search_locations=[str(folder)]
-            )
-            if found is None or found.loader is None:
-                raise ProfileError(f"{folder}", "not a round package (no __init__.py)")
-            module = importlib.util.module_from_spec(found)
-            sys.modules[name] = module
-            found.loader.exec_module(module)
+    """The ``ADAPTER`` of the round package in ``folder`` (a folder of this package is imported by its dotted name)."""
+    inside = folder.parent == BUILTIN
+    module = importlib.import_module(f"{__name__}.{folder.name}") if inside else _import_outside(folder)
     adapter = getattr(module, "ADAPTER", None)
     if not (isinstance(adapter, type) and issubclass(adapter, HarnessRound)) or "spec" not in vars(adapter):
         raise ProfileError(f"{folder.name}/__init__.py", "names no ADAPTER: a HarnessRound class with its own spec")
