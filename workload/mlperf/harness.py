@@ -34,11 +34,6 @@ class HarnessVersion:
             raise ValueError(f"not a harness version: {text.strip()[:40]!r} (expected e.g. v4.1)")
         return cls(int(match.group(1)), int(match.group(2)))
 
-    @property
-    def batch_size_is_dict(self) -> bool:
-        """v4.1 configs spell ``gpu_batch_size = {'bert': 1280}``; v4.0 and older a plain int."""
-        return self >= HarnessVersion(4, 1)
-
     def __str__(self) -> str:
         return f"v{self.major}.{self.minor}"
 

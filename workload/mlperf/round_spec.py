@@ -82,6 +82,9 @@ class RoundData(BaseModel):
     #: VERSION and older ones (v4.0 and before: ``--fast``; a checkout older than every round runs as the default).
     quick_flag: str = "--test_run"
     quick_flag_up_to: dict[str, str] = Field(default_factory=dict)
+    #: The VERSION from which a config class's ``gpu_batch_size`` is a dict per benchmark (older: one int); null:
+    #: always a dict (the rounds with registered config classes, ``"system_support": "registered"``).
+    batch_size_per_benchmark_from: str | None = None
     #: ``make`` variables every harness target of the round gets.
     make_variables: dict[str, str] = Field(default_factory=dict)
     #: The folder (relative to closed/NVIDIA) every run's results directory is directly in.

@@ -17,6 +17,12 @@ from workload.mlperf.system import HostSystem
 class RegisteredConfigClasses(HarnessRound):
     """The custom-system files of a round whose harness registers systems and config classes (v4.1's format)."""
 
+    def batch_size_per_benchmark(self, version: HarnessVersion) -> bool:
+        """Whether the checkout's config classes spell ``gpu_batch_size`` as a dict per benchmark
+        (``batch_size_per_benchmark_from`` of ``round.json``; older checkouts: one int)."""
+        since = self.spec.data.batch_size_per_benchmark_from
+        return since is None or version >= HarnessVersion.parse(since)
+
     def custom_config_path(self, model: str, scenario: str) -> str:
         return custom_system.custom_config_path(model, scenario)
 
@@ -32,4 +38,5 @@ class RegisteredConfigClasses(HarnessRound):
         classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
         version: HarnessVersion,
     ) -> custom_system.GeneratedFile:
-        return custom_system.custom_config(model, scenario, member, class_base, classes, version)
+        per_benchmark = self.batch_size_per_benchmark(version)
+        return custom_system.custom_config(model, scenario, member, class_base, classes, per_benchmark)
