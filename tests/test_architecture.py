@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -103,16 +104,22 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "workload.actions": ("workload.installers", "workload.engine"),
     # The MLPerf harness support (rounds, ops, planner, interpreter) is below the actions that use it.
     "workload.mlperf": ("workload.actions", "workload.engine", "workload.profile", "workload.registry"),
-    # A round adapter is pure: values in, ops out (the interpreter runs them).
+    # A round is pure: data and values in, ops out (the interpreter runs them); neither the transports, the steps,
+    # the containers, nor the system support that runs its system check (system_support* by the prefix rule).
     "workload.mlperf.rounds": (
         "workload.hosts",
         "workload.engine",
         "workload.actions",
+        "workload.steps",
+        "workload.installers",
         "workload.mlperf.interpreter",
         "workload.mlperf.image",
+        "workload.mlperf.container",
+        "workload.mlperf.docker_ssh",
         "workload.mlperf.system_support",
-        "workload.installers",
     ),
+    # The round data reader knows no round and no adapter: the rounds, gpuconfigs and settings read it.
+    "workload.mlperf.round_spec": ("workload.mlperf.rounds", "workload.mlperf.settings", "workload.mlperf.gpuconfigs"),
     "workload.history": (
         "workload.hosts",
         "workload.steps",
@@ -159,13 +166,25 @@ def _imports(path: Path) -> set[str]:
     that re-exports its modules a circle)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if isinstance(node, ast.ImportFrom) and (node.module or node.level):
+            module = _absolute(path, node.module, node.level)
             for alias in node.names:
-                submodule = f"{node.module}.{alias.name}"
-                found.add(submodule if submodule in MODULES else node.module)
+                submodule = f"{module}.{alias.name}"
+                found.add(submodule if submodule in MODULES else module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return {name for name in found if name.split(".")[0] == "workload"}
+
+
+def _absolute(path: Path, module: str | None, level: int) -> str:
+    """The module a ``from <dots><module> import`` in ``path`` names (``from . import configgen`` in a round folder's
+    ``__init__.py`` is that folder's ``configgen``): relative imports are dependencies too."""
+    if not level:
+        return module or ""
+    name = _module_name(path).split(".")
+    package = name if path.name == "__init__.py" else name[:-1]
+    base = package[: len(package) - level + 1]
+    return ".".join([*base, *([module] if module else [])])
 
 
 def _under(name: str, prefix: str) -> bool:
@@ -174,7 +193,7 @@ def _under(name: str, prefix: str) -> bool:
 
 def _banned(name: str, target: str) -> bool:
     """A ban on ``target`` covers it, its submodules and its round-named siblings: a ban on
-    ``workload.mlperf.system_support`` also holds for ``system_support_v6`` and ``system_support_v51``."""
+    ``workload.mlperf.system_support`` also holds for ``system_support_files`` and ``system_support_by_id``."""
     return _under(name, target) or name.startswith(target + "_")
 
 
@@ -185,7 +204,7 @@ def test_the_rules_name_packages_that_exist() -> None:
 
 def test_a_ban_covers_submodules_and_round_named_siblings_only() -> None:
     ban = "workload.mlperf.system_support"
-    assert _banned("workload.mlperf.system_support_v6", ban) and _banned("workload.mlperf.system_support_v51", ban)
+    assert _banned("workload.mlperf.system_support_files", ban) and _banned("workload.mlperf.system_support_by_id", ban)
     assert _banned("workload.mlperf.system_support", ban) and _banned("workload.mlperf.system_support.x", ban)
     assert not _banned("workload.mlperf.system", ban) and not _banned("workload.mlperf.systems", ban)
     assert not _banned("workload.hoststate", "workload.hosts")
@@ -193,8 +212,16 @@ def test_a_ban_covers_submodules_and_round_named_siblings_only() -> None:
 
 def test_from_package_import_module_names_the_module(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
-    source.write_text("from workload.mlperf import system_support_v6\nfrom workload import DISTRIBUTION\n")
-    assert _imports(source) == {"workload.mlperf.system_support_v6", "workload"}
+    source.write_text("from workload.mlperf import system_support_files\nfrom workload import DISTRIBUTION\n")
+    assert _imports(source) == {"workload.mlperf.system_support_files", "workload"}
+
+
+def test_relative_imports_name_the_modules_they_reach() -> None:
+    folder = ROOT / "workload" / "mlperf" / "rounds" / "v6_0"
+    assert "workload.mlperf.rounds.v6_0.configgen" in _imports(folder / "systems.py")
+    assert {"workload.mlperf.rounds.v6_0.configgen", "workload.mlperf.rounds.v6_0.systems"} <= _imports(
+        folder / "__init__.py"
+    )
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -222,22 +249,9 @@ def test_imports_follow_the_layers(path: Path) -> None:
 
 
 # -- import circles ----------------------------------------------------------------------------------
-#: The circles still in the package (issue 28 asks for none), each named by two of its modules and the
-#: work that removes it. All three sit in workload/mlperf/, reshaped by issue 28 item 1 (a round = one
-#: folder of data and small strategies). A circle not listed here fails the test; so does a listed one
-#: that is gone, so the list can only shrink.
-KNOWN_CIRCLES: dict[tuple[str, str], str] = {
-    ("workload.mlperf.rounds", "workload.mlperf.settings"): (
-        "issue 28 item 1: settings.py imports rounds.round_named (lazily) while the round adapters import "
-        "settings; with them rounds.v6_1 -> endpoint_checks -> settings"
-    ),
-    ("workload.mlperf.system_support", "workload.mlperf.system_support_v51"): (
-        "issue 28 item 1: system_support imports the v5.1 strategy (prepare_by_id, lazily) that extends it"
-    ),
-    ("workload.mlperf.tuning", "workload.mlperf.v6_systems"): (
-        "issue 28 item 1: tuning names v6_systems.SystemFiles (TYPE_CHECKING) while v6_systems imports the rule"
-    ),
-}
+# None (issue 28 item 1 removed the last three: rounds <-> settings, system_support <-> its v5.1 strategy,
+# tuning <-> v6_systems). Measured by the graph below: every import of every module at any depth (lazy and
+# TYPE_CHECKING imports count; relative ones resolved), strongly connected components of more than one module.
 
 
 def _import_graph() -> dict[str, set[str]]:
@@ -290,10 +304,79 @@ def test_circle_finder_finds_a_circle_and_only_circles() -> None:
     assert _circles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_circles_but_the_known_ones() -> None:
+def test_no_import_circles() -> None:
     circles = _circles(_import_graph())
-    unknown = [sorted(c) for c in circles if not any(a in c and b in c for a, b in KNOWN_CIRCLES)]
-    gone = [pair for pair in KNOWN_CIRCLES if not any(pair[0] in c and pair[1] in c for c in circles)]
-    assert not unknown, f"new import circles (break them; the test counts lazy and TYPE_CHECKING imports): {unknown}"
-    assert not gone, f"these circles are gone: remove them from KNOWN_CIRCLES: {gone}"
-    assert len(circles) == len(KNOWN_CIRCLES), [sorted(c) for c in circles]
+    assert not circles, f"import circles (break them; the test counts lazy and TYPE_CHECKING imports): {circles}"
+
+
+# -- rounds: one folder each ---------------------------------------------------------------------------------
+#: A harness round's name as code spells it: ``v6.1``/``6.1`` in text, ``v6_1``/``v61`` in a module name.
+ROUND_TEXT = re.compile(r"^v?\d+\.\d$")
+ROUND_NAME = re.compile(r"(^|_)v\d")
+#: ``workload/mlperf/rounds/<round>/``: the only place that may name a round or branch on one.
+ROUND_FOLDER = re.compile(r"^workload\.mlperf\.rounds\.v\d+_\d+(\.|$)")
+#: (file, literal) -> why a comparison with a round-like literal there is not about a round.
+NOT_ROUNDS: dict[tuple[str, str], str] = {
+    ("workload/metrics/parsers/compliance.py", "99.9"): "the -99.9 suffix of a high-accuracy benchmark's name",
+}
+
+
+def _round_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, literal) of every comparison (``==``, ``in``, ...) one of whose sides holds a round-like literal."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                found += [
+                    (node.lineno, n.value)
+                    for n in ast.walk(side)
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str) and ROUND_TEXT.match(n.value)
+                ]
+    return found
+
+
+def test_round_comparisons_are_found() -> None:
+    tree = ast.parse('if self.round in ("v4.1", "v5.0"):\n    pass\nok = name == "6.1"\nfine = x == "0.999"\n')
+    assert _round_comparisons(tree) == [(1, "v4.1"), (1, "v5.0"), (3, "6.1")]
+
+
+def test_no_module_outside_a_round_folder_is_named_after_a_round() -> None:
+    named = [
+        m for m in sorted(MODULES) if not ROUND_FOLDER.match(m) and any(ROUND_NAME.search(p) for p in m.split("."))
+    ]
+    assert not named, f"round knowledge belongs in workload/mlperf/rounds/<round>/: {named}"
+
+
+def test_nothing_defined_outside_a_round_folder_is_named_after_a_round() -> None:
+    # functions, classes and assigned names (nearest_v60, V61Table, V61_ROUND were): name them by what they do
+    found = []
+    for path in SOURCES:
+        if ROUND_FOLDER.match(_module_name(path)):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            else:
+                continue
+            found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if ROUND_NAME.search(n.lower())]
+    assert not found, "round knowledge belongs in workload/mlperf/rounds/<round>/:\n" + "\n".join(found)
+
+
+def test_no_module_outside_a_round_folder_branches_on_a_round() -> None:
+    found = []
+    for path in SOURCES:
+        if ROUND_FOLDER.match(_module_name(path)):
+            continue
+        where = str(path.relative_to(ROOT))
+        for line, literal in _round_comparisons(ast.parse(path.read_text(encoding="utf-8"))):
+            if (where, literal) not in NOT_ROUNDS:
+                found.append(f"{where}:{line} compares with {literal!r}")
+    assert not found, "move the round's knowledge into its round.json or folder:\n" + "\n".join(found)
+
+
+def test_the_round_exceptions_are_still_needed() -> None:
+    for where, literal in NOT_ROUNDS:
+        assert (ROOT / where).exists(), where
+        assert any(lit == literal for _, lit in _round_comparisons(ast.parse((ROOT / where).read_text()))), where

@@ -19,9 +19,9 @@ from workload.metrics import OutputContext, collect, write_outputs
 from workload.metrics.config_source import SIDECAR, ConfigSource, from_json
 from workload.mlperf import config_sources
 from workload.mlperf.gpuconfigs import load_table
+from workload.mlperf.rounds.v6_0.systems import v60_files
 from workload.mlperf.system import HostSystem
-from workload.mlperf.system_support_v6 import _generated
-from workload.mlperf.v6_systems import v60_files
+from workload.mlperf.system_support_files import _generated
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "loadgen" / "server_valid"
 KEYS = ("config_source", "config_tuned", "config_untuned_reason", "config_from", "config_system")

@@ -23,6 +23,7 @@ from workload.mlperf.catalog import WorkloadSetting, workload_setting
 from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.registrations import Registration, registrations
+from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.system import HostSystem
 
 A100X8 = HostSystem(
@@ -99,7 +100,7 @@ def generate(nvidia: Path, system: HostSystem, model: str, scenarios: list[str],
             sid,
             custom_system.class_name(sid),
             classes_for(system, model, s, cvs),
-            HarnessVersion.parse(version),  # type: ignore[arg-type]
+            V4_1Round().batch_size_per_benchmark(HarnessVersion.parse(version)),
         )
         for s in scenarios
     ]
@@ -235,7 +236,7 @@ def test_a_known_system_gets_only_the_configs_nvidia_lacks(tmp_path: Path) -> No
                 member,
                 f"WL_{member}",
                 classes_for(A100X8, "bert", scenario, wanted),
-                HarnessVersion(4, 1),  # type: ignore[arg-type]
+                V4_1Round().batch_size_per_benchmark(HarnessVersion(4, 1)),
             )
         )
     custom_system.install(LocalHost(), str(nvidia), None, files)
@@ -349,7 +350,7 @@ def test_nvidias_own_a100_system_keeps_the_device_fields_its_registry_allows(tmp
         member,
         f"WL_{member}",
         classes_for(A100X8, "3d-unet", "SingleStream", ["default"]),
-        HarnessVersion(4, 1),  # type: ignore[arg-type]
+        V4_1Round().batch_size_per_benchmark(HarnessVersion(4, 1)),
     )
     assert "start_from_device = True" in generated.text and "end_on_device = True" in generated.text
     custom_system.install(LocalHost(), str(nvidia), None, [generated])

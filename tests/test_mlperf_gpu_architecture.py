@@ -6,8 +6,8 @@ import pytest
 
 from workload.mlperf.gpu_architecture import architecture, borrowed_fields, runs_precision
 from workload.mlperf.gpuconfigs import load_table
+from workload.mlperf.rounds.v6_0.systems import v60_files
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import v60_files
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,6 @@ from workload.hosts.local import LocalHost
 from workload.mlperf import custom_system
 from workload.mlperf.catalog import model_info, workload_setting
 from workload.mlperf.gpuconfigs import gpu_count_problem, load_table
-from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.system import HostSystem
 
 UNPUBLISHED = "unpublished"
@@ -257,9 +256,7 @@ def generate_all(nvidia: Path, system: HostSystem) -> dict[tuple[str, str, str],
                 reasons[(model, scenario, "k_99_9" if high else "k_99")] = problem
             if classes:
                 files.append(
-                    custom_system.custom_config(
-                        model, scenario, sid, custom_system.class_name(sid), classes, HarnessVersion(4, 1)
-                    )
+                    custom_system.custom_config(model, scenario, sid, custom_system.class_name(sid), classes, True)
                 )
     custom_system.install(LocalHost(), str(nvidia), custom_system.custom_list_block(system, sku), files)
     return reasons

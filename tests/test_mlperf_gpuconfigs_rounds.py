@@ -55,7 +55,6 @@ from workload.errors import ProfileError
 from workload.mlperf import custom_system
 from workload.mlperf.catalog import MODELS, WorkloadSetting, canonical_benchmark, model_info
 from workload.mlperf.gpuconfigs import gpu_count_problem, load_table
-from workload.mlperf.harness import HarnessVersion
 
 H200 = "NVIDIA H200"
 B200 = "NVIDIA B200"
@@ -507,7 +506,7 @@ def test_v50_custom_py_for_an_unknown_machine_holds_nvidias_values(
     setting = WorkloadSetting(model_info(model).harness, "k_99_9" if high else "k_99", "MaxP")
     member = f"WL_{sku.sku}x{count}"
     generated = custom_system.custom_config(
-        model, scenario, member, custom_system.class_name(member), [(setting, resolved)], HarnessVersion(5, 0)
+        model, scenario, member, custom_system.class_name(member), [(setting, resolved)], True
     )
     values = _class_values(generated.text)
     for field, value in want.items():

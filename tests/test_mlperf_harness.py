@@ -32,6 +32,7 @@ from workload.mlperf.harness import (
     run_groups,
     scenario_fields,
 )
+from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.profile import load_profile, resolve_profile
 
 
@@ -49,8 +50,7 @@ def test_run_args_v41_quick_uses_test_run() -> None:
         scenarios=["Offline", "Server"],
         config_version="default",
         test_mode="PerformanceOnly",
-        quick=True,
-        version=HarnessVersion.parse("v4.1\n"),
+        quick_flag=V4_1Round().quick_flag(HarnessVersion.parse("v4.1\n")),
     )
     assert (
         args
@@ -65,16 +65,13 @@ def test_run_args_v40_quick_uses_fast_and_full_runs_use_neither() -> None:
         scenarios=["Offline"],
         config_version="default",
         test_mode="AccuracyOnly",
-        quick=True,
-        version=v40,
+        quick_flag=V4_1Round().quick_flag(v40),
     ).endswith("--test_mode=AccuracyOnly --fast")
     full = run_args(
         model="bert",
         scenarios=["Offline"],
         config_version="high_accuracy",
         test_mode="PerformanceOnly",
-        quick=False,
-        version=HarnessVersion(5, 0),
     )
     assert "--test_run" not in full and "--fast" not in full and "--config_ver=high_accuracy" in full
 
@@ -173,9 +170,8 @@ def test_run_args_carry_the_fields_and_never_a_user_conf() -> None:
         model="bert",
         scenarios=group.scenarios,
         config_version="default",
-        version=HarnessVersion(4, 1),
         test_mode="PerformanceOnly",
-        quick=True,
+        quick_flag=V4_1Round().quick_flag(HarnessVersion(4, 1)),
         fields=group.fields,
     )
     assert args == (

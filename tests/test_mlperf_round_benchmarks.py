@@ -70,8 +70,8 @@ def test_round_models_are_the_rounds_benchmarks(harness_round: str) -> None:
     assert len(ours) == len(set(ours)), f"a benchmark listed twice: {ours}"
     assert sorted(ours) == sorted(standin_benchmarks(harness_round))
     # The adapter runs those of them the catalog has (the rest are NOT_IN_CATALOG below).
-    assert round_named(harness_round).benchmarks == round_benchmarks(harness_round)
-    assert {NVIDIA_SPELLING.get(b, b) for b in round_benchmarks(harness_round)} <= set(ours)
+    assert round_named(harness_round).benchmarks == round_benchmarks(round_named(harness_round).spec)
+    assert {NVIDIA_SPELLING.get(b, b) for b in round_named(harness_round).benchmarks} <= set(ours)
 
 
 def test_v61_adapter_knows_every_v61_benchmark_and_says_why_it_does_not_run_some() -> None:

@@ -25,8 +25,8 @@ from tests import upstream_nvidia as up
 from workload.mlperf.catalog import WorkloadSetting
 from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.rounds.v5_1 import custom_files, custom_system_id
+from workload.mlperf.rounds.v6_0.systems import v60_files
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import v60_files
 
 STEP = Path(__file__).resolve().parent / "nvidia_engine_config.py"
 #: (nvidia-smi name, MiB, bytes as CUDA reports them, compute capability)
@@ -100,8 +100,8 @@ def test_v51_hopper_untuned_files_pass_nvidias_generate_engines_config_step_in_f
 
 @pytest.mark.parametrize("hopper", ["H200", "H100"])
 def test_v60_hopper_untuned_files_pass_nvidias_generate_engines_config_step_in_fp8(tmp_path: Path, hopper: str) -> None:
-    # issue 27 item 5: the same step on NVIDIA's v6.0 code, for the files v6_systems writes for a Hopper (v5.0's fp8
-    # values with v6.0's fields, never Blackwell's fp4)
+    # issue 27 item 5: the same step on NVIDIA's v6.0 code, for the files rounds/v6_0/systems.py writes for a Hopper
+    # (v5.0's fp8 values with v6.0's fields, never Blackwell's fp4)
     gpu = HOPPERS[hopper]
     system = HostSystem(gpu[0], gpu[1], 8, "AMD EPYC 9575F 64-Core Processor", 64, 2, 1, 2_200_000_000_000)
     files = v60_files(

@@ -23,7 +23,7 @@ from tests.test_mlperf_v6_configs import EXPECTED_V60, host, run, standin, write
 from tests.test_mlperf_v60_nvidia_values import SHARED_V60_SYSTEMS
 from workload.errors import ProfileError
 from workload.mlperf.gpuconfigs import load_table
-from workload.mlperf.v6_systems import v60_files
+from workload.mlperf.rounds.v6_0.systems import v60_files
 
 INDEX_V60 = (
     "B200-SXM-180GBx1/Interactive/llama2-70b.py",

@@ -21,8 +21,8 @@ import pytest
 
 from tests import upstream_nvidia as up
 from workload.mlperf.gpuconfigs import deep_merge, load_table
+from workload.mlperf.rounds.v6_0.systems import v60_files
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import v60_files
 
 DUMP = Path(__file__).resolve().parent / "nvidia_v60_values.py"
 #: The LLM benchmarks the v6.0 table carries (NVIDIA's config file stems).

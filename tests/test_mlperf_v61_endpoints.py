@@ -32,12 +32,13 @@ import pytest
 
 from workload.errors import ProfileError
 from workload.metrics import rules
-from workload.mlperf import configgen_v6, endpoint_target, server_urls
+from workload.mlperf import endpoint_target, server_urls, system_files
 from workload.mlperf.endpoint_ops import RunEndpointsClient
-from workload.mlperf.gpuconfigs_v61 import load_table61
+from workload.mlperf.gpuconfigs_parts import load_parts_table
 from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.ops import to_changes
 from workload.mlperf.planner import plan_ops
+from workload.mlperf.rounds.v6_1 import configgen
 from workload.mlperf.server_ops import StartServer
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
 from workload.mlperf.system import HostSystem
@@ -112,7 +113,7 @@ def client_ops(plan: Any) -> list[RunEndpointsClient]:
 
 def test_server_and_interactive_configs_have_the_schema_of_nvidias_online_endpoint_yaml() -> None:
     for scenario, qps in (("Server", 1215.0), ("Interactive", 350.0)):
-        text = configgen_v6.endpoint_config(
+        text = configgen.endpoint_config(
             name="n",
             model="m",
             scenario=scenario,
@@ -130,7 +131,7 @@ def test_server_and_interactive_configs_have_the_schema_of_nvidias_online_endpoi
         assert config["model_params"]["streaming"] == "on"
         assert config["submission_ref"]["ruleset"] == "mlperf-inference-v6.1"
     offline = json.loads(
-        configgen_v6.endpoint_config(
+        configgen.endpoint_config(
             name="n",
             model="m",
             scenario="Offline",
@@ -145,7 +146,7 @@ def test_server_and_interactive_configs_have_the_schema_of_nvidias_online_endpoi
     assert offline["type"] == "offline" and offline["settings"]["load_pattern"] == {"type": "max_throughput"}
     assert offline["settings"]["runtime"]["n_samples_to_issue"] == 7 and "streaming" not in offline["model_params"]
     with pytest.raises(ValueError, match="Poisson load needs a target_qps above 0"):
-        configgen_v6.endpoint_config(
+        configgen.endpoint_config(
             name="n",
             model="m",
             scenario="Server",
@@ -162,13 +163,13 @@ def test_server_and_interactive_configs_have_the_schema_of_nvidias_online_endpoi
 
 
 def test_the_parameter_wins_over_nvidias_value(tables: Path) -> None:
-    table = load_table61(tables)
+    table = load_parts_table(tables)
     chosen = endpoint_target.choose("Interactive", 7.5, GB300X4, table, "gpt-oss-120b", "k_99")
     assert chosen == endpoint_target.TargetQps(7.5, "the parameter InteractiveTargetQps")
 
 
 def test_nvidias_value_for_this_gpu_scaled_to_its_count_with_the_source(tables: Path) -> None:
-    table = load_table61(tables)
+    table = load_parts_table(tables)
     chosen = endpoint_target.choose("Interactive", None, GB300X4, table, "gpt-oss-120b", "k_99")
     assert chosen.value == pytest.approx(520 * 4 / 72, abs=1e-6)
     assert GPT_OSS_INTERACTIVE in chosen.source and "(scaled from x72 to x4)" in chosen.source
@@ -179,7 +180,7 @@ def test_nvidias_value_for_this_gpu_scaled_to_its_count_with_the_source(tables: 
 
 
 def test_another_gpus_value_is_never_used_and_the_refusal_names_the_parameter(tables: Path) -> None:
-    table = load_table61(tables)
+    table = load_parts_table(tables)
     with pytest.raises(ProfileError) as caught:
         endpoint_target.choose("Interactive", None, B200X8, table, "gpt-oss-120b", "k_99")
     assert caught.value.location == "InteractiveTargetQps"
@@ -337,7 +338,7 @@ def test_the_clients_accuracy_phase_needs_a_dataset_the_config_we_write_does_not
     report = tmp_path / "r"
     config = tmp_path / "endpoint.yaml"
     config.write_text(
-        configgen_v6.endpoint_config(
+        configgen.endpoint_config(
             name="n",
             model="llama2-70b-99",
             scenario="Offline",
@@ -494,7 +495,7 @@ def test_standin_server_report_parses_as_an_endpoints_server_result(tmp_path: Pa
     report = tmp_path / "v6.1/closed/X/results/SYS_TRT/llama2-70b-99/Server"
     config = tmp_path / "endpoint.yaml"
     config.write_text(
-        configgen_v6.endpoint_config(
+        configgen.endpoint_config(
             name="n",
             model="llama2-70b-99",
             scenario="Server",
@@ -552,7 +553,7 @@ def test_standin_refuses_what_the_clients_schema_refuses(
     tmp_path: Path, server: str, change: dict[str, Any], message: str
 ) -> None:
     config = json.loads(
-        configgen_v6.endpoint_config(
+        configgen.endpoint_config(
             name="n",
             model="m",
             scenario="Server",
@@ -624,7 +625,7 @@ def reader(files: dict[str, str]) -> Any:
 
 def test_every_server_is_an_endpoint_of_the_client_with_workers_a_multiple_of_their_count() -> None:
     def config(urls: list[str]) -> dict[str, Any]:
-        text = configgen_v6.endpoint_config(
+        text = configgen.endpoint_config(
             name="n",
             model="m",
             scenario="Server",
@@ -643,14 +644,14 @@ def test_every_server_is_an_endpoint_of_the_client_with_workers_a_multiple_of_th
     many = config(eight)
     assert many["endpoint_config"]["endpoints"] == [f"http://{u}" for u in eight]
     assert many["settings"]["client"] == {"num_workers": 16}  # 2 workers (and queries) per server, not 2,2,1,1...
-    assert [configgen_v6.client_workers(n) for n in (2, 3, 4, 8, 16, 25)] == [10, 12, 12, 16, 16, 25]
+    assert [configgen.client_workers(n) for n in (2, 3, 4, 8, 16, 25)] == [10, 12, 12, 16, 16, 25]
     with pytest.raises(ValueError, match="at least one server URL"):
         config([])
 
 
 def _standin_run(tmp_path: Path, urls: list[str], **settings: Any) -> subprocess.CompletedProcess[str]:
     config = json.loads(
-        configgen_v6.endpoint_config(
+        configgen.endpoint_config(
             name="n",
             model="llama2-70b-99",
             scenario="Offline",
@@ -721,10 +722,10 @@ def test_nvidias_server_py_names_no_urls_so_its_default_is_one_server_per_rank_f
 def test_generated_files_are_read_back_as_written_from_llmserverport() -> None:
     folder = "configs/llama2_70b/WL_B200-SXM-180GBx2/TRTLLM/Offline"
     written = ["0.0.0.0:31000", "0.0.0.0:31001"]
-    provenance = configgen_v6.Provenance(("x",), True)
+    provenance = system_files.Provenance(("x",), True)
     files = {
-        f"{folder}/server.py": configgen_v6.v61_server(folder, written, "fp4", provenance, "WL_B200", "2x B200"),
-        f"{folder}/harness.py": configgen_v6.v61_harness({"offline_expected_qps": 1}, written, provenance, "W", "d"),
+        f"{folder}/server.py": configgen.v61_server(folder, written, "fp4", provenance, "WL_B200", "2x B200"),
+        f"{folder}/harness.py": configgen.v61_harness({"offline_expected_qps": 1}, written, provenance, "W", "d"),
     }
     served = server_urls.resolve(
         f"{folder}/server.py",

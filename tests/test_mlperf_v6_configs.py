@@ -49,14 +49,16 @@ import pytest
 from tests.fixtures.harness.make_round import make_round_tree
 from workload.errors import ProfileError
 from workload.mlperf.gpuconfigs import load_table
-from workload.mlperf.gpuconfigs_v61 import load_table61
+from workload.mlperf.gpuconfigs_parts import load_parts_table
 from workload.mlperf.rounds.v6_0 import V6_0Round
+from workload.mlperf.rounds.v6_0.systems import v60_files
 from workload.mlperf.rounds.v6_1 import V6_1Round
+from workload.mlperf.rounds.v6_1.systems import v61_files
 from workload.mlperf.server_urls import ServerConfigError, exports_targets
 from workload.mlperf.settings import MLPerfParameters, Settings, settings_of
 from workload.mlperf.system import HostSystem
-from workload.mlperf.system_support_v6 import lacking_targets
-from workload.mlperf.v6_systems import NotTuned, v60_files, v61_files
+from workload.mlperf.system_files import NotTuned
+from workload.mlperf.system_support_files import lacking_targets
 
 B200, B300, GB200, GB300, H200 = "NVIDIA B200", "NVIDIA B300 SXM6 AC", "NVIDIA GB200", "NVIDIA GB300", "NVIDIA H200"
 GB2, GB3 = "GB200-NVL72_GB200-186GB_aarch64", "GB300-NVL72_GB300-288GB_aarch64"
@@ -682,11 +684,11 @@ def test_v60_another_count_scales_throughput_only_and_says_so() -> None:
 def test_v60_has_no_hopper_file_and_the_v61_table_none_either() -> None:
     with pytest.raises(ProfileError, match=r"gpuconfigs/v6\.0: no entry for the GPU 'NVIDIA H200'"):
         load_table(harness_round="v6.0").sku_for_gpu(H200)
-    assert load_table61().sku_for_gpu(H200) is None
+    assert load_parts_table().sku_for_gpu(H200) is None
 
 
 def test_v61_parts_for_an_unknown_machine_are_nvidias_and_borrowed_parts_are_marked() -> None:
-    table = load_table61()
+    table = load_parts_table()
     gptoss = table.resolve(B200, 183359, 8, "gpt-oss-120b", "Offline")
     serve = gptoss.parts["trtllm_serve"]
     assert serve.tuned and "gpt_oss_120b/B200-SXM-180GBx8/TRTLLM/Offline/trtllm-serve-ifb-1gpu.yaml" in serve.source
@@ -922,7 +924,7 @@ def test_v61_parts_for_an_unknown_machine_with_nvidias_gpus_are_nvidias(
     nvidia: dict[str, Any],
     words: tuple[str, ...],
 ) -> None:
-    table = load_table61()
+    table = load_parts_table()
     own = table.sku_for_gpu(gpu)
     assert own is not None
     resolved = table.resolve(gpu, own.gpu_memory_gib * 1024, count, model, scenario)
@@ -936,7 +938,7 @@ def test_v61_parts_for_an_unknown_machine_with_nvidias_gpus_are_nvidias(
 
 
 def test_v61_nvidias_path_expressions_name_their_base() -> None:
-    table = load_table61()
+    table = load_parts_table()
     whisper = table.tables["B200_SXM_180GB"].configs["whisper"]["Offline"]["k_99"][8].parts[0]
     assert whisper.paths == {"tensor_path": "PREPROCESSED_DATA_DIR"}
     server = table.tables["GB300_288GB"].configs["llama2-70b"]["Server"]["k_99"][4].parts[0]
@@ -965,7 +967,7 @@ def test_v61_a_part_not_in_nvidias_form_is_refused_naming_it(tmp_path: Path, cha
     change(data["configs"]["qwen3-vl-235b-a22b"]["Offline"]["k_99"]["8"]["parts"][0])
     (tmp_path / "B300_SXM_270GB.json").write_text(json.dumps(data))
     with pytest.raises(ProfileError) as info:
-        load_table61(tmp_path)
+        load_parts_table(tmp_path)
     assert "gpuconfigs/v6.1/B300_SXM_270GB.json" in str(info.value.location)
     assert where in str(info.value)
 
@@ -975,7 +977,7 @@ def test_v61_an_env_yaml_of_strings_only(tmp_path: Path) -> None:
     data["configs"]["gpt-oss-120b"]["Offline"]["k_99"]["4"]["parts"][1]["values"]["TLLM_PROFILE_START_STOP"] = 1000
     (tmp_path / "GB200_186GB.json").write_text(json.dumps(data))
     with pytest.raises(ProfileError, match="an env YAML maps names to strings"):
-        load_table61(tmp_path)
+        load_parts_table(tmp_path)
 
 
 def test_v61_generated_env_yaml_carries_nvidias_serve_env(tmp_path: Path) -> None:
@@ -986,7 +988,7 @@ def test_v61_generated_env_yaml_carries_nvidias_serve_env(tmp_path: Path) -> Non
     parts.append({**parts[0], "kind": "harness", "values": {"offline_expected_qps": 100}})
     (tmp_path / "GB200_186GB.json").write_text(json.dumps(data))
     system = host(GB200, 189471, 4)
-    files = v61_files(system, load_table61(tmp_path), "gpt-oss-120b", ["Offline"], allow_untuned=True)
+    files = v61_files(system, load_parts_table(tmp_path), "gpt-oss-120b", ["Offline"], allow_untuned=True)
     env = next(f for f in files.files if f.path.endswith("/trtllm-serve-env.yaml"))
     assert 'TRTLLM_MOE_ENABLE_ALLTOALL_WITHOUT_ALLGATHER: "1"' in env.text
     assert 'TLLM_PROFILE_START_STOP: "1000-1100"' in env.text
@@ -1130,7 +1132,7 @@ def test_v61_generated_configs_serve_and_run_under_system_name(tmp_path: Path) -
     system = host(B300, 275040, 2)
     nvidia, scratch = standin(tmp_path, "v6.1", system)
     port = free_port()
-    files = v61_files(system, load_table61(), "llama2-70b", ["Offline"], allow_untuned=True, base_port=port)
+    files = v61_files(system, load_parts_table(), "llama2-70b", ["Offline"], allow_untuned=True, base_port=port)
     assert files.system_id == "WL_B300-SXM-270GBx2" and not files.tuned
     write(nvidia, files.files)
     (scratch / "models/Llama2/fp4-quantized-modelopt/llama2-70b-chat-hf-torch-fp4").mkdir(parents=True)
@@ -1178,7 +1180,7 @@ def test_v61_without_a_config_the_harness_names_the_file_it_wanted(tmp_path: Pat
     )
 
 
-# ---- accuracy targets a config file lacks (workload/mlperf/system_support_v6.py lacking_targets) ---------------------
+# ---- accuracy targets a config file lacks (workload/mlperf/system_support_files.py lacking_targets) ----------------
 
 
 def settings(model: str, scenarios: str, versions: str = "default,high_accuracy") -> Settings:
@@ -1194,7 +1196,7 @@ def reader(nvidia: Path) -> Any:
 def test_v61_a_target_our_files_lack_stops_nvidias_harness_so_it_is_blocked_alone(tmp_path: Path) -> None:
     system = host(B300, 275040, 2)
     nvidia, scratch = standin(tmp_path, "v6.1", system)
-    files = v61_files(system, load_table61(), "llama2-70b", ["Offline"], allow_untuned=True)
+    files = v61_files(system, load_parts_table(), "llama2-70b", ["Offline"], allow_untuned=True)
     write(nvidia, files.files)
     # NVIDIA's v6.1 harness with --accuracy_target=.999 and our files (0.99 entries only): it stops at once.
     done = run(

@@ -30,9 +30,10 @@ from workload.mlperf.planner import MLPerfPlan, plan_ops
 from workload.mlperf.rounds.v5_1 import values_for
 from workload.mlperf.rounds.v6_0 import V6_0Round
 from workload.mlperf.rounds.v6_1 import V6_1Round
+from workload.mlperf.rounds.v6_1.systems import v61_files
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import NotTuned, v61_files
+from workload.mlperf.system_files import NotTuned
 from workload.stepdrive import drive_step
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,10 +117,10 @@ def test_h200_on_v61_without_custom_support_would_fail_with_the_refusal_of_the_r
     assert error.hint.startswith("run a v5.0 checkout (parameter HarnessRound=v5.0), or set ")
     assert "RequireCustomSystemSupport=true" in error.hint and error.hint.endswith("marked untuned")
     # the run's generator, asked for tuned values only, refuses with the same words
-    from workload.mlperf.gpuconfigs_v61 import load_table61
+    from workload.mlperf.gpuconfigs_parts import load_parts_table
 
     with pytest.raises(NotTuned) as refused:
-        v61_files(H200X1, load_table61(), "llama2-70b", ["Offline"], allow_untuned=False)
+        v61_files(H200X1, load_parts_table(), "llama2-70b", ["Offline"], allow_untuned=False)
     assert str(refused.value) == f"{error.problem}: {error.hint}"
 
 

@@ -44,7 +44,7 @@ from workload.mlperf.rounds.v5_1 import V5_1Round, custom_files
 from workload.mlperf.rounds.v6_0 import V6_0Round
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, UserFacts
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import NotTuned
+from workload.mlperf.system_files import NotTuned
 
 #: Machines with the GPUs of NVIDIA's single-node systems (multi-node ``x72`` systems are out of this runner's scope).
 MACHINES: dict[str, HostSystem] = {

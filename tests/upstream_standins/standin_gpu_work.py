@@ -260,6 +260,7 @@ _ = C  # NVIDIA's constants are imported first, as NVIDIA's own modules do
 def _round_loadgen() -> str:
     """The LoadGen ``major.minor`` of the tree's round (``VERSION``: ``v5.1`` -> ``5.1``), as the round's harness would
     log it: its Makefile builds LoadGen from the mlcommons/inference clone of that round (v5.1 ``Makefile.build``
-    ``clone_loadgen``; v6.0 the README's 3rdparty clone). Read from the tree the harness runs in (its working folder)."""
+    ``clone_loadgen``; v6.0 the README's 3rdparty clone). Read from the tree the harness runs in (its working
+    folder)."""
     version = Path("VERSION")
     return version.read_text().strip().removeprefix("v") if version.is_file() else "6.0"

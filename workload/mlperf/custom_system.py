@@ -28,7 +28,6 @@ from workload.hosts.base import Host
 from workload.mlperf import nvidia_fields
 from workload.mlperf.catalog import WorkloadSetting, model_info
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
-from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.system import HostSystem
 
 #: First line of every file we write; a custom.py without it is someone else's and is left alone.
@@ -115,14 +114,14 @@ def _value(value: object) -> str:
     return repr(value)
 
 
-def _batch_size(model: str, value: int | dict[str, int], version: HarnessVersion) -> int | dict[str, int]:
-    if version.batch_size_is_dict:
+def _batch_size(model: str, value: int | dict[str, int], per_benchmark: bool) -> int | dict[str, int]:
+    if per_benchmark:
         return value if isinstance(value, dict) else {model: value}
     if isinstance(value, int):
         return value
     if len(value) == 1:
         return next(iter(value.values()))
-    raise CustomSystemError(f"{model}: harness {version} takes one int gpu_batch_size, the table has {value}")
+    raise CustomSystemError(f"{model}: this harness takes one int gpu_batch_size, the table has {value}")
 
 
 def _suffix(setting: WorkloadSetting, default_harness: str) -> str:
@@ -142,9 +141,12 @@ def custom_config(
     member: str,
     class_base: str,
     classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
-    version: HarnessVersion,
+    batch_size_per_benchmark: bool,
 ) -> GeneratedFile:
     """``configs/<model>/<Scenario>/custom.py``: one registered class per setting for ``KnownSystem.<member>``.
+
+    ``batch_size_per_benchmark``: ``gpu_batch_size`` as ``{model: n}`` (v4.1 on), else one int (the round decides:
+    :meth:`~workload.mlperf.rounds.common.registered_classes.RegisteredConfigClasses.batch_size_per_benchmark`).
 
     ``class_base`` names the classes (``<class_base>_HighAccuracy`` for 99.9%...). Every class
     derives from the scenario's base class and carries all of its values, so no class inherits
@@ -159,7 +161,7 @@ def custom_config(
     lines += ["", "from . import *"]
     for setting, config in classes:
         fields, dropped = nvidia_fields.allowed(config.fields, member)
-        fields["gpu_batch_size"] = _batch_size(model, fields["gpu_batch_size"], version)
+        fields["gpu_batch_size"] = _batch_size(model, fields["gpu_batch_size"], batch_size_per_benchmark)
         suffix = _suffix(setting, info.harness)
         lines += ["", ""]
         lines.append(f"# From {config.source()}")

@@ -6,7 +6,7 @@ step) and again in the v6.1 plan (:meth:`~workload.mlperf.rounds.v6_1.V6_1Round.
 plan without loading a profile. Each refusal is a result the run would otherwise produce under a false name:
 
 * ``TestModes`` other than PerformanceOnly. The client's config this run writes
-  (:func:`workload.mlperf.configgen_v6.endpoint_config`) has one ``type: performance`` dataset and no accuracy
+  (:func:`workload.mlperf.rounds.v6_1.configgen.endpoint_config`) has one ``type: performance`` dataset and no accuracy
   one; ``from-config`` then runs performance only (``mlcommons/endpoints`` ``commands/benchmark/cli.py``
   ``from_config``: ``--mode``, else both phases for a ``type: submission`` config, else perf). Its accuracy phase
   needs a ``datasets`` entry of ``type: accuracy`` whose ``accuracy_config`` names the scorer (``eval_method``),
@@ -22,9 +22,9 @@ plan without loading a profile. Each refusal is a result the run would otherwise
 * ``LoadGenOverrides`` (or an override given as a parameter named like its key) that this run's model and
   scenarios would read. NVIDIA's harness takes them as RUN_ARGS fields of ``make run_harness``
   (:func:`workload.mlperf.harness.run_groups`); with the client there is no ``make run_harness`` and no LoadGen
-  ``user.conf``: the client's settings come from its own config (:func:`~workload.mlperf.configgen_v6.endpoint_config`
-  writes none of them), so they would be silently ignored. Overrides for another model or a scenario not run are
-  only noted by the plan, as for the harness.
+  ``user.conf``: the client's settings come from its own config
+  (:func:`~workload.mlperf.rounds.v6_1.configgen.endpoint_config` writes none of them), so they would be silently
+  ignored. Overrides for another model or a scenario not run are only noted by the plan, as for the harness.
 """
 
 from __future__ import annotations

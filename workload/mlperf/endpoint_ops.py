@@ -1,12 +1,12 @@
 """Plan operation for a v6.1 run through MLCommons' endpoints client instead of NVIDIA's LoadGen harness.
 
 :class:`RunEndpointsClient` writes the client's config (the schema of NVIDIA's v6.1 ``endpoint.yaml`` files, see
-:func:`workload.mlperf.configgen_v6.endpoint_config`) into the checkout, then runs
+:func:`workload.mlperf.rounds.v6_1.configgen.endpoint_config`) into the checkout, then runs
 ``inference-endpoint benchmark from-config -c <config> --timeout <s>`` in the harness container (Offline: every
 sample at once; Server and Interactive: a Poisson load at a target QPS, :mod:`workload.mlperf.endpoint_target`)
 against the trtllm-serve servers a :class:`~workload.mlperf.server_ops.StartServer` before it started, every one in
 ``endpoint_config.endpoints`` (the client spreads the load over them by worker: see
-:func:`~workload.mlperf.configgen_v6.endpoint_config`). The client writes its report (``config.yaml``,
+:func:`~workload.mlperf.rounds.v6_1.configgen.endpoint_config`). The client writes its report (``config.yaml``,
 ``performance/result_summary.json``, ``accuracy/accuracy_results.json``, ``report.txt``) into the run's
 ``LOG_DIR/<system>_TRT/<benchmark>/<Scenario>``, where the ``CollectResults`` after it finds it.
 """

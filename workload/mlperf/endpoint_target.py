@@ -9,7 +9,7 @@ number there (``configs/qwen3_vl_235b_a22b/*/VLLM/{Server,Interactive}/endpoint.
 1. the profile's ``ServerTargetQps`` / ``InteractiveTargetQps`` (the user's number wins);
 2. NVIDIA's published ``server_target_qps`` for this machine's GPU in ``gpuconfigs/v6.1`` (the harness part of the
    scenario's ``harness.py``; NVIDIA's Interactive files set ``server_target_qps`` too), the nearest published GPU
-   count scaled to this one as :meth:`~workload.mlperf.gpuconfigs_v61.V61Table.resolve` does for custom systems;
+   count scaled to this one as :meth:`~workload.mlperf.gpuconfigs_parts.PartsTable.resolve` does for custom systems;
    another GPU's value is never used (its rate could be far off this machine's);
 3. otherwise a :class:`~workload.errors.ProfileError` naming the parameter to set.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workload.errors import ProfileError
-from workload.mlperf.gpuconfigs_v61 import V61Table
+from workload.mlperf.gpuconfigs_parts import PartsTable
 from workload.mlperf.system import HostSystem
 
 #: The scenarios the client runs online (Poisson at a target QPS) and the parameter that sets each one's rate.
@@ -45,7 +45,7 @@ def choose(
     scenario: str,
     given: float | None,
     system: HostSystem | None,
-    table: V61Table,
+    table: PartsTable,
     model: str,
     accuracy: str,
     *,

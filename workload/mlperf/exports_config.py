@@ -117,8 +117,9 @@ def lifted_parallelism(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def v51_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Fields as v5.1 spells them, and the names it has no field for (left out, listed in a comment).
+def exports_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Fields as the EXPORTS files (v5.1 on) spell them, and the names they have no field for (left out, listed in a
+    comment).
 
     v5.0 kept tensor/pipeline parallelism in ``trtllm_build_flags``; v5.1 has them as fields and fills the flags
     from them, so they move out of the dict. Field order is kept.
@@ -151,7 +152,7 @@ def render(
         lines.append(f"# {_label(setting)}: {provenance.source}")
         if provenance.untuned:
             lines.append(f"# untuned: {provenance.untuned}")
-    converted = [(setting, config, *v51_fields(config.fields)) for setting, config, _ in entries]
+    converted = [(setting, config, *exports_fields(config.fields)) for setting, config, _ in entries]
     used = {FIELD_MODULES[name] for *_, fields, _ in converted for name in fields}
     extra = [f"{alias} = import_module({module!r})" for alias, module in MODULE_IMPORTS.items() if alias in used]
     lines += ["", *IMPORTS, *(["from importlib import import_module", *extra] if extra else [])]

@@ -35,9 +35,11 @@ and the key.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -46,6 +48,7 @@ from workload.mlperf.catalog import canonical_benchmark
 from workload.mlperf.gpuconfig_rounds import (
     ACCURACY_TARGETS,
     DEFAULT_ROUND,
+    ENTRY_KINDS,
     REQUIRED_BY_SCENARIO,
     ROUND_FILE_PATTERNS,
     ROUND_MODELS,
@@ -186,6 +189,12 @@ def gpu_count_problem(config: ResolvedConfig) -> str | None:
     return None
 
 
+def sku_memory_gib(sku: str) -> int:
+    """The memory a SKU's name says (``B200_SXM_180GB`` -> 180; 0 when it says none)."""
+    found = re.search(r"(\d+)GB$", sku)
+    return int(found.group(1)) if found else 0
+
+
 @dataclass(frozen=True)
 class GpuConfigTable:
     """All SKUs, by SKU name."""
@@ -199,6 +208,28 @@ class GpuConfigTable:
         """How messages name a SKU's file: ``gpuconfigs/H100_SXM_80GB.json``, ``gpuconfigs/v5.1/B200...json``."""
         sub = ROUNDS.get(self.round, "")
         return f"gpuconfigs/{sub + '/' if sub else ''}{sku}.json"
+
+    #: One entry per (model, scenario, accuracy) config: a GPU the round tunes may lack one (another GPU of its
+    #: architecture gives it, untuned). The table interface :mod:`workload.mlperf.tuning` asks (``parts`` tables too).
+    per_config: ClassVar[bool] = True
+
+    def own_sku(self, gpu_name: str) -> str | None:
+        """The SKU of ``gpu_name`` in this table, or None."""
+        return self.sku_for_gpu(gpu_name).sku if self.has_gpu(gpu_name) else None
+
+    def sku_names(self) -> tuple[str, ...]:
+        return tuple(sorted(self.skus))
+
+    def gpu_names_of(self, sku: str) -> Sequence[str]:
+        return self.skus[sku].gpu_names
+
+    def configs_of(self, sku: str) -> Mapping[str, Mapping[str, Mapping[str, Mapping[int, object]]]]:
+        return self.skus[sku].configs
+
+    def nearest_skus(self, gpu_memory_mib: int) -> list[str]:
+        """The SKUs, the one nearest in memory to ``gpu_memory_mib`` first (by the memory its name says; ties: by
+        name)."""
+        return sorted(self.skus, key=lambda sku: (abs(sku_memory_gib(sku) - gpu_memory_mib / 1024), sku))
 
     def has_gpu(self, gpu_name: str) -> bool:
         """Whether any SKU of this round's table is the GPU named ``gpu_name`` (nvidia-smi's name)."""
@@ -235,7 +266,7 @@ class GpuConfigTable:
             # spelled as the unpublished section spells it (a model with no entry at all is not in configs)
             why = table.unpublished.get(spelled_as_in(table.unpublished, model), {}).get(scenario)
             # Up to v5.0 a config is a registered class; from v5.1 an EXPORTS entry of a per-system file.
-            kind = "class" if self.round in ("v4.1", "v5.0") else "config"
+            kind = ENTRY_KINDS[self.round]
             return (
                 f"NVIDIA's {self.round} configs have no {table.sku} {model} {scenario} {kind} for the {target} "
                 f"target ({why or 'not published'}); {self.label(table.sku)} holds only NVIDIA's published values"
@@ -274,7 +305,7 @@ class GpuConfigTable:
         )
 
 
-def spelled_as_in(configs: dict[str, Any], model: str) -> str:
+def spelled_as_in(configs: Mapping[str, Any], model: str) -> str:
     """``model`` as the round's files spell it: later rounds write ``llama3_1-8b`` for ``llama3.1-8b``."""
     if model in configs:
         return model

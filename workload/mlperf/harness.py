@@ -34,16 +34,6 @@ class HarnessVersion:
             raise ValueError(f"not a harness version: {text.strip()[:40]!r} (expected e.g. v4.1)")
         return cls(int(match.group(1)), int(match.group(2)))
 
-    @property
-    def quick_flag(self) -> str:
-        """The harness's real short-run flag: ``--test_run`` from v4.1, ``--fast`` before (notes §0)."""
-        return "--test_run" if self >= HarnessVersion(4, 1) else "--fast"
-
-    @property
-    def batch_size_is_dict(self) -> bool:
-        """v4.1 configs spell ``gpu_batch_size = {'bert': 1280}``; v4.0 and older a plain int."""
-        return self >= HarnessVersion(4, 1)
-
     def __str__(self) -> str:
         return f"v{self.major}.{self.minor}"
 
@@ -53,9 +43,8 @@ def run_args(
     model: str,
     scenarios: Sequence[str],
     config_version: str,
-    version: HarnessVersion,
     test_mode: str | None = None,
-    quick: bool = False,
+    quick_flag: str | None = None,
     fields: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The ``RUN_ARGS`` value of one ``make generate_engines`` / ``make run_harness``, e.g.
@@ -70,8 +59,8 @@ def run_args(
     ]
     if test_mode:
         parts.append(f"--test_mode={test_mode}")
-    if quick:
-        parts.append(version.quick_flag)
+    if quick_flag:  # a quick run: the round's short-run flag (HarnessRound.quick_flag)
+        parts.append(quick_flag)
     parts += [f"--{name}={value}" for name, value in fields]
     return " ".join(parts)
 

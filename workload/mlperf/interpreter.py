@@ -31,7 +31,7 @@ from typing import Any
 
 from workload.commands import cmd
 from workload.errors import BenchmarkFailed, StepError
-from workload.mlperf import config_sources, image, llm_server, results
+from workload.mlperf import config_sources, image, llm_server, results, system_support_files
 from workload.mlperf.container import ContainerSpec, HarnessContainer
 from workload.mlperf.docker_errors import docker_boundary, docker_failures
 from workload.mlperf.endpoint_ops import RunEndpointsClient
@@ -53,6 +53,7 @@ from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.settings import STATE_KEY
 from workload.mlperf.space_check import HINT, CheckFreeSpace, parse_df, refusal, shortfalls
 from workload.mlperf.system_support import SystemSupport, system_text, tail
+from workload.mlperf.system_support_by_id import prepare_by_id
 from workload.steps import Step, StepContext
 
 
@@ -184,17 +185,16 @@ class Interpreter:
 
     def _ask_system(self, op: IdentifySystem) -> SystemAnswer:
         inputs = self.plan.inputs
-        if hasattr(self.plan.round, "system_files"):  # v6.x: values from the round's own gpuconfigs tables
-            from workload.mlperf import system_support_v6
-
-            decision = system_support_v6.prepare(
+        generated = self.plan.round.generated_files()  # config files generated from the round's own tables
+        if generated is not None:
+            decision = system_support_files.prepare(
                 self.step,
                 self.ctx,
                 self._running(),
                 inputs.params,
                 inputs.facts,
                 inputs.settings,
-                self.plan.round,
+                generated,
                 op,
                 self.ctx.log,
             )
@@ -215,7 +215,10 @@ class Interpreter:
             inputs.version,
             self.plan.round,
         )
-        blocked = support.prepare(op)
+        if self.plan.round.system_support == "by id":
+            blocked, support.system_name = prepare_by_id(support, op)
+        else:
+            blocked = support.prepare(op)
         return SystemAnswer(system_name=support.system_name, blocked=blocked, sources=support.sources)
 
     def _refuse_blocked(self, answer: SystemAnswer) -> None:

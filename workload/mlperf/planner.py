@@ -13,7 +13,7 @@ orders them: scratch, image, container, system check (before any download), the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -21,7 +21,7 @@ from workload.mlperf import config_sources
 from workload.mlperf.container import container_name
 from workload.mlperf.harness import run_groups
 from workload.mlperf.ops import ContainerRef, EnsureContainer, EnsureScratch, IdentifySystem, Op
-from workload.mlperf.rounds import Checkout, Chosen, HarnessRound, PlanInputs, choose_round
+from workload.mlperf.rounds import ROUNDS, Checkout, Chosen, HarnessRound, PlanInputs, choose_round
 from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, for_host, settings_of
 from workload.mlperf.space_check import place_space_check
@@ -96,9 +96,10 @@ class MLPerfPlan(PlanPayload):
         return self.tail.preview
 
 
-def round_of(params: MLPerfParameters, facts: MLPerfFacts) -> Chosen:
-    """The round adapter this action plans with: the one named by ``HarnessRound``, else the checkout's."""
-    return choose_round(Checkout(facts.version, facts.present), params.HarnessRound)
+def round_of(params: MLPerfParameters, facts: MLPerfFacts, rounds: Sequence[type[HarnessRound]] = ROUNDS) -> Chosen:
+    """The round adapter this action plans with: the one named by ``HarnessRound``, else the checkout's (of
+    ``rounds``: :func:`workload.mlperf.rounds.discover`'s)."""
+    return choose_round(Checkout(facts.version, facts.present), params.HarnessRound, rounds)
 
 
 def plan_ops(
@@ -110,10 +111,12 @@ def plan_ops(
     blocked_targets: frozenset[tuple[str, str, str]] = frozenset(),
     system_name: str | None = None,
     server_urls: Mapping[tuple[str, str], ServerUrls] | None = None,
+    rounds: Sequence[type[HarnessRound]] = ROUNDS,
 ) -> MLPerfPlan:
-    """Every op of one MLPerf action, in the order ``apply`` runs them (pure)."""
+    """Every op of one MLPerf action, in the order ``apply`` runs them (pure); ``rounds``: the rounds to choose from
+    (:func:`workload.mlperf.rounds.discover`'s)."""
     settings = settings_of(params)
-    chosen = round_of(params, facts)
+    chosen = round_of(params, facts, rounds)
     harness = chosen.round
     scenario_note: str | None = None
     values: PlannedValues | None = None

@@ -8,7 +8,7 @@ MLCommons' endpoints client) sends the queries to the same URLs. The URLs come f
   ``EXPORTS`` dict of the run's ``WorkloadSetting``, its ``AccuracyTarget``), a list of ``"host:port"`` strings
   (``nv_mlpinf/llmlib/fields.py``: ``trtllm_server_urls`` "TRTLLM server URLs (default=0.0.0.0:30000)", split on
   ``,`` from the command line); the files workload generates write ``LLMServerPort`` upward
-  (:func:`workload.mlperf.v6_systems.v61_files`);
+  (:func:`workload.mlperf.rounds.v6_1.systems.v61_files`);
 * else NVIDIA's default: ``len(detected GPUs) // instance size`` servers on ``0.0.0.0:30000``, ``30001``...,
   the instance size read from the ``trtllm_yml_override`` YAML (``moe_expert_parallel_size`` when above 1, else
   ``tensor_parallel_size * pipeline_parallel_size``). NVIDIA's own v6.1 ``server.py`` files name no URLs
@@ -27,7 +27,7 @@ it; nothing is refused for it).
 
 The system check also asks :func:`exports_targets` which accuracy targets a config file has values for (v6.0's
 files have the same ``EXPORTS``): a run of a target its files lack is left out
-(:mod:`workload.mlperf.system_support_v6`).
+(:mod:`workload.mlperf.system_support_files`).
 
 Pure: the caller reads the files (:func:`resolve` takes a reader); the Python files are parsed with :mod:`ast`,
 never imported or run. A value this module cannot read (a URL list built by code, a YAML path that is neither

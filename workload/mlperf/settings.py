@@ -108,9 +108,9 @@ class MLPerfParameters(StepParameters):
     def _round(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        from workload.mlperf.rounds import round_named
+        from workload.mlperf.round_spec import spec_named
 
-        round_named(value)  # ValueError naming the known rounds
+        spec_named(value)  # ValueError naming the known rounds (their data files: no adapter imported)
         return value.strip()
 
     @field_validator("DockerName")

@@ -90,12 +90,9 @@ class SystemSupport:
         return system_text(self.params, ctx)
 
     def prepare(self, op: IdentifySystem) -> dict[tuple[str, str], str]:
-        """Run ``op`` (the harness's system check) and register what it lacks; the blocked results, with why."""
-        if self.round.system_by_id:
-            from workload.mlperf.system_support_v51 import prepare_by_id
-
-            blocked, self.system_name = prepare_by_id(self, op)
-            return blocked
+        """Run ``op`` (the harness's system check) and register what it lacks; the blocked results, with why (rounds
+        whose ``system_support`` is ``registered``; ``by id``:
+        :func:`workload.mlperf.system_support_by_id.prepare_by_id` with this object)."""
         return self._prepare_system(self.ctx, self.container, self.facts, self.settings, self.version, op)
 
     def _harness_member(

@@ -1,16 +1,17 @@
 """Whether NVIDIA's configs of a harness round tune this machine's GPU, and what a run does when they do not.
 
 One rule (issue 18), asked by the planner (``plan`` shows its answer; ``apply`` plans with it too) and by the system
-support at run time (``values_for`` of :mod:`~workload.mlperf.rounds.v5_1`, :mod:`~workload.mlperf.system_support_v51`,
-:mod:`~workload.mlperf.system_support_v6`, :mod:`~workload.mlperf.v6_systems`), so ``plan`` says what the run does:
+support at run time (``values_for`` of :mod:`~workload.mlperf.rounds.v5_1`,
+:mod:`~workload.mlperf.system_support_by_id`, :mod:`~workload.mlperf.system_support_files`, the rounds' ``systems``
+modules), so ``plan`` says what the run does:
 
 * the round's gpuconfigs table has the GPU (nvidia-smi's name among a SKU's ``gpu_names``): NVIDIA's values for it,
   *tuned*;
 * it has not, in a round whose harness runs only per-system configs (v5.1 on: a system without them runs NVIDIA's
   minimal settings or nothing), another table's values, *untuned*: v5.1 takes the last round that tunes the GPU
-  (v5.0 for Hopper: ``rounds/v5_1.py``); v6.0 the GPUs of its own table of the same architecture, the nearest in
+  (v5.0 for Hopper: ``rounds/v5_1/``); v6.0 the GPUs of its own table of the same architecture, the nearest in
   memory first, else the last round that tunes the GPU (Hopper: v5.0's fp8 values, never Blackwell's FP4;
-  ``v6_systems.py``, :mod:`~workload.mlperf.gpu_architecture`); v6.1 the GPUs of its own table, nearest first.
+  ``rounds/v6_0/systems.py``, :mod:`~workload.mlperf.gpu_architecture`); v6.1 the GPUs of its own table, nearest first.
   Only with ``RequireCustomSystemSupport=true``, and the generated files and the metrics metadata say so
   (``config_tuned=false``); without it the run is refused (:meth:`Tuning.refusal`), naming the last round that tunes
   the GPU. The user chooses; nothing untuned runs silently;
@@ -24,29 +25,36 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from workload.errors import ProfileError
 from workload.mlperf.gpu_architecture import architecture
-from workload.mlperf.gpuconfig_rounds import ROUNDS as TABLE_ROUNDS
-from workload.mlperf.gpuconfigs import GpuConfigTable, ResolvedConfig, gpu_count_problem, load_table, spelled_as_in
-from workload.mlperf.gpuconfigs_v61 import ROUND as V61_ROUND
-from workload.mlperf.gpuconfigs_v61 import V61Table, load_table61
+from workload.mlperf.gpuconfigs import (
+    GpuConfigTable,
+    ResolvedConfig,
+    gpu_count_problem,
+    load_table,
+    sku_memory_gib,
+    spelled_as_in,
+)
+from workload.mlperf.gpuconfigs_parts import PartsTable, load_parts_table
+from workload.mlperf.round_spec import builtin_specs
 from workload.mlperf.system import HostSystem
+from workload.mlperf.system_files import NotTuned, SystemFiles
 
-if TYPE_CHECKING:  # v6_systems builds on this module: its types only
-    from workload.mlperf.v6_systems import SystemFiles
+#: GPUs NVIDIA stopped tuning, and the last round whose configs tune them (issue 18): ``last_tuning_of`` of the rounds'
+#: data files, the newest round naming a family winning (v5.0's configs are the last with Hopper classes).
+LAST_TUNED: dict[str, str] = {
+    family: spec.name for spec in reversed(builtin_specs()) for family in spec.data.last_tuning_of
+}
+#: Where a round's untuned values come from for a GPU its table lacks (``untuned_from`` of its data file): the last
+#: round that tunes the GPU (v5.1's Hopper fallback), the GPU of the round's own table of the same architecture nearest
+#: in memory, else the last round that tunes the GPU (v6.0: a Hopper never gets Blackwell's values,
+#: :mod:`~workload.mlperf.gpu_architecture`), or its own table's GPU nearest in memory (v6.1). Rounds not named take
+#: nothing.
+UNTUNED_FROM: dict[str, str] = {spec.name: spec.data.untuned_from for spec in builtin_specs() if spec.data.untuned_from}
 
-#: GPUs NVIDIA stopped tuning, and the last round whose configs tune them (issue 18; v5.0's configs are the last
-#: with Hopper classes: mlcommons/inference_results_v5.0 closed/NVIDIA/configs/llama2-70b/Offline/__init__.py).
-LAST_TUNED = {"H100": "v5.0", "H200": "v5.0", "GH200": "v5.0"}
-#: Where a round's untuned values come from for a GPU its table lacks: the last round that tunes the GPU (v5.1's
-#: Hopper fallback), or the GPU of the round's own table nearest in memory (v6.x). Rounds not named take nothing.
-#: v6.0 takes the nearest GPU of the same architecture in its own table, else (Hopper, which v6.0 does not tune at all)
-#: the last round that tunes the GPU: a Hopper never gets Blackwell's values (:mod:`~workload.mlperf.gpu_architecture`).
-UNTUNED_FROM: dict[str, str] = {"v5.1": "last tuned round", "v6.0": "same architecture", "v6.1": "nearest"}
-
-Table = GpuConfigTable | V61Table
+Table = GpuConfigTable | PartsTable
 
 
 def gpu_family(gpu_name: str) -> str | None:
@@ -61,50 +69,36 @@ def last_tuned_round(gpu_name: str) -> str | None:
     return LAST_TUNED.get(family) if family else None
 
 
-def sku_memory_gib(sku: str) -> int:
-    """The memory a v6.0 SKU's name says (``B200_SXM_180GB`` -> 180; 0 when it says none)."""
-    found = re.search(r"(\d+)GB$", sku)
-    return int(found.group(1)) if found else 0
-
-
-def nearest_v60(table: GpuConfigTable, gpu_memory_mib: int) -> list[str]:
-    """v6.0's SKUs, the one nearest in memory to ``gpu_memory_mib`` first (ties: by name)."""
-    return sorted(table.skus, key=lambda sku: (abs(sku_memory_gib(sku) - gpu_memory_mib / 1024), sku))
+def nearest_by_memory(table: GpuConfigTable, gpu_memory_mib: int) -> list[str]:
+    """The table's SKUs, the one nearest in memory to ``gpu_memory_mib`` first (ties: by name)."""
+    return table.nearest_skus(gpu_memory_mib)
 
 
 def load(harness_round: str) -> Table:
-    """The shipped gpuconfigs table of ``harness_round`` (ProfileError for a round without one)."""
-    return load_table61() if harness_round == V61_ROUND else load_table(harness_round=harness_round)
+    """The shipped gpuconfigs table of ``harness_round``, read in the form its data file names (ProfileError for a
+    round without one)."""
+    ref = next((spec.data.gpuconfigs for spec in builtin_specs() if spec.name == harness_round), None)
+    if ref is not None and ref.form == "parts":
+        return load_parts_table(harness_round=harness_round)
+    return load_table(harness_round=harness_round)
 
 
 def has_table(harness_round: str) -> bool:
-    return harness_round == V61_ROUND or harness_round in TABLE_ROUNDS
+    """Whether the round's data file names a gpuconfigs table."""
+    return any(spec.name == harness_round and spec.data.gpuconfigs is not None for spec in builtin_specs())
 
 
-def _own(table: Table, gpu_name: str) -> str | None:
-    if isinstance(table, V61Table):
-        own = table.sku_for_gpu(gpu_name)
-        return own.sku if own else None
-    return table.sku_for_gpu(gpu_name).sku if table.has_gpu(gpu_name) else None
-
-
-def _nearest(table: Table, gpu_memory_mib: int) -> list[str]:
-    if isinstance(table, V61Table):
-        return [t.sku for t in table.nearest(gpu_memory_mib)]
-    return nearest_v60(table, gpu_memory_mib)
-
-
-def same_architecture(table: GpuConfigTable, gpu_name: str, gpu_memory_mib: int) -> list[str]:
+def same_architecture(table: Table, gpu_name: str, gpu_memory_mib: int) -> list[str]:
     """The table's SKUs of ``gpu_name``'s architecture, the nearest in memory first (none for an unknown GPU)."""
     arch = architecture(gpu_name)
     if arch is None:
         return []
-    return [s for s in nearest_v60(table, gpu_memory_mib) if architecture(table.skus[s].gpu_names[0]) == arch]
+    return [s for s in table.nearest_skus(gpu_memory_mib) if architecture(table.gpu_names_of(s)[0]) == arch]
 
 
 def published_counts(table: Table, sku: str, model: str, scenario: str, accuracy: str) -> tuple[int, ...]:
     """The GPU counts NVIDIA publishes ``sku``'s (model, scenario, accuracy) config for in ``table`` (none: ())."""
-    configs = table.tables[sku].configs if isinstance(table, V61Table) else table.skus[sku].configs
+    configs = table.configs_of(sku)
     counts = configs.get(spelled_as_in(configs, model), {}).get(scenario, {}).get(accuracy, {})
     return tuple(sorted(counts))
 
@@ -193,28 +187,28 @@ def decide(
         return given[name]
 
     table = table_of(harness_round)
-    skus = tuple(sorted(table.tables if isinstance(table, V61Table) else table.skus))
+    skus = table.sku_names()
     last = last_tuned_round(gpu_name)
-    own = _own(table, gpu_name)
-    if own is not None and (config is None or isinstance(table, V61Table) or published_counts(table, own, *config)):
+    own = table.own_sku(gpu_name)
+    if own is not None and (config is None or not table.per_config or published_counts(table, own, *config)):
         return Tuning(harness_round, gpu_name, True, harness_round, own, last, skus)
-    if own is not None and config is not None and isinstance(table, GpuConfigTable):
+    if own is not None and config is not None:
         kin = [s for s in same_architecture(table, gpu_name, gpu_memory_mib) if published_counts(table, s, *config)]
         donor = kin[0] if kin else None
         return Tuning(harness_round, gpu_name, False, harness_round if donor else None, donor, last, skus, config)
     rule = UNTUNED_FROM.get(harness_round)
-    if rule == "same architecture" and isinstance(table, GpuConfigTable):
+    if rule == "same architecture":
         kin = same_architecture(table, gpu_name, gpu_memory_mib)
         if kin:
             return Tuning(harness_round, gpu_name, False, harness_round, kin[0], last, skus)
         rule = "last tuned round"
     if rule == "nearest":
-        nearest = _nearest(table, gpu_memory_mib)
+        nearest = table.nearest_skus(gpu_memory_mib)
         return Tuning(
             harness_round, gpu_name, False, harness_round if nearest else None, next(iter(nearest), None), last, skus
         )
     if rule == "last tuned round" and last is not None and has_table(last):
-        older = _own(table_of(last), gpu_name)
+        older = table_of(last).own_sku(gpu_name)
         if older is not None:
             return Tuning(harness_round, gpu_name, False, last, older, last, skus)
     return Tuning(harness_round, gpu_name, False, None, None, last, skus)
@@ -240,6 +234,29 @@ def untuned_config(
         f"{resolved.source()})"
     )
     return replace(resolved, untuned=why)
+
+
+def untuned_reason(system: HostSystem, round_name: str, donor: str) -> str:
+    """Why a generated config's values are untuned: the GPU has none in ``round_name``, these are ``donor``'s."""
+    last = last_tuned_round(system.gpu_name)
+    why = f"NVIDIA publishes no {system.gpu_name} config in {round_name}"
+    if last:
+        why += f" (the last round NVIDIA tunes it in is {last})"
+    return f"{why}; values of {donor}, scaled to {system.gpu_count} GPUs"
+
+
+def refuse_untuned(system: HostSystem, round_name: str, table: Table | None = None, what: str = "") -> NotTuned:
+    """Untuned values were needed but not allowed: the round's refusal for a GPU it does not tune
+    (:meth:`workload.mlperf.tuning.Tuning.refusal`, the one ``plan`` and the system check give), else (a GPU it tunes,
+    lacking ``what``) why that config would be another GPU's."""
+    tuning = decide(round_name, system.gpu_name, system.gpu_memory_mib, tables={round_name: table} if table else None)
+    if tuning is not None and tuning.refuses:
+        refusal = tuning.refusal()
+        return NotTuned(f"{refusal.problem}: {refusal.hint}")
+    return NotTuned(
+        f"NVIDIA's {round_name} configs have no {system.gpu_name} {what} config".replace("  ", " ")
+        + ": set RequireCustomSystemSupport=true to run it with another GPU's values, marked untuned"
+    )
 
 
 # ---- what plan shows -----------------------------------------------------------------------------------------
@@ -438,11 +455,13 @@ __all__ = [
     "decide",
     "gpu_family",
     "last_tuned_round",
-    "nearest_v60",
+    "nearest_by_memory",
     "plan_values",
     "published_counts",
+    "refuse_untuned",
     "same_architecture",
     "scenario_values",
     "sku_memory_gib",
     "untuned_config",
+    "untuned_reason",
 ]

@@ -1,6 +1,7 @@
 """``HarnessRound``: everything that differs between rounds of NVIDIA's MLPerf Inference harness.
 
-One adapter per round (``v4_1.py``: NVIDIA's v4.0/v4.1 ``closed/NVIDIA``; later rounds beside it).
+One folder per round (``v4_1/``: NVIDIA's v4.0/v4.1 ``closed/NVIDIA``; later rounds beside it), its adapter in its
+``__init__.py``.
 The action never asks "which version?" itself: it asks the round chosen by
 :func:`workload.mlperf.rounds.choose_round` for values and ops, in this order (all pure: values in,
 values/ops out; no host access except through what the interpreter does with the ops):
@@ -20,37 +21,50 @@ values/ops out; no host access except through what the interpreter does with the
 6. :meth:`HarnessRound.results_dir` -- where a run's results land (relative to closed/NVIDIA);
    also what the run id is checked against (:meth:`HarnessRound.results_prefix` in
    :meth:`HarnessRound.results_root`).
-7. System support (the interpreter, when ``IdentifySystem`` needs a custom system):
-   :meth:`HarnessRound.custom_config_path`, :meth:`HarnessRound.custom_list_block` and
-   :meth:`HarnessRound.custom_config` -- the files a custom system needs, in the round's format.
+7. System support (the interpreter, for ``IdentifySystem``), as the round declares it (``system_support`` of its
+   ``round.json``): ``registered`` and ``by id`` rounds give :meth:`HarnessRound.custom_config_path`,
+   :meth:`HarnessRound.custom_list_block` and :meth:`HarnessRound.custom_config` (the files a custom system needs,
+   in the round's format); ``generated files`` rounds give :meth:`HarnessRound.generated_files`
+   (:class:`GeneratedFiles`: the check's answer, the config files a system needs, a custom system's files, the
+   servers its config files start).
 
-A new round: subclass :class:`HarnessRound` (or the nearest adapter), set :attr:`name`,
-:attr:`versions` and :attr:`markers`, override what changed, add it to ``ROUNDS`` in
-``rounds/__init__.py`` (newest first), and give it a stand-in harness under ``tests/fixtures/``.
+A new round: a folder beside the others (``rounds/v7_0/``) with its data file ``round.json``
+(:mod:`~workload.mlperf.round_spec`: versions, markers, benchmarks, scenarios, make target, variables and short-run
+flag, results root, gpuconfigs table, tuning rule, system support) and an ``__init__.py`` whose class reads it
+(``spec = read_spec(__file__)``), composes the strategies its harness needs (``rounds/common/``) and is named
+``ADAPTER``; detection finds the folder (:func:`workload.mlperf.rounds.discover`). Give it a stand-in harness under
+``tests/fixtures/``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from workload.errors import ProfileError
 from workload.mlperf.catalog import MODELS, WorkloadSetting, canonical_benchmark
 from workload.mlperf.custom_system import CUSTOM_LIST, GeneratedFile, merge_custom_list
-from workload.mlperf.gpuconfigs import ROUND_MODELS, ROUND_SCENARIOS, ResolvedConfig, SkuTable
+from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.ops import ContainerRef, Op
+from workload.mlperf.round_spec import RoundSpec, SystemSupportKind, builtin_specs
 from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings, tree_key
 from workload.mlperf.system import HostSystem
+from workload.mlperf.system_files import SystemFiles
 
 
-def round_benchmarks(harness_round: str) -> tuple[str, ...]:
-    """The benchmarks of ``harness_round`` (gpuconfigs ``ROUND_MODELS``, NVIDIA's spelling) the catalog runs."""
-    names = (canonical_benchmark(b) for b in ROUND_MODELS[harness_round])
+def round_benchmarks(spec: RoundSpec) -> tuple[str, ...]:
+    """The benchmarks of the round (its ``round.json``, NVIDIA's spelling) the catalog runs."""
+    names = (canonical_benchmark(b) for b in spec.data.benchmarks)
     return tuple(dict.fromkeys(b for b in names if b in MODELS))
+
+
+def done_at(marked: object) -> str | None:
+    """A host-state mark as an op's ``done`` (the time it was marked; any true value counts)."""
+    return str(marked) if marked else None
 
 
 @dataclass(frozen=True)
@@ -104,13 +118,62 @@ def tree_state(inputs: PlanInputs, folder: str) -> tuple[str, str | None]:
     """(host-state key, done) of a folder :meth:`HarnessRound.tree_ops` makes in closed/NVIDIA: done (the time it was
     marked) when marked for this commit and the folder is still there (it is one of the round's ``markers``)."""
     key = tree_key(inputs.nvidia_dir, inputs.facts.commit, folder)
-    marked = inputs.facts.done.get(key) if folder in inputs.facts.present else None
-    return key, str(marked) if marked else None
+    return key, done_at(inputs.facts.done.get(key)) if folder in inputs.facts.present else None
+
+
+class GeneratedFiles(Protocol):
+    """A round whose custom system is a set of config files generated from its gpuconfigs table (``"system_support":
+    "generated files"`` in its ``round.json``), as its system support asks it (:meth:`HarnessRound.generated_files`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def system_answer(self, output: str) -> str | None:
+        """The system id the check printed, or None when the harness does not know the machine."""
+        ...
+
+    def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
+        """The files (relative to closed/NVIDIA) the harness needs for one scenario of ``system_id``."""
+        ...
+
+    def system_files(
+        self,
+        system: HostSystem,
+        model: str,
+        scenarios: Sequence[str],
+        accuracies: Sequence[str],
+        *,
+        allow_untuned: bool,
+        port: int = 30000,
+    ) -> SystemFiles:
+        """The custom system's config files (``SYSTEM_NAME`` = their system id)."""
+        ...
+
+    def served_urls(
+        self,
+        read: Callable[[str], str | None],
+        system_id: str,
+        model: str,
+        scenario: str,
+        accuracy: str,
+        *,
+        gpu_count: Callable[[], int],
+        port: int,
+        client: str,
+    ) -> ServerUrls | None:
+        """The LLM servers of (scenario, accuracy target) read from the config files the harness uses; None for a
+        round whose servers are not in its config files (one on LLMServerPort: its ``server_spec``)."""
+        ...
 
 
 class HarnessRound(ABC):
-    """One round of NVIDIA's harness. Instances are stateless; every method is pure."""
+    """One round of NVIDIA's harness. Instances are stateless; every method is pure.
 
+    A concrete round sets :attr:`spec` (its folder's ``round.json``); the class values below are read from it when
+    the class is made (:meth:`__init_subclass__`), so the data file is the one place they are written."""
+
+    #: The round's data (``round.json`` of its folder).
+    spec: ClassVar[RoundSpec]
     #: ``"v4.1"``: shown in notes and accepted by the ``HarnessRound`` parameter.
     name: ClassVar[str]
     #: The VERSION values this adapter runs (``v4.0`` and ``v4.1`` for ``v4_1``).
@@ -123,6 +186,21 @@ class HarnessRound(ABC):
     #: The ``Client`` values this round runs: NVIDIA's harness always; MLCommons' endpoints client only where
     #: the round's harness serves the model over HTTP for it (v6.1). :meth:`check_client` refuses the others.
     clients: ClassVar[tuple[str, ...]] = ("harness",)
+    #: The make target built once per harness commit after the setup stages; None: the round's Makefiles have none
+    #: and the setup is the stages only.
+    build_target: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        spec = cls.__dict__.get("spec")
+        if isinstance(spec, RoundSpec):
+            cls.name = spec.name
+            cls.versions = spec.versions
+            cls.markers = spec.data.markers
+            cls.benchmarks = round_benchmarks(spec) if spec.data.restrict_benchmarks else ()
+            cls.clients = spec.data.clients
+            cls.build_target = spec.data.build_target
+            cls.system_support = spec.data.system_support
 
     @property
     def assumed_version(self) -> HarnessVersion:
@@ -149,9 +227,7 @@ class HarnessRound(ABC):
         """ProfileError naming the rounds that have ``client`` when this one has not (it would be ignored)."""
         if client in self.clients:
             return
-        from workload.mlperf.rounds import ROUNDS  # the registry imports this module
-
-        having = [r.name for r in ROUNDS if client in r.clients]
+        having = [spec.name for spec in builtin_specs() if client in spec.data.clients]
         raise ProfileError(
             "Client",
             f"Client={client} is not run by NVIDIA's {self.name} harness (only {', '.join(having) or 'no round'})",
@@ -159,10 +235,10 @@ class HarnessRound(ABC):
         )
 
     def fit_scenarios(self, settings: Settings, *, requested: bool) -> tuple[Settings, str | None]:
-        """``settings`` with only the scenarios this round has (gpuconfigs ``ROUND_SCENARIOS``; v4.1/v5.0 have no
-        Interactive): defaults it lacks are left out with a note; ``requested`` ones (the Scenarios parameter) are
+        """``settings`` with only the scenarios this round has (``scenarios`` of its ``round.json``; v4.1/v5.0 have
+        no Interactive): defaults it lacks are left out with a note; ``requested`` ones (the Scenarios parameter) are
         refused, naming the round's scenarios. A round without a list keeps every scenario."""
-        have = ROUND_SCENARIOS.get(self.name, ())
+        have = self.spec.data.scenarios
         lacking = [s for s in settings.scenarios if have and s not in have]
         if not lacking:
             return settings, None
@@ -210,11 +286,12 @@ class HarnessRound(ABC):
         """What every :meth:`results_dir` of one run of one model starts with (a free run id has none)."""
 
     def results_root(self) -> str:
-        """The folder (relative to closed/NVIDIA) every :meth:`results_dir` is directly in.
+        """The folder (relative to closed/NVIDIA) every :meth:`results_dir` is directly in (``results_root`` of
+        ``round.json``).
 
         ``apply`` lists it (read-only) to choose a run id none of whose results dirs exist yet.
         """
-        return "build/logs"
+        return self.spec.data.results_root
 
     # -- system support ----------------------------------------------------------------------
     @abstractmethod
@@ -241,9 +318,13 @@ class HarnessRound(ABC):
     custom_list_path: ClassVar[str] = CUSTOM_LIST
     #: Whether a config file's folders may be created (v5.1 keeps one folder per system; older rounds' exist).
     creates_config_dirs: ClassVar[bool] = False
-    #: Whether the system check prints a system id and custom systems are named by ``SYSTEM_NAME`` (v5.1+)
-    #: instead of ``None``/``KnownSystem.<member>`` and a registered entry (v4.1, v5.0).
-    system_by_id: ClassVar[bool] = False
+    #: How the harness is made to run a machine it does not know (``system_support`` of ``round.json``): the system
+    #: support the interpreter runs for :class:`~workload.mlperf.ops.IdentifySystem`.
+    system_support: ClassVar[SystemSupportKind] = "registered"
+
+    def generated_files(self) -> GeneratedFiles | None:
+        """This round as the system support of generated files needs it (``"generated files"`` rounds), else None."""
+        return None
 
     def merge_custom_list(self, existing: str | None, block: str) -> str:
         """The custom-system registry file with our block put in (everything else kept)."""
@@ -253,6 +334,12 @@ class HarnessRound(ABC):
         """Why a make target's output shows a run that must not count (v5.1: the minimal-config fallback), or None."""
         return None
 
+    def quick_flag(self, version: HarnessVersion) -> str:
+        """The harness's short-run flag for the checkout's ``version`` (``quick_flag`` of ``round.json``, or the one
+        ``quick_flag_up_to`` gives the nearest VERSION at or above it)."""
+        up_to = sorted((HarnessVersion.parse(v), flag) for v, flag in self.spec.data.quick_flag_up_to.items())
+        return next((flag for last, flag in up_to if version <= last), self.spec.data.quick_flag)
+
     def extra_variables(self) -> Mapping[str, str]:
-        """``make`` variables every harness target gets (v4.1: ``EXTERNAL_USER=1``)."""
-        return {"EXTERNAL_USER": "1"}
+        """``make`` variables every harness target gets (``make_variables`` of ``round.json``: ``EXTERNAL_USER=1``)."""
+        return dict(self.spec.data.make_variables)

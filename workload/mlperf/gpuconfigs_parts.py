@@ -1,4 +1,5 @@
-"""The v6.1 gpuconfigs table: NVIDIA's published v6.1 values, file by file, and how a custom system's come from it.
+"""A gpuconfigs table of the ``parts`` form (``"form": "parts"`` in a round's ``round.json``; v6.1's): NVIDIA's
+published values, file by file, and how a custom system's come from it.
 
 v6.1 splits one (system, benchmark, scenario) over several files in ``configs/<model>/<SYSTEM>/<BACKEND>/<Scenario>/``
 (``harness.py``, ``server.py``, the ``trtllm-serve`` options YAML, ``server-topology.json``), so an entry of
@@ -10,41 +11,50 @@ v6.1 splits one (system, benchmark, scenario) over several files in ``configs/<m
          {"kind": "topology", "repo": "...", "commit": "...", "file": "closed/NVIDIA/configs/llama2_70b/...",
           "values": {"dp_multiplicity": 8, "gpus_per_dp_rank": 1, ...}}]}}}}}}
 
-:meth:`V61Table.resolve` gives every part a custom system needs for ``count`` GPUs of one kind: the GPU's own part
+:meth:`PartsTable.resolve` gives every part a custom system needs for ``count`` GPUs of one kind: the GPU's own part
 (nearest published count, throughput scaled: *tuned*), else the same part of the GPU with the nearest memory size
 (*untuned*, source named), else nothing for that part (the caller fills the harness's defaults and says so).
 Files are validated at load: an unknown benchmark, scenario, accuracy target, part kind, a file that is not the
 entry's benchmark, scenario and backend, or values not in the form NVIDIA's files have (GPU counts and ports, env
 YAMLs of strings, vLLM flags as words, an endpoints run type) is a ProfileError naming the file and key.
 
-Kinds :func:`workload.mlperf.v6_systems.v61_files` does not write yet (``sflow``, ``endpoint``, ``visual_gen``: the
-VLLM and visual_gen backends of qwen3-vl and wan2.2, nv-sflow/Slurm runs in v6.1; whisper's harness.py) are NVIDIA's
-values kept and validated for the runs that will use them.
+Kinds :func:`workload.mlperf.rounds.v6_1.systems.v61_files` does not write yet (``sflow``, ``endpoint``,
+``visual_gen``: the VLLM and visual_gen backends of qwen3-vl and wan2.2, nv-sflow/Slurm runs in v6.1; whisper's
+harness.py) are NVIDIA's values kept and validated for the runs that will use them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workload.errors import ProfileError
 from workload.mlperf.gpuconfigs import read_table_file
+from workload.mlperf.round_spec import builtin_specs
 
-ROUND = "v6.1"
-#: v6.1's benchmarks (``--benchmarks`` names) and their config folder (``Benchmark.substitute_hyphen_for_underscore``).
-BENCHMARKS: dict[str, str] = {
-    "llama2-70b": "llama2_70b",
-    "gpt-oss-120b": "gpt_oss_120b",
-    "deepseek-r1": "deepseek_r1",
-    "whisper": "whisper",
-    "qwen3-vl-235b-a22b": "qwen3_vl_235b_a22b",
-    "wan-2.2-t2v-a14b": "wan22_a14b",
-}
-SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
+
+def parts_round() -> str:
+    """The round whose gpuconfigs table has the ``parts`` form (its ``round.json``)."""
+    return next(s.name for s in builtin_specs() if s.data.gpuconfigs is not None and s.data.gpuconfigs.form == "parts")
+
+
+def table_facts(harness_round: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """(benchmark -> its config folder, scenarios) of ``harness_round``'s parts table (``gpuconfigs`` of its
+    ``round.json``); ValueError for a round without one."""
+    for spec in builtin_specs():
+        ref = spec.data.gpuconfigs
+        if spec.name == harness_round and ref is not None and ref.form == "parts":
+            return dict(ref.benchmark_folders), ref.scenarios
+    raise ValueError(f"round: {harness_round!r} has no gpuconfigs table of the parts form")
+
+
+#: The parts round's benchmarks (``--benchmarks`` names) and their config folder, and its scenarios (v6.1's).
+BENCHMARKS, SCENARIOS = table_facts(parts_round())
 #: What each part is: ``harness.py`` / ``server.py`` (EXPORTS dicts), the ``trtllm-serve`` options YAML and its env
 #: YAML (``serve_env``), the IFB topology of ``server-topology.json`` or an nv-sflow IFB config (``topology``), the
 #: variables of another nv-sflow config (``sflow``: qwen3vl_config.yaml, wan22_config.yaml), an MLCommons endpoints
@@ -120,13 +130,13 @@ class Entry(BaseModel):
     parts: list[Part] = Field(min_length=1)
 
 
-class Table61(BaseModel):
+class PartsSku(BaseModel):
     """One file: a GPU SKU's published v6.1 configs."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     sku: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
-    round: Literal["v6.1"]
+    round: str
     #: NVIDIA's system id without the count (``B300-SXM-270GB`` -> ``B300-SXM-270GBx8``).
     system_prefix: str
     gpu_names: list[str] = Field(min_length=1)
@@ -136,13 +146,15 @@ class Table61(BaseModel):
     unpublished: dict[str, dict[str, str]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _known_keys(self) -> Table61:
+    def _known_keys(self) -> PartsSku:
+        folders, known_scenarios = table_facts(self.round)
         for model, scenarios in self.configs.items():
-            if model not in BENCHMARKS:
-                raise ValueError(f"configs.{model}: not a v6.1 benchmark (known: {', '.join(BENCHMARKS)})")
+            if model not in folders:
+                raise ValueError(f"configs.{model}: not a {self.round} benchmark (known: {', '.join(folders)})")
             for scenario, targets in scenarios.items():
-                if scenario not in SCENARIOS:
-                    raise ValueError(f"configs.{model}.{scenario}: unknown scenario (known: {', '.join(SCENARIOS)})")
+                if scenario not in known_scenarios:
+                    known = ", ".join(known_scenarios)
+                    raise ValueError(f"configs.{model}.{scenario}: unknown scenario (known: {known})")
                 for accuracy, counts in targets.items():
                     where = f"configs.{model}.{scenario}.{accuracy}"
                     if accuracy not in ("k_99", "k_99_9"):
@@ -152,9 +164,9 @@ class Table61(BaseModel):
                             raise ValueError(f"{where}.{count}: a GPU count is 1 or more")
                         for index, part in enumerate(entry.parts):
                             found = _FILE.match(part.file)
-                            if not found or (found["model"], found["scenario"]) != (BENCHMARKS[model], scenario):
+                            if not found or (found["model"], found["scenario"]) != (folders[model], scenario):
                                 raise ValueError(
-                                    f"{where}.{count}.parts.{index}.file: not configs/{BENCHMARKS[model]}/<SYSTEM>/"
+                                    f"{where}.{count}.parts.{index}.file: not configs/{folders[model]}/<SYSTEM>/"
                                     f"<BACKEND>/{scenario}/..."
                                 )
                             if found["backend"] != entry.backend:
@@ -179,7 +191,7 @@ class ResolvedPart:
 
 
 @dataclass(frozen=True)
-class Resolved61:
+class ResolvedParts:
     sku: str
     model: str
     scenario: str
@@ -195,24 +207,44 @@ class Resolved61:
 
 
 @dataclass(frozen=True)
-class V61Table:
-    tables: dict[str, Table61]
+class PartsTable:
+    tables: dict[str, PartsSku]
     folder: Path
 
-    def sku_for_gpu(self, gpu_name: str) -> Table61 | None:
+    #: Parts are resolved one by one for a config (:meth:`resolve`): the GPU's own SKU is its values, each part
+    #: taken from the nearest GPU where its own lacks it. The table interface :mod:`workload.mlperf.tuning` asks.
+    per_config: ClassVar[bool] = False
+
+    def own_sku(self, gpu_name: str) -> str | None:
+        own = self.sku_for_gpu(gpu_name)
+        return own.sku if own else None
+
+    def sku_names(self) -> tuple[str, ...]:
+        return tuple(sorted(self.tables))
+
+    def gpu_names_of(self, sku: str) -> Sequence[str]:
+        return self.tables[sku].gpu_names
+
+    def configs_of(self, sku: str) -> Mapping[str, Mapping[str, Mapping[str, Mapping[int, object]]]]:
+        return self.tables[sku].configs
+
+    def nearest_skus(self, gpu_memory_mib: int) -> list[str]:
+        return [t.sku for t in self.nearest(gpu_memory_mib)]
+
+    def sku_for_gpu(self, gpu_name: str) -> PartsSku | None:
         wanted = gpu_name.strip().lower()
         for table in self.tables.values():
             if any(name.lower() == wanted for name in table.gpu_names):
                 return table
         return None
 
-    def nearest(self, gpu_memory_mib: int) -> list[Table61]:
+    def nearest(self, gpu_memory_mib: int) -> list[PartsSku]:
         """Every SKU, the one nearest in memory to ``gpu_memory_mib`` first (ties: by name)."""
         return sorted(self.tables.values(), key=lambda t: (abs(t.gpu_memory_gib * 1024 - gpu_memory_mib), t.sku))
 
     def resolve(
         self, gpu_name: str, gpu_memory_mib: int, count: int, model: str, scenario: str, accuracy: str = "k_99"
-    ) -> Resolved61:
+    ) -> ResolvedParts:
         """Every part published for (model, scenario, accuracy): this GPU's first, then the nearest GPU's."""
         own = self.sku_for_gpu(gpu_name)
         order = ([own] if own else []) + [t for t in self.nearest(gpu_memory_mib) if t is not own]
@@ -236,20 +268,24 @@ class V61Table:
                     tuned = table is own
                     parts[part.kind] = ResolvedPart(part.kind, values, part.source(), tuned, note, table.sku)
         sku = own.sku if own else "(no v6.1 table)"
-        return Resolved61(sku=sku, model=model, scenario=scenario, gpu_count=count, parts=parts)
+        return ResolvedParts(sku=sku, model=model, scenario=scenario, gpu_count=count, parts=parts)
 
 
-def load_table61(folder: Path | None = None) -> V61Table:
-    """Load and validate every ``gpuconfigs/v6.1/*.json``."""
+def load_parts_table(folder: Path | None = None, harness_round: str | None = None) -> PartsTable:
+    """Load and validate every ``*.json`` of a ``parts`` table (default: the shipped ``gpuconfigs/<round>/`` of the
+    round whose table has that form); a file of another round is a ProfileError naming it."""
+    harness_round = harness_round or parts_round()
     if folder is None:
         from workload.resources import gpuconfig_dir
 
-        folder = gpuconfig_dir() / ROUND
-    tables: dict[str, Table61] = {}
+        folder = gpuconfig_dir() / harness_round
+    tables: dict[str, PartsSku] = {}
     for path in sorted(Path(folder).glob("*.json")):
-        label = f"gpuconfigs/{ROUND}/{path.name}"
-        table = read_table_file(path, label, Table61)
+        label = f"gpuconfigs/{harness_round}/{path.name}"
+        table = read_table_file(path, label, PartsSku)
         if table.sku != path.stem:
             raise ProfileError(f"{label}: sku", f"is {table.sku!r} but the file is named {path.stem!r}")
+        if table.round != harness_round:
+            raise ProfileError(f"{label}: round", f"is {table.round!r} but the file lies in the {harness_round} table")
         tables[table.sku] = table
-    return V61Table(tables=tables, folder=Path(folder))
+    return PartsTable(tables=tables, folder=Path(folder))

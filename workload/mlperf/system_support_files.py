@@ -1,7 +1,9 @@
-"""System support for the v6.x rounds: the harness's system check, then NVIDIA's configs or a custom system.
+"""System support of rounds whose custom system is generated files: the harness's system check, then NVIDIA's
+configs or a custom system.
 
-Called by the interpreter for the ``IdentifySystem`` op of a round that names systems by ``SYSTEM_NAME`` and keeps
-one config set per system (:class:`~workload.mlperf.rounds.v6_0.V6_0Round` and its successors). The rule:
+Called by the interpreter for the ``IdentifySystem`` op of a round whose ``round.json`` says ``"system_support":
+"generated files"`` (v6.0, v6.1: it names systems by ``SYSTEM_NAME`` and keeps one config set per system), through the
+round's :class:`~workload.mlperf.rounds.base.GeneratedFiles` (:meth:`HarnessRound.generated_files`). The rule:
 
 * the harness knows the machine and has every config the run needs: run NVIDIA's (its id as SYSTEM_NAME);
 * it does not know it (or lacks configs) and ``RequireCustomSystemSupport`` is off: refuse before any download,
@@ -28,20 +30,19 @@ import posixpath
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from workload.commands import cmd
 from workload.errors import StepError, WorkloadError
 from workload.mlperf import config_sources
-from workload.mlperf.configgen_v6 import MARK
 from workload.mlperf.container import HarnessContainer
 from workload.mlperf.custom_system import SYSTEM_ID_PREFIX
 from workload.mlperf.ops import IdentifySystem
+from workload.mlperf.rounds.base import GeneratedFiles
 from workload.mlperf.server_urls import ServerConfigError, ServerUrls, describe, exports_targets
 from workload.mlperf.settings import MLPerfFacts, MLPerfParameters, Settings
+from workload.mlperf.system_files import MARK, NotTuned, SystemFiles
 from workload.mlperf.system_support import system_of, tail
 from workload.mlperf.tuning import decide
-from workload.mlperf.v6_systems import NotTuned, SystemFiles
 from workload.steps import Step, StepContext
 
 
@@ -66,7 +67,7 @@ def prepare(
     params: MLPerfParameters,
     facts: MLPerfFacts,
     settings: Settings,
-    harness: Any,
+    harness: GeneratedFiles,
     op: IdentifySystem,
     log: Callable[[str], None],
 ) -> Decision:
@@ -92,9 +93,8 @@ def prepare(
     for (scenario, _benchmark, target), why in lacking.items():
         log(f"{settings.model} {scenario} (accuracy target {target}): {why}: not run")
     decision = replace(decision, blocked_targets=lacking)
-    if not hasattr(harness, "served_urls"):
-        return decision
-    return replace(decision, server_urls=_servers(step, ctx, params, facts, read, settings, harness, decision, log))
+    servers = _servers(step, ctx, params, facts, read, settings, harness, decision, log)
+    return replace(decision, server_urls=servers) if servers is not None else decision
 
 
 def _servers(
@@ -104,13 +104,13 @@ def _servers(
     facts: MLPerfFacts,
     read: Callable[[str], str | None],
     settings: Settings,
-    harness: Any,
+    harness: GeneratedFiles,
     decision: Decision,
     log: Callable[[str], None],
-) -> dict[tuple[str, str], ServerUrls]:
-    """The servers of each runnable (scenario, accuracy target), logged with where they come from; StepError naming
-    the file when a config's servers cannot be read. ``read``: a file's text relative to closed/NVIDIA (None: not
-    there)."""
+) -> dict[tuple[str, str], ServerUrls] | None:
+    """The servers of each runnable (scenario, accuracy target), logged with where they come from (None: the round's
+    servers are not in its config files); StepError naming the file when a config's servers cannot be read.
+    ``read``: a file's text relative to closed/NVIDIA (None: not there)."""
 
     def gpu_count() -> int:
         try:
@@ -142,6 +142,8 @@ def _servers(
                 )
             except ServerConfigError as exc:
                 raise StepError(step.label, str(exc), host=ctx.host.name) from None
+            if served is None:  # the round's servers are not in its config files
+                return None
             out[(scenario, accuracy)] = served
             what = f"{settings.model} {scenario}" + (f" (accuracy target {accuracy})" if len(accuracies) > 1 else "")
             log(f"{what}: trtllm-serve on {describe(served.urls)}: {served.source}")
@@ -153,7 +155,11 @@ def _servers(
 
 
 def lacking_targets(
-    read: Callable[[str], str], harness: Any, settings: Settings, system_id: str, blocked: Mapping[tuple[str, str], str]
+    read: Callable[[str], str],
+    harness: GeneratedFiles,
+    settings: Settings,
+    system_id: str,
+    blocked: Mapping[tuple[str, str], str],
 ) -> dict[tuple[str, str, str], str]:
     """The rule: a (scenario, accuracy target) runs only when every config file the harness reads for the scenario
     has an ``EXPORTS`` entry for the target (what NVIDIA's harness looks up for ``--accuracy_target``). Returns each
@@ -194,7 +200,7 @@ def _decide(
     params: MLPerfParameters,
     facts: MLPerfFacts,
     settings: Settings,
-    harness: Any,
+    harness: GeneratedFiles,
     op: IdentifySystem,
     log: Callable[[str], None],
 ) -> Decision:

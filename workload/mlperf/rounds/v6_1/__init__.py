@@ -10,7 +10,7 @@ UPSTREAM.md`` names repository and commit):
   a missing file is an error (no minimal fallback);
 * the system check is ``nv-mlpinf show_paths`` (``system_name = <id> [auto-detected|env: SYSTEM_NAME]``, or
   ``Detected system did not match any known systems.``); a custom system is ``SYSTEM_NAME=WL_<system>`` with our
-  files under its name (:func:`workload.mlperf.v6_systems.v61_files`);
+  files under its name (:func:`.systems.v61_files`);
 * every LLM benchmark runs against trtllm-serve: ``make run_llm_server`` (foreground, in its own process group,
   stopped after the run) then ``make run_harness`` (a date-stamped ``LOG_DIR``); one make starts one server per
   data-parallel rank, the URLs its config files give (:meth:`V6_1Round.served_urls`, read by the system check),
@@ -30,23 +30,28 @@ from typing import ClassVar
 
 from workload.errors import ProfileError
 from workload.metrics import rules
-from workload.mlperf import configgen_v6, endpoint_checks, endpoint_target
-from workload.mlperf.catalog import NVIDIA_SPELLING
+from workload.mlperf import endpoint_checks, endpoint_target
+from workload.mlperf.catalog import NVIDIA_SPELLING, WorkloadSetting
+from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
 from workload.mlperf.endpoint_ops import RunEndpointsClient
 from workload.mlperf.endpoint_target import TargetQps
+from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion, RunGroup
 from workload.mlperf.llm_server import ServerSpec
 from workload.mlperf.ops import CollectResults, IdentifySystem, MakeTarget, Op, SetupStage, UseImage
 from workload.mlperf.results import Expected
-from workload.mlperf.rounds.base import PlanInputs
-from workload.mlperf.rounds.v4_1 import _done
-from workload.mlperf.rounds.v5_1 import SYSTEM_PLACEHOLDER
-from workload.mlperf.rounds.v6_0 import V6_0Round
+from workload.mlperf.round_spec import RoundSpec, read_spec
+from workload.mlperf.rounds.base import GeneratedFiles, HarnessRound, PlanInputs, done_at
+from workload.mlperf.rounds.common.results import LogDirResults
+from workload.mlperf.rounds.common.system_name import SYSTEM_PLACEHOLDER, system_variables, targets
 from workload.mlperf.server_ops import StartServer, StopServer
 from workload.mlperf.server_urls import LOCAL_HOST, ServerUrls, resolve
 from workload.mlperf.settings import setup_key
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import SystemFiles, v61_files
+from workload.mlperf.system_files import SystemFiles
+
+from . import configgen
+from .systems import v61_files
 
 #: The LLM image NVIDIA's v6.1 docs/ENV_SETUP.md pulls (B200/B300, x86_64).
 DEFAULT_IMAGE = (
@@ -75,16 +80,14 @@ def system_name_of(output: str) -> str | None:
     return found.group(1) if found else None
 
 
-class V6_1Round(V6_0Round):
-    """v6.1: nv-mlpinf, pulled image, configs by model/system/backend/scenario, every LLM behind trtllm-serve."""
+class V6_1Round(LogDirResults, HarnessRound):
+    """v6.1: nv-mlpinf, pulled image, configs by model/system/backend/scenario, every LLM behind trtllm-serve.
 
-    name: ClassVar[str] = "v6.1"
-    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 1),)
-    markers: ClassVar[tuple[str, ...]] = ("src/nv_mlpinf/main.py",)
-    #: Not v6.0's list: :meth:`system_check` refuses any model but :data:`SINGLE_NODE` itself, naming nv-sflow/Slurm
-    #: for the benchmarks that run only there.
-    benchmarks: ClassVar[tuple[str, ...]] = ()
-    clients: ClassVar[tuple[str, ...]] = ("harness", "endpoints")
+    Composed, not inherited: the result layout (:class:`~workload.mlperf.rounds.common.results.LogDirResults`) and
+    the per-system layout's SYSTEM_NAME and accuracy-target rules (:mod:`~workload.mlperf.rounds.common.system_name`)
+    are the shared strategies; everything else is this round's own."""
+
+    spec: ClassVar[RoundSpec] = read_spec(__file__)
 
     def image_ops(self, inputs: PlanInputs) -> list[Op]:
         return [UseImage(inputs.params.ContainerImage or DEFAULT_IMAGE)]
@@ -130,7 +133,7 @@ class V6_1Round(V6_0Round):
         for stage in SETUP:
             key = setup_key(inputs.scratch, model, stage)
             argv = ("make", stage, f"BENCHMARKS={model}")
-            ops.append(SetupStage(inputs.container, model, stage, argv, key, done=_done(inputs.facts.done.get(key))))
+            ops.append(SetupStage(inputs.container, model, stage, argv, key, done=done_at(inputs.facts.done.get(key))))
         notes = [] if any(op.shown for op in ops) else [f"setup of {model} already done ({', '.join(SETUP)})"]
         return ops, notes
 
@@ -153,7 +156,7 @@ class V6_1Round(V6_0Round):
         check read them: :mod:`workload.mlperf.server_urls`), or a placeholder in ``plan`` before the check."""
         served = inputs.server_urls.get((scenario, accuracy))
         args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground"]
-        variables = {**self._system_variables(inputs), "LOG_DIR": f"{logs}/server"}
+        variables = {**system_variables(inputs), "LOG_DIR": f"{logs}/server"}
         argv = ("make", "run_llm_server", f"RUN_ARGS={' '.join(args)}", *(f"{k}={v}" for k, v in variables.items()))
         return ServerSpec(
             argv=argv,
@@ -168,10 +171,10 @@ class V6_1Round(V6_0Round):
         settings, quick = inputs.settings, inputs.params.Quick
         model = settings.model
         ops: list[Op] = []
-        for accuracy, _version in self._targets(inputs):
+        for accuracy, _version in targets(inputs):
             for scenario in (s for s in group.scenarios if inputs.runs(s, accuracy)):
                 logs = self.results_dir(inputs.run_id, model, test_mode, index) + f"-{scenario.lower()}"
-                if accuracy == "0.999" and len(self._targets(inputs)) > 1:
+                if accuracy == "0.999" and len(targets(inputs)) > 1:
                     logs += "-999"
                 benchmark = f"{model}-{'99.9' if accuracy == '0.999' else '99'}" if model == "llama2-70b" else model
                 expected = tuple(
@@ -182,7 +185,7 @@ class V6_1Round(V6_0Round):
                 spec = self.server_spec(inputs, scenario, accuracy, logs)
                 args = [*self._args(inputs, (scenario,), accuracy), f"--test_mode={test_mode}"]
                 if quick:
-                    args.append("--test_run")
+                    args.append(self.quick_flag(inputs.version))
                 args += [f"--{name}={value}" for name, value in group.fields]
                 what = f"{model} {scenario}"
                 ops.append(StartServer(inputs.container, spec, what))
@@ -197,10 +200,10 @@ class V6_1Round(V6_0Round):
                     MakeTarget(
                         inputs.container,
                         f"run {what} {test_mode} (accuracy target {accuracy})"
-                        + (" (quick: --test_run)" if quick else "")
+                        + (f" (quick: {self.quick_flag(inputs.version)})" if quick else "")
                         + f" against trtllm-serve on {spec.where()}",
                         "run_harness",
-                        tuple({"RUN_ARGS": " ".join(args), "LOG_DIR": logs, **self._system_variables(inputs)}.items()),
+                        tuple({"RUN_ARGS": " ".join(args), "LOG_DIR": logs, **system_variables(inputs)}.items()),
                         log_dir=logs,
                         expected=expected,
                         scenarios=(scenario,),
@@ -219,9 +222,7 @@ class V6_1Round(V6_0Round):
         return system_name_of(output)
 
     def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
-        from workload.mlperf import configgen_v6
-
-        folder = configgen_v6.v61_folder(model, system_id, scenario)
+        folder = configgen.v61_folder(model, system_id, scenario)
         return (f"{folder}/server.py", f"{folder}/harness.py")
 
     def served_urls(
@@ -271,18 +272,18 @@ class V6_1Round(V6_0Round):
         config_path = f"{logs}/endpoint.yaml"
         target: TargetQps | None = None
         if scenario in endpoint_target.PARAMETERS:
-            from workload.mlperf.gpuconfigs_v61 import load_table61
+            from workload.mlperf.gpuconfigs_parts import load_parts_table
 
             given = inputs.params.ServerTargetQps if scenario == "Server" else inputs.params.InteractiveTargetQps
             key = "k_99_9" if accuracy == "0.999" else "k_99"
             target = endpoint_target.choose(
-                scenario, given, inputs.facts.system, load_table61(), inputs.settings.model, key
+                scenario, given, inputs.facts.system, load_parts_table(), inputs.settings.model, key
             )
         elif scenario != "Offline":
             raise ProfileError(
                 "Client", f"MLCommons' endpoints client runs Offline, Server and Interactive, not {scenario}"
             )
-        text = configgen_v6.endpoint_config(
+        text = configgen.endpoint_config(
             name=f"{benchmark}-{scenario.lower()}-{test_mode.lower()}",
             model=benchmark,
             scenario=scenario,
@@ -310,11 +311,34 @@ class V6_1Round(V6_0Round):
         allow_untuned: bool,
         port: int = 30000,
     ) -> SystemFiles:
-        from workload.mlperf.gpuconfigs_v61 import load_table61
+        from workload.mlperf.gpuconfigs_parts import load_parts_table
 
-        return v61_files(system, load_table61(), model, scenarios, allow_untuned=allow_untuned, base_port=port)
+        return v61_files(system, load_parts_table(), model, scenarios, allow_untuned=allow_untuned, base_port=port)
+
+    def generated_files(self) -> GeneratedFiles:
+        return self
+
+    def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
+        """v6.1 registers nothing: the system is SYSTEM_NAME and its own folder under ``configs/<model>/``."""
+        return ""
+
+    def custom_config(
+        self,
+        model: str,
+        scenario: str,
+        member: str,
+        class_base: str,
+        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
+        version: HarnessVersion,
+    ) -> GeneratedFile:
+        """Not a v6.1 file: its custom system is the set :meth:`system_files` generates (``generated files``)."""
+        raise CustomSystemError(
+            f"NVIDIA's {self.name} harness has no config classes: its custom system is generated files"
+        )
 
     def custom_config_path(self, model: str, scenario: str) -> str:
-        from workload.mlperf import configgen_v6
+        return configgen.v61_folder(model, "<system id from the system check>", scenario) + "/{server,harness}.py"
 
-        return configgen_v6.v61_folder(model, "<system id from the system check>", scenario) + "/{server,harness}.py"
+
+#: The adapter :func:`workload.mlperf.rounds.discover` finds in this folder.
+ADAPTER = V6_1Round

@@ -1,4 +1,4 @@
-"""System support of rounds that name systems by id (v5.1+, ``HarnessRound.system_by_id``).
+"""System support of rounds that name systems by id (``"system_support": "by id"`` in their round.json: v5.1).
 
 NVIDIA's v5.1 ``scripts.get_system_id`` prints the runtime system's id: NVIDIA's (``B200-SXM-180GBx8``) or, for a
 machine its list does not know, ``UNREGISTERED_<arch>_<gpu>x<n>``, with which the harness would silently run

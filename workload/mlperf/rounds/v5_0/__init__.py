@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import ClassVar
 
 from workload.mlperf import custom_json
@@ -21,22 +20,27 @@ from workload.mlperf.catalog import WorkloadSetting
 from workload.mlperf.custom_system import CustomSystemError, GeneratedFile
 from workload.mlperf.gpuconfigs import ResolvedConfig, SkuTable
 from workload.mlperf.harness import HarnessVersion
-from workload.mlperf.ops import IdentifySystem, Op
-from workload.mlperf.rounds.base import PlanInputs, round_benchmarks
-from workload.mlperf.rounds.v4_1 import V4_1Round
+from workload.mlperf.round_spec import RoundSpec, read_spec
+from workload.mlperf.rounds.common.config_version_runs import ConfigVersionRuns
+from workload.mlperf.rounds.common.make_harness import HarnessSystemCheck, ImageFromRecipe, MakeSetup
+from workload.mlperf.rounds.common.registered_classes import RegisteredConfigClasses
+from workload.mlperf.rounds.common.results import LogDirResults
 from workload.mlperf.system import HostSystem
 
+#: The harness's own system detection (``scripts/get_system_id.py``, as v4.1's).
+SYSTEM_ID_ARGV: tuple[str, ...] = ("python3", "-m", "scripts.get_system_id")
 
-class V5_0Round(V4_1Round):
-    """v5.0: v4.1's layout, custom systems in ``custom_list.json``."""
 
-    name: ClassVar[str] = "v5.0"
-    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(5, 0),)
-    markers: ClassVar[tuple[str, ...]] = ()
+class V5_0Round(
+    HarnessSystemCheck, ImageFromRecipe, MakeSetup, ConfigVersionRuns, RegisteredConfigClasses, LogDirResults
+):
+    """v5.0: v4.1's strategies (``rounds/common/``), custom systems in ``custom_list.json``."""
+
+    spec: ClassVar[RoundSpec] = read_spec(__file__)
+
     custom_list_path: ClassVar[str] = custom_json.CUSTOM_LIST_JSON
-    #: ``code/common/constants.py`` ``Benchmark`` values (gpuconfigs ``ROUND_MODELS``) the catalog runs: v4.1's,
-    #: llama3.1-405b and rgat (llama2-70b-interactive is not in the catalog).
-    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v5.0")
+    system_id_argv: ClassVar[tuple[str, ...]] = SYSTEM_ID_ARGV
+    registry: ClassVar[str | None] = "code/common/systems/custom_list.json, our entry"
 
     def custom_list_block(self, system: HostSystem, sku: SkuTable) -> str:
         """Our entry as JSON text (``{"WL_<SKU>x<n>": <Description>}``); :meth:`merge_custom_list` puts it in."""
@@ -57,11 +61,6 @@ class V5_0Round(V4_1Round):
         text = generated.text.replace("# Values: gpuconfigs/", "# Values: gpuconfigs/v5.0/", 1)
         return GeneratedFile(generated.path, text)
 
-    def system_check(self, inputs: PlanInputs) -> Op:
-        op = super().system_check(inputs)
-        assert isinstance(op, IdentifySystem)
-        return replace(op, registry="code/common/systems/custom_list.json, our entry")
-
     def merge_custom_list(self, existing: str | None, block: str) -> str:
         """custom_list.json with our entry of ``block`` set and every other entry kept."""
         try:
@@ -69,3 +68,7 @@ class V5_0Round(V4_1Round):
         except (ValueError, AttributeError) as exc:
             raise CustomSystemError(f"not one custom_list.json entry: {exc}") from None
         return custom_json.merge(existing, key, description)
+
+
+#: The adapter :func:`workload.mlperf.rounds.discover` finds in this folder.
+ADAPTER = V5_0Round

@@ -21,7 +21,7 @@ UPSTREAM.md`` names repository and commit):
   ``trtllm-serve``), whisper ...; mixtral-8x7b is gone (the MAKE Targets documentation's "Available Benchmarks");
 * config files ``configs/<SYSTEM>/<Scenario>/<benchmark with _>.py`` carry ``ACCURACY_OVERRIDES`` and
   ``COMPLIANCE_OVERRIDES`` beside ``EXPORTS``; the accuracy target is ``--accuracy_target``;
-* the values of a custom system come from ``gpuconfigs/v6.0`` (:func:`workload.mlperf.v6_systems.v60_files`):
+* the values of a custom system come from ``gpuconfigs/v6.0`` (:func:`.systems.v60_files`):
   NVIDIA tunes B200, B300, GB200 and GB300; a Hopper GPU is refused naming v5.0 or, with
   ``RequireCustomSystemSupport=true``, runs the nearest GPU's values marked untuned.
 Everything else (SYSTEM_NAME, the minimal-config fallback refused, one server per scenario) is v5.1's.
@@ -29,22 +29,26 @@ Everything else (SYSTEM_NAME, the minimal-config fallback refused, one server pe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from workload.mlperf.catalog import WorkloadSetting
-from workload.mlperf.configgen_v6 import v60_config_path
-from workload.mlperf.custom_system import GeneratedFile
-from workload.mlperf.gpuconfigs import ResolvedConfig, load_table
-from workload.mlperf.harness import HarnessVersion
-from workload.mlperf.llm_server import ServerSpec
+from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.ops import Op, PrepareTree
-from workload.mlperf.rounds.base import PlanInputs, round_benchmarks, tree_state
-from workload.mlperf.rounds.v5_1 import V5_1Round, is_unregistered, system_answer
+from workload.mlperf.round_spec import RoundSpec, read_spec
+from workload.mlperf.rounds.base import GeneratedFiles, PlanInputs, tree_state
+from workload.mlperf.rounds.common.accuracy_target_runs import AccuracyTargetRuns
+from workload.mlperf.rounds.common.detection import DETECTION_ARGV, is_unregistered, system_answer
+from workload.mlperf.rounds.common.make_harness import HarnessSystemCheck, ImageFromRecipe, MakeSetup
+from workload.mlperf.rounds.common.results import LogDirResults
+from workload.mlperf.rounds.common.system_configs import PerSystemConfigs
+from workload.mlperf.server_urls import ServerUrls
 from workload.mlperf.space_check import CheckFreeSpace, StageNeed
 from workload.mlperf.space_table import GIB
 from workload.mlperf.system import HostSystem
-from workload.mlperf.v6_systems import SystemFiles, v60_files
+from workload.mlperf.system_files import SystemFiles
+
+from .configgen import v60_config_path
+from .systems import v60_files
 
 #: The commit of mlcommons/inference the ``3rdparty/mlc-inference`` clone checks out. The README clones the default
 #: branch's newest commit, but v6.0's ``code/common/mlcommons/loadgen.py`` (lines 43-53) reads the checker's
@@ -67,27 +71,21 @@ CLONE_BYTES: dict[str, int] = {"3rdparty/trtllm": 4 * GIB, "3rdparty/mlc-inferen
 LLM_BENCHMARKS = ("llama2-70b", "llama3.1-8b", "llama3.1-405b", "gpt-oss-120b", "deepseek-r1")
 
 
-class V6_0Round(V5_1Round):
-    """v6.0: v5.1's layout with a prebuilt image, v6.0's benchmarks and values."""
+class V6_0Round(HarnessSystemCheck, ImageFromRecipe, MakeSetup, AccuracyTargetRuns, PerSystemConfigs, LogDirResults):
+    """v6.0: v5.1's strategies (``rounds/common/``) with a prebuilt image, the README's clones, v6.0's benchmarks
+    and its custom system's files generated from gpuconfigs/v6.0."""
 
-    name: ClassVar[str] = "v6.0"
-    versions: ClassVar[tuple[HarnessVersion, ...]] = (HarnessVersion(6, 0),)
-    #: The MAKE Targets documentation's "Available Benchmarks" (gpuconfigs ``ROUND_MODELS``) the catalog runs.
-    benchmarks: ClassVar[tuple[str, ...]] = round_benchmarks("v6.0")
-    #: The folders :meth:`tree_ops` makes (also read at ``plan``: a folder gone is made again).
-    markers: ClassVar[tuple[str, ...]] = tuple(folder for folder, _, _ in CLONES)
-    #: No one-off build: v6.0's Makefiles have no ``build`` target (see the module docstring).
-    build_target: ClassVar[str | None] = None
+    spec: ClassVar[RoundSpec] = read_spec(__file__)
+
+    system_id_argv: ClassVar[tuple[str, ...]] = DETECTION_ARGV
+    registry: ClassVar[str | None] = "SYSTEM_NAME=WL_<SKU>x<count> with its own configs/<system>/ folder"
+    nvidia_benchmark_names: ClassVar[bool] = True
     # v6.0's per-benchmark download scripts are not in our index: every stage is ``make <stage> BENCHMARKS=<b>``.
-    setup_scripts: ClassVar[dict[tuple[str, str], str]] = {}
+    served_benchmarks: ClassVar[tuple[str, ...]] = LLM_BENCHMARKS
 
     def image_tag(self, inputs: PlanInputs) -> str:
         # one image per benchmark: v6.0's prebuild builds the image of one BENCHMARK
         return f"mlperf-inference:{inputs.user_name}-{inputs.facts.machine}-{inputs.settings.model}"
-
-    @staticmethod
-    def serves(model: str) -> bool:
-        return model in LLM_BENCHMARKS
 
     def tree_ops(self, inputs: PlanInputs) -> list[Op]:
         """The README's ``3rdparty/`` clones (see the module docstring), after the free-space check of the checkout's
@@ -106,15 +104,7 @@ class V6_0Round(V5_1Round):
         check = CheckFreeSpace(inputs.nvidia_dir, what, self.name, needs, disk=disk, subject=what)
         return [check, *clones]
 
-    def server_spec(self, inputs: PlanInputs, scenario: str, accuracy: str, logs: str) -> ServerSpec:
-        """v5.1's server (``make run_llm_server`` in the foreground of its own process group) on ``LLMServerPort``."""
-        url = f"127.0.0.1:{inputs.params.LLMServerPort}"
-        args = [*self._args(inputs, (scenario,), accuracy), "--server_in_foreground", f"--trtllm_server_urls={url}"]
-        variables = self._variables(RUN_ARGS=" ".join(args), **self._system_variables(inputs))
-        argv = ("make", "run_llm_server", *(f"{k}={v}" for k, v in variables))
-        return ServerSpec(argv=argv, urls=(url,), log_path=f"{logs}.server.log", pid_path=f"{logs}.server.pgid")
-
-    # -- system support (workload.mlperf.system_support_v6) --------------------------------------------------
+    # -- system support (workload.mlperf.system_support_files) --------------------------------------------------
     def system_answer(self, output: str) -> str | None:
         """The system id the check printed, or None when the harness does not know the machine."""
         answer = system_answer(output)
@@ -123,6 +113,24 @@ class V6_0Round(V5_1Round):
     def config_files(self, system_id: str, model: str, scenario: str) -> tuple[str, ...]:
         """The files (relative to closed/NVIDIA) the harness needs for one scenario of ``system_id``."""
         return (v60_config_path(system_id, scenario, model),)
+
+    def generated_files(self) -> GeneratedFiles:
+        return self
+
+    def served_urls(
+        self,
+        read: Callable[[str], str | None],
+        system_id: str,
+        model: str,
+        scenario: str,
+        accuracy: str,
+        *,
+        gpu_count: Callable[[], int],
+        port: int,
+        client: str,
+    ) -> ServerUrls | None:
+        """None: v6.0's server is not in its config files (one on LLMServerPort, :meth:`server_spec`)."""
+        return None
 
     def system_files(
         self,
@@ -139,18 +147,6 @@ class V6_0Round(V5_1Round):
             system, load_table(harness_round="v6.0"), model, scenarios, accuracies, allow_untuned=allow_untuned
         )
 
-    def custom_config(
-        self,
-        model: str,
-        scenario: str,
-        member: str,
-        class_base: str,
-        classes: Sequence[tuple[WorkloadSetting, ResolvedConfig]],
-        version: HarnessVersion,
-    ) -> GeneratedFile:
-        # The v5.1 EXPORTS format is v6.0's too (configs/<SYSTEM>/<Scenario>/<benchmark>.py).
-        return super().custom_config(model, scenario, member, class_base, classes, version)
-
 
 def clone_argv(folder: str, url: str, commit: str | None = None) -> tuple[str, ...]:
     """A resumable shallow clone of ``url`` into ``<folder>``, run from closed/NVIDIA: ``git clone --depth 1`` of the
@@ -165,3 +161,7 @@ def clone_argv(folder: str, url: str, commit: str | None = None) -> tuple[str, .
         'mv "$1.partial" "$1"'
     )
     return ("bash", "-c", script, "clone", folder, url, commit or "")
+
+
+#: The adapter :func:`workload.mlperf.rounds.discover` finds in this folder.
+ADAPTER = V6_0Round
