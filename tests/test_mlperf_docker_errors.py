@@ -9,7 +9,7 @@ HTTP 409 (``docker.errors.create_api_error_from_http_exception``).
 
 from __future__ import annotations
 
-import contextlib
+import hashlib
 import io
 import json
 import time
@@ -85,15 +85,17 @@ def test_a_pull_the_daemon_cannot_do_fails_the_step_not_the_program(bed: dict[st
 
 @pytest.fixture
 def sleeper(docker_engine: Any, freshvm_image: str) -> Iterator[str]:
-    """The fresh-VM image, only staying up (its own entrypoint boots a VM and needs a VM config)."""
-    tag = f"workload-test/sleeper:{uuid.uuid4().hex[:10]}"
+    """The fresh-VM image, only staying up (its own entrypoint boots a VM and needs a VM config).
+
+    One tag per Dockerfile content, kept like the test bed's other images and never removed: tests on parallel
+    workers build the same content, which Docker gives one image id, so removing it after one test deleted the image
+    another worker's build was about to tag ("unable to find image sha256:..."; seen in a parallel CI run)."""
     dockerfile = f'FROM {freshvm_image}\nENTRYPOINT ["sleep", "300"]\n'.encode()
+    tag = f"workload-test/sleeper:{hashlib.sha256(dockerfile).hexdigest()[:12]}"
     docker_engine.client.images.build(
         fileobj=io.BytesIO(tar_context({"Dockerfile": dockerfile})), custom_context=True, tag=tag
     )
     yield tag
-    with contextlib.suppress(docker.errors.DockerException):
-        docker_engine.client.images.remove(tag, force=True)
 
 
 @pytest.mark.slow
