@@ -1,8 +1,8 @@
 """Does ``workload compare`` tell a change from noise? Identical runs, and a SUT made slower, beside a busy core.
 
-    .venv/bin/python bench/bench_compare_noise.py [--pairs 10] [--iterations 5] [--slowdown 0.25]
+    .venv/bin/python bench/bench_compare_noise.py [--pairs 10] [--iterations 7] [--slowdown 0.25]
         [--parameters ...] [--confidence 0.95] [--threshold 5] [--no-neighbour] [--keep DIR] [--json]
-    .venv/bin/python bench/bench_compare_noise.py --judge DIR [--iterations 5] [--json]
+    .venv/bin/python bench/bench_compare_noise.py --judge DIR [--iterations 7] [--confidence 0.95] [--json]
 
 Per pair, three sides of N runs each of the CPU profile (``workload run --profile PERF-CPU-MLPERF``
 with ``--parameters``), while a separate process spins on one core: A and B unchanged, C with the
@@ -11,15 +11,22 @@ order rotated per round), so that the neighbours' load, which drifts within minu
 machine, hits the three sides alike. Then ``workload compare A B --iterations N --json`` (identical
 runs: each side's folder holds its N run folders, read as N iterations) and ``compare A C`` (the
 slower SUT), each summarised as the worst verdict of its headline performance metrics: regression,
-cannot tell, improvement or no change.
+cannot tell, improvement or no change. Since the rounds alternate in time (each round's runs began
+after the round before had ended, as the runs' recorded times show), compare judges each metric
+pair by pair: the signed-rank interval of the round ratios C_r / A_r, which cancels the load a round's
+runs shared (``workload/metrics/pairing.py``, ``paired_interval`` in ``workload/metrics/intervals.py``).
+Every judged line says ``paired N`` or ``unpaired`` and why.
 
 The runs' parameters (``--parameters``, default :data:`DEFAULT_PARAMETERS`) keep each iteration's
 own noise low, since no statistic separates 25 % from noise that is as large: one onnxruntime
 thread (``Threads=1``: with two intra-op threads on 2 cores beside a spinning core, the threads wait
 on each other and the figure follows the scheduler), fixed targets instead of the peak search
 (``FindPeakPerformance=false``, ``OfflineTargetQps=150``: every run issues the same Offline queries
-and the sides' settings agree) and ``MinDurationMs=3000``. 5 runs a side give the exact rank
-interval (coverage 0.968 at ``--confidence 0.95``; see ``workload/metrics/intervals.py``).
+and the sides' settings agree) and ``MinDurationMs=3000``. N pairs reach at most ``1 - 2 / 2**N``
+confidence, so ``--confidence 0.95`` needs 6 rounds; the default 7 (coverage 0.953, the interval's
+upper end the 3rd largest of the 28 Walsh averages of the round ratios) lets one round whose two runs
+met different load not decide the verdict alone, as it does with 6 (the interval's upper end is then
+the largest round ratio).
 ``--judge DIR`` judges the pairs kept by an earlier ``--keep DIR`` again (no runs): after a change
 to ``compare``, or to see another confidence.
 
@@ -148,11 +155,12 @@ def verdict_of(
         verdict = change.get("verdict", "no change")
         found.add(verdict)
         spread = change.get("interval") or {}
+        how = f"paired {spread['pairs']}" if spread.get("paired") else f"unpaired: {spread.get('unpaired_because')}"
         values = [", ".join(f"{v:.4g}" for v in change[side].get("values", [])) for side in ("before", "after")]
         lines.append(
             f"{change['scenario']} {change['metric']}: {verdict} (medians {(change.get('change_pct') or 0):+.1f} %; "
             f"interval of the change, + better: {spread.get('low_pct', 0):+.1f} .. {spread.get('high_pct', 0):+.1f} %, "
-            f"{spread.get('method', '-')}; A [{values[0]}] vs [{values[1]}])"
+            f"{spread.get('method', '-')}, {how}; A [{values[0]}] vs [{values[1]}])"
         )
     worst = next((v for v in VERDICTS if v in found), "no change")
     return worst, lines
@@ -161,7 +169,9 @@ def verdict_of(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument("--iterations", type=int, default=5, help="runs per side and pair (compare --iterations)")
+    parser.add_argument(
+        "--iterations", type=int, default=7, help="runs (rounds) per side and pair (compare --iterations; 0.95 needs 6)"
+    )
     parser.add_argument("--slowdown", type=float, default=0.25, help="how much slower run C's SUT is (0.25: 25 %%)")
     parser.add_argument("--parameters", default=DEFAULT_PARAMETERS, help="--parameters of every run")
     parser.add_argument("--confidence", type=float, default=0.95)
