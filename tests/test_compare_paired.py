@@ -303,6 +303,8 @@ def test_zero_huge_and_single_values() -> None:
     assert interval([math.inf, 1.0], [1.0, 1.0], better_sign=1, threshold_pct=5, confidence=0.95) is None
     # different lengths are never pairs
     assert paired_interval(ones, ones[:5], better_sign=1, threshold_pct=5, confidence=0.9) is None
+    assert why_not_paired(ones, ones[:5], 0.9) == "the sides have 6 and 5 values"
+    assert why_not_paired([], [], 0.9) == "the sides have 0 and 0 values"
 
 
 def test_a_single_run_a_side_is_judged_by_the_threshold(tmp_path: Path) -> None:

@@ -287,6 +287,8 @@ def paired_interval(
 def why_not_paired(before: Sequence[float], after: Sequence[float], confidence: float) -> str:
     """Why :func:`paired_interval` gives no interval for pairs that did alternate in time (empty: it does)."""
     n = len(before)
+    if n != len(after) or n == 0:
+        return f"the sides have {n} and {len(after)} values"
     if n > PAIRED_MAX:
         return f"more than {PAIRED_MAX} pairs"
     if not _finite(before, after) or min(*before, *after) <= 0:
