@@ -65,6 +65,15 @@ ROOT = Path(__file__).resolve().parents[1]
 TREE = ("workload", "profiles", "gpuconfigs")
 SPIN = "import time\nwhile True:\n    pass\n"
 VERDICTS = ("regression", "cannot tell", "improvement", "no change")
+#: ``--facts``: LoadGen figures judged one by one (beside the headline ones) to see which the load moves least
+FACTS = (
+    ("Offline", "samples_per_second"),
+    ("SingleStream", "latency_p90_ns"),
+    ("SingleStream", "latency_p50_ns"),
+    ("SingleStream", "latency_mean_ns"),
+    ("SingleStream", "latency_min_ns"),
+    ("SingleStream", "early_stopping_latency_ns"),
+)
 DEFAULT_PARAMETERS = (
     "Scenarios=Offline,SingleStream,,,TestModes=PerformanceOnly,,,MinDurationMs=3000,,,Threads=1,,,"
     "FindPeakPerformance=false,,,OfflineTargetQps=150,,,SingleStreamTargetLatencyMs=20"
@@ -137,19 +146,47 @@ def one_run(workload: Path, out: Path, parameters: str, env: dict[str, str]) -> 
     return proc.returncode, seconds, folder
 
 
-def verdict_of(
-    workload: Path, a: Path, b: Path, iterations: int, confidence: float, threshold: float
-) -> tuple[str, list[str]]:
-    """The worst verdict of the headline performance metrics of ``compare A B``, and each one's line."""
+def compared(
+    workload: Path, a: Path, b: Path, iterations: int, confidence: float, threshold: float, *, every: bool = False
+) -> dict[str, object] | str:
+    """``compare A B --json`` (``every``: with ``--all``) as a document, or the error's text."""
     argv = [str(workload), "compare", str(a), str(b), "--iterations", str(iterations), "--json"]
-    argv += ["--confidence", str(confidence), "--threshold", str(threshold)]
+    argv += ["--confidence", str(confidence), "--threshold", str(threshold)] + (["--all"] if every else [])
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     try:
         document = json.loads(proc.stdout)
     except ValueError:
-        return "error", [proc.stderr.strip()[-300:]]
+        return proc.stderr.strip()[-300:]
+    return document if isinstance(document, dict) else proc.stdout[-300:]
+
+
+def fact_verdicts(
+    workload: Path, a: Path, b: Path, iterations: int, confidence: float, threshold: float
+) -> dict[str, str]:
+    """The verdict of each of :data:`FACTS` in ``compare A B --all`` ("scenario metric" -> verdict)."""
+    document = compared(workload, a, b, iterations, confidence, threshold, every=True)
+    if isinstance(document, str):
+        return {}
+    changes = document.get("changes")
+    wanted = {f"{scenario} {name}" for scenario, name in FACTS}
+    found = {}
+    for change in changes if isinstance(changes, list) else []:
+        fact = f"{change.get('scenario')} {change.get('metric')}"
+        if fact in wanted:
+            found[fact] = str(change.get("verdict"))
+    return found
+
+
+def verdict_of(
+    workload: Path, a: Path, b: Path, iterations: int, confidence: float, threshold: float
+) -> tuple[str, list[str]]:
+    """The worst verdict of the headline performance metrics of ``compare A B``, and each one's line."""
+    document = compared(workload, a, b, iterations, confidence, threshold)
+    if isinstance(document, str):
+        return "error", [document]
     lines, found = [], set()
-    for change in document.get("changes", []):
+    changes = document.get("changes")
+    for change in changes if isinstance(changes, list) else []:
         if change.get("relativity") == "Undefined" or change.get("metric") == "valid":
             continue
         verdict = change.get("verdict", "no change")
@@ -181,6 +218,11 @@ def main() -> int:
     parser.add_argument("--workload", type=Path, default=WORKLOAD, help="the workload command to run")
     parser.add_argument("--json", action="store_true", help="also print one JSON line with every figure")
     parser.add_argument("--judge", type=Path, default=None, help="judge the pairs kept in DIR again, no runs")
+    parser.add_argument(
+        "--facts",
+        action="store_true",
+        help="also judge each of several LoadGen figures on its own (information: which the load moves least)",
+    )
     args = parser.parse_args()
     if not args.workload.exists():
         print(f"{args.workload} not found: run this with the venv's python (.venv/bin/python)", file=sys.stderr)
@@ -235,6 +277,16 @@ def judge_pair(
         )
         verdicts.append(worst)
         print(f"pair {pair:2d} {label:10s}: {worst}" + "".join(f"\n      {line}" for line in lines), flush=True)
+        if args.facts:
+            found = fact_verdicts(
+                args.workload, runs["A"], runs[other], args.iterations, args.confidence, args.threshold
+            )
+            for fact, verdict in found.items():
+                FACT_COUNTS.setdefault(label, {}).setdefault(fact, []).append(verdict)
+
+
+#: ``--facts``: label (identical, slower SUT) -> fact -> its verdict per pair
+FACT_COUNTS: dict[str, dict[str, list[str]]] = {}
 
 
 def judge_kept(args: argparse.Namespace) -> tuple[list[str], list[str]]:
@@ -264,12 +316,18 @@ def summarise(args: argparse.Namespace, report: Report, identical: list[str], sl
         "identical": {v: identical.count(v) for v in (*VERDICTS, "error")},
         "slower": {v: slowed.count(v) for v in (*VERDICTS, "error")},
     }
-    report.extra = {"counts": counts, "pairs": pairs, "machine": machine()}
+    facts = {
+        label: {f: {v: got.count(v) for v in VERDICTS} for f, got in by.items()} for label, by in FACT_COUNTS.items()
+    }
+    report.extra = {"counts": counts, "pairs": pairs, "machine": machine(), "facts": facts}
     goal = max(1, -(-9 * pairs // 10))  # 9 of 10, scaled to the pairs run
     print()
     print(f"identical pairs: no regression in {no_regression} of {pairs} (goal >= {goal}): {counts['identical']}")
     slower = f"slower SUT ({args.slowdown:.0%})"
     print(f"{slower}: regression in {regression} of {pairs} (goal >= {goal}): {counts['slower']}")
+    for label, by_fact in facts.items():
+        for fact, tally in by_fact.items():
+            print(f"  --facts {label:10s} {fact:40s} {tally}")
     print(f"verdict: identical {'meets' if no_regression >= goal else 'misses'}, "
           f"slower {'meets' if regression >= goal else 'misses'}")  # fmt: skip
     return report.finish(args.json)
