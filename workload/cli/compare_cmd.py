@@ -180,7 +180,9 @@ def compare_command(
       unpaired  otherwise (runs one after the other, different counts, too few pairs for
                 --confidence): the two sides' values as two samples (exact rank interval,
                 or Student's t on the logs for small sides), with the reason.
-    Interleave the iterations of a comparison whenever the machine is shared.
+    Interleave the iterations of a comparison whenever the machine is shared: run A and B
+  in turns, each into its own folder (run --output-dir side-a, then --output-dir side-b,
+  N times), and compare the two folders.
 
     A value that is not a finite number (NaN, infinity) is not judged: listed, a failure
     like a missing metric. A result or
@@ -195,6 +197,7 @@ def compare_command(
       workload compare runs/20261101-PERF-CPU-MLPERF runs/20261102-PERF-CPU-MLPERF
       workload compare --baseline last-good runs/20261102-PERF-CPU-MLPERF --junit compare.xml
       workload compare --baseline nightly-2026-11-01 --json
+      workload compare side-a side-b --iterations 7 --confidence 0.95
     """
     from workload.cli.results_cmd import _fail, _load
     from workload.errors import EXIT_USAGE
