@@ -181,8 +181,8 @@ def compare_command(
                 --confidence): the two sides' values as two samples (exact rank interval,
                 or Student's t on the logs for small sides), with the reason.
     Interleave the iterations of a comparison whenever the machine is shared: run A and B
-  in turns, each into its own folder (run --output-dir side-a, then --output-dir side-b,
-  N times), and compare the two folders.
+    in turns, each into its own folder (run --output-dir side-a, then --output-dir side-b,
+    N times), and compare the two folders.
 
     A value that is not a finite number (NaN, infinity) is not judged: listed, a failure
     like a missing metric. A result or
