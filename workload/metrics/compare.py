@@ -9,8 +9,8 @@ two or more values on a side (iterations), the verdict comes from a confidence i
 time (:mod:`workload.metrics.pairing` reads that from their start and end times) and the pairs
 reach the confidence; otherwise unpaired (the exact rank interval of the ratio's Hodges-Lehmann
 estimate where the sides are large enough, else Student's t on the log values), with the reason.
-A value that is not a finite number (NaN, infinity in a run folder) is not judged: the metric is
-listed as unusable, a failure for CI like a missing one.
+A value that is not a finite number (NaN, infinity in a run folder) of a metric with a direction is
+not judged: the metric is listed as unusable, a failure for CI like a missing one.
 
 Each figure is counted once: VirtualClient's names of a figure the result also carries under its
 clear name (``samples_per_second_p99`` beside ``samples_per_second``) are left out. The settings
@@ -327,8 +327,8 @@ def compare(
     ``headline_only`` keeps the metrics of :func:`is_headline`; ``iterations`` asks every metric of
     ``b`` to have that many values (fewer: listed in ``incomplete``). A metric with two or more
     values on a side is judged by :func:`judged_interval` at ``confidence`` (regression only when the
-    interval says so); otherwise by the threshold. A metric with a value that is not finite is listed
-    in ``unusable`` and not judged.
+    interval says so); otherwise by the threshold. A metric with a direction and a value that is not
+    finite is listed in ``unusable`` and not judged.
     """
     with_host = bool(set(a.hosts) & set(b.hosts))
     left, right = _index(a, with_host, headline_only), _index(b, with_host, headline_only)
@@ -339,17 +339,18 @@ def compare(
         after_list = right.get(key)
         if after_list is None:
             continue
-        if not all(math.isfinite(m.value) for m in (*before_list, *after_list)):
+        first = before_list[0]
+        judged = first.relativity is not Relativity.UNDEFINED  # settings and counts are shown, never judged
+        if judged and not all(math.isfinite(m.value) for m in (*before_list, *after_list)):
             unusable.append(key)
             continue
-        first = before_list[0]
         agg_a = Aggregate(tuple(m.value for m in before_list), first.relativity)
         agg_b = Aggregate(tuple(m.value for m in after_list), first.relativity)
         before, after = agg_a.median, agg_b.median
         pct = _change(before, after)
         worse = better = False
         spread: Interval | None = None
-        if first.relativity is not Relativity.UNDEFINED:
+        if judged:
             sign = 1.0 if first.relativity is Relativity.HIGHER_IS_BETTER else -1.0
             spread = judged_interval(
                 before_list, after_list, better_sign=sign, threshold_pct=threshold_pct, confidence=confidence
