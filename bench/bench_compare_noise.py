@@ -1,8 +1,8 @@
 """Does ``workload compare`` tell a change from noise? Identical runs, and a SUT made slower, beside a busy core.
 
-    .venv/bin/python bench/bench_compare_noise.py [--pairs 10] [--iterations 5] [--slowdown 0.25]
+    .venv/bin/python bench/bench_compare_noise.py [--pairs 10] [--iterations 7] [--slowdown 0.25]
         [--parameters ...] [--confidence 0.95] [--threshold 5] [--no-neighbour] [--keep DIR] [--json]
-    .venv/bin/python bench/bench_compare_noise.py --judge DIR [--iterations 5] [--json]
+    .venv/bin/python bench/bench_compare_noise.py --judge DIR [--iterations 7] [--confidence 0.95] [--json]
 
 Per pair, three sides of N runs each of the CPU profile (``workload run --profile PERF-CPU-MLPERF``
 with ``--parameters``), while a separate process spins on one core: A and B unchanged, C with the
@@ -11,15 +11,22 @@ order rotated per round), so that the neighbours' load, which drifts within minu
 machine, hits the three sides alike. Then ``workload compare A B --iterations N --json`` (identical
 runs: each side's folder holds its N run folders, read as N iterations) and ``compare A C`` (the
 slower SUT), each summarised as the worst verdict of its headline performance metrics: regression,
-cannot tell, improvement or no change.
+cannot tell, improvement or no change. Since the rounds alternate in time (each round's runs began
+after the round before had ended, as the runs' recorded times show), compare judges each metric
+pair by pair: the signed-rank interval of the round ratios C_r / A_r, which cancels the load a round's
+runs shared (``workload/metrics/pairing.py``, ``paired_interval`` in ``workload/metrics/intervals.py``).
+Every judged line says ``paired N`` or ``unpaired`` and why.
 
 The runs' parameters (``--parameters``, default :data:`DEFAULT_PARAMETERS`) keep each iteration's
 own noise low, since no statistic separates 25 % from noise that is as large: one onnxruntime
 thread (``Threads=1``: with two intra-op threads on 2 cores beside a spinning core, the threads wait
 on each other and the figure follows the scheduler), fixed targets instead of the peak search
 (``FindPeakPerformance=false``, ``OfflineTargetQps=150``: every run issues the same Offline queries
-and the sides' settings agree) and ``MinDurationMs=3000``. 5 runs a side give the exact rank
-interval (coverage 0.968 at ``--confidence 0.95``; see ``workload/metrics/intervals.py``).
+and the sides' settings agree) and ``MinDurationMs=3000``. N pairs reach at most ``1 - 2 / 2**N``
+confidence, so ``--confidence 0.95`` needs 6 rounds; the default 7 (coverage 0.953, the interval's
+upper end the 3rd largest of the 28 Walsh averages of the round ratios) lets one round whose two runs
+met different load not decide the verdict alone, as it does with 6 (the interval's upper end is then
+the largest round ratio).
 ``--judge DIR`` judges the pairs kept by an earlier ``--keep DIR`` again (no runs): after a change
 to ``compare``, or to see another confidence.
 
@@ -58,6 +65,15 @@ ROOT = Path(__file__).resolve().parents[1]
 TREE = ("workload", "profiles", "gpuconfigs")
 SPIN = "import time\nwhile True:\n    pass\n"
 VERDICTS = ("regression", "cannot tell", "improvement", "no change")
+#: ``--facts``: LoadGen figures judged one by one (beside the headline ones) to see which the load moves least
+FACTS = (
+    ("Offline", "samples_per_second"),
+    ("SingleStream", "latency_p90_ns"),
+    ("SingleStream", "latency_p50_ns"),
+    ("SingleStream", "latency_mean_ns"),
+    ("SingleStream", "latency_min_ns"),
+    ("SingleStream", "early_stopping_latency_ns"),
+)
 DEFAULT_PARAMETERS = (
     "Scenarios=Offline,SingleStream,,,TestModes=PerformanceOnly,,,MinDurationMs=3000,,,Threads=1,,,"
     "FindPeakPerformance=false,,,OfflineTargetQps=150,,,SingleStreamTargetLatencyMs=20"
@@ -130,29 +146,58 @@ def one_run(workload: Path, out: Path, parameters: str, env: dict[str, str]) -> 
     return proc.returncode, seconds, folder
 
 
-def verdict_of(
-    workload: Path, a: Path, b: Path, iterations: int, confidence: float, threshold: float
-) -> tuple[str, list[str]]:
-    """The worst verdict of the headline performance metrics of ``compare A B``, and each one's line."""
+def compared(
+    workload: Path, a: Path, b: Path, iterations: int, confidence: float, threshold: float, *, every: bool = False
+) -> dict[str, object] | str:
+    """``compare A B --json`` (``every``: with ``--all``) as a document, or the error's text."""
     argv = [str(workload), "compare", str(a), str(b), "--iterations", str(iterations), "--json"]
-    argv += ["--confidence", str(confidence), "--threshold", str(threshold)]
+    argv += ["--confidence", str(confidence), "--threshold", str(threshold)] + (["--all"] if every else [])
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     try:
         document = json.loads(proc.stdout)
     except ValueError:
-        return "error", [proc.stderr.strip()[-300:]]
+        return proc.stderr.strip()[-300:]
+    return document if isinstance(document, dict) else proc.stdout[-300:]
+
+
+def fact_verdicts(
+    workload: Path, a: Path, b: Path, iterations: int, confidence: float, threshold: float
+) -> dict[str, str]:
+    """The verdict of each of :data:`FACTS` in ``compare A B --all`` ("scenario metric" -> verdict)."""
+    document = compared(workload, a, b, iterations, confidence, threshold, every=True)
+    if isinstance(document, str):
+        return {}
+    changes = document.get("changes")
+    wanted = {f"{scenario} {name}" for scenario, name in FACTS}
+    found = {}
+    for change in changes if isinstance(changes, list) else []:
+        fact = f"{change.get('scenario')} {change.get('metric')}"
+        if fact in wanted:
+            found[fact] = str(change.get("verdict"))
+    return found
+
+
+def verdict_of(
+    workload: Path, a: Path, b: Path, iterations: int, confidence: float, threshold: float
+) -> tuple[str, list[str]]:
+    """The worst verdict of the headline performance metrics of ``compare A B``, and each one's line."""
+    document = compared(workload, a, b, iterations, confidence, threshold)
+    if isinstance(document, str):
+        return "error", [document]
     lines, found = [], set()
-    for change in document.get("changes", []):
+    changes = document.get("changes")
+    for change in changes if isinstance(changes, list) else []:
         if change.get("relativity") == "Undefined" or change.get("metric") == "valid":
             continue
         verdict = change.get("verdict", "no change")
         found.add(verdict)
         spread = change.get("interval") or {}
+        how = f"paired {spread['pairs']}" if spread.get("paired") else f"unpaired: {spread.get('unpaired_because')}"
         values = [", ".join(f"{v:.4g}" for v in change[side].get("values", [])) for side in ("before", "after")]
         lines.append(
             f"{change['scenario']} {change['metric']}: {verdict} (medians {(change.get('change_pct') or 0):+.1f} %; "
             f"interval of the change, + better: {spread.get('low_pct', 0):+.1f} .. {spread.get('high_pct', 0):+.1f} %, "
-            f"{spread.get('method', '-')}; A [{values[0]}] vs [{values[1]}])"
+            f"{spread.get('method', '-')}, {how}; A [{values[0]}] vs [{values[1]}])"
         )
     worst = next((v for v in VERDICTS if v in found), "no change")
     return worst, lines
@@ -161,7 +206,9 @@ def verdict_of(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument("--iterations", type=int, default=5, help="runs per side and pair (compare --iterations)")
+    parser.add_argument(
+        "--iterations", type=int, default=7, help="runs (rounds) per side and pair (compare --iterations; 0.95 needs 6)"
+    )
     parser.add_argument("--slowdown", type=float, default=0.25, help="how much slower run C's SUT is (0.25: 25 %%)")
     parser.add_argument("--parameters", default=DEFAULT_PARAMETERS, help="--parameters of every run")
     parser.add_argument("--confidence", type=float, default=0.95)
@@ -171,6 +218,11 @@ def main() -> int:
     parser.add_argument("--workload", type=Path, default=WORKLOAD, help="the workload command to run")
     parser.add_argument("--json", action="store_true", help="also print one JSON line with every figure")
     parser.add_argument("--judge", type=Path, default=None, help="judge the pairs kept in DIR again, no runs")
+    parser.add_argument(
+        "--facts",
+        action="store_true",
+        help="also judge each of several LoadGen figures on its own (information: which the load moves least)",
+    )
     args = parser.parse_args()
     if not args.workload.exists():
         print(f"{args.workload} not found: run this with the venv's python (.venv/bin/python)", file=sys.stderr)
@@ -225,6 +277,16 @@ def judge_pair(
         )
         verdicts.append(worst)
         print(f"pair {pair:2d} {label:10s}: {worst}" + "".join(f"\n      {line}" for line in lines), flush=True)
+        if args.facts:
+            found = fact_verdicts(
+                args.workload, runs["A"], runs[other], args.iterations, args.confidence, args.threshold
+            )
+            for fact, verdict in found.items():
+                FACT_COUNTS.setdefault(label, {}).setdefault(fact, []).append(verdict)
+
+
+#: ``--facts``: label (identical, slower SUT) -> fact -> its verdict per pair
+FACT_COUNTS: dict[str, dict[str, list[str]]] = {}
 
 
 def judge_kept(args: argparse.Namespace) -> tuple[list[str], list[str]]:
@@ -254,12 +316,18 @@ def summarise(args: argparse.Namespace, report: Report, identical: list[str], sl
         "identical": {v: identical.count(v) for v in (*VERDICTS, "error")},
         "slower": {v: slowed.count(v) for v in (*VERDICTS, "error")},
     }
-    report.extra = {"counts": counts, "pairs": pairs, "machine": machine()}
+    facts = {
+        label: {f: {v: got.count(v) for v in VERDICTS} for f, got in by.items()} for label, by in FACT_COUNTS.items()
+    }
+    report.extra = {"counts": counts, "pairs": pairs, "machine": machine(), "facts": facts}
     goal = max(1, -(-9 * pairs // 10))  # 9 of 10, scaled to the pairs run
     print()
     print(f"identical pairs: no regression in {no_regression} of {pairs} (goal >= {goal}): {counts['identical']}")
     slower = f"slower SUT ({args.slowdown:.0%})"
     print(f"{slower}: regression in {regression} of {pairs} (goal >= {goal}): {counts['slower']}")
+    for label, by_fact in facts.items():
+        for fact, tally in by_fact.items():
+            print(f"  --facts {label:10s} {fact:40s} {tally}")
     print(f"verdict: identical {'meets' if no_regression >= goal else 'misses'}, "
           f"slower {'meets' if regression >= goal else 'misses'}")  # fmt: skip
     return report.finish(args.json)

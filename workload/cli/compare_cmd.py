@@ -2,7 +2,7 @@
 
 Only click is imported at module level. Exit codes: 0 no regression and nothing missing, 7 a
 regression past ``--threshold``, a result or metric missing from the new run (unless
-``--allow-missing``) or a slow host (``--hosts``), 2 bad input.
+``--allow-missing``; so is a value that is not a finite number) or a slow host (``--hosts``), 2 bad input.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ def _junit_cases(result: Comparison) -> list[Any]:
         case(key).failures.append(f"why: missing from the new run: {key[4]}")
     for key, n in result.incomplete:
         case(key).failures.append(f"why: {key[4]} has {n} of {result.iterations} iterations")
+    for key in result.unusable:
+        case(key).failures.append(f"why: {key[4]}: a value is not a finite number")
     return list(cases.values())
 
 
@@ -83,18 +85,26 @@ def _junit_cases(result: Comparison) -> list[Any]:
     default=0.95,
     show_default=True,
     help="Where a metric has two or more values on a side (iterations), its verdict comes from an "
-    "interval at this confidence: regression, improvement, no change or cannot tell.",
+    "interval at this confidence: regression, improvement, no change or cannot tell. Iterations of "
+    "A and B that alternated in time are judged pair by pair (signed-rank interval of the ratios "
+    "B_i/A_i), which needs enough pairs: 6 at 0.95 (5 reach 0.9375), 8 at 0.99; fewer pairs are "
+    "judged unpaired, and the output says why.",
 )
 @click.option("--hosts", "by_host", is_flag=True, help="Compare the hosts of RUN_A against their median.")
 @click.option(
     "--all", "show_all", is_flag=True, help="Every metric (default: the headline ones: figure, validity, accuracy)."
 )
-@click.option("--allow-missing", is_flag=True, help="A result or metric missing from the new run is not a failure.")
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="A result or metric missing from the new run (or with a value that is not a number) is not a failure.",
+)
 @click.option(
     "--iterations",
     type=click.IntRange(1),
     default=None,
-    help="The new run had N iterations: every metric must have N values. Iterations are compared by their median.",
+    help="The new run had N iterations: every metric must have N values. Iterations are compared by their "
+    "median, and judged by an interval (see --confidence).",
 )
 @click.option(
     "--baseline",
@@ -157,7 +167,25 @@ def compare_command(
     A regression is a change past --threshold percent in the wrong direction (throughput
     down, latency up, VALID/PASS lost). With iterations (two or more values of a metric on a
     side) the verdict comes from a confidence interval of the change (--confidence): regression,
-    improvement, no change, or cannot tell (too noisy to say; not a failure, named). A result or
+    improvement, no change, or cannot tell (too noisy to say; not a failure, named).
+
+    \b
+    Paired or unpaired (the "How" column, "paired"/"unpaired_because" in --json):
+      paired    A's and B's iterations ran interleaved (A1 B1 A2 B2 ..., any order within
+                a pair), read from their recorded start and end times: each pair began
+                after both runs of the pair before it had ended. Each ratio B_i/A_i cancels
+                the load both runs of a pair met; the interval is Wilcoxon's signed-rank
+                (Hodges-Lehmann) one, with its exact coverage. N pairs reach at most
+                1 - 2/2^N: 0.95 needs 6 pairs, 0.99 needs 8.
+      unpaired  otherwise (runs one after the other, different counts, too few pairs for
+                --confidence): the two sides' values as two samples (exact rank interval,
+                or Student's t on the logs for small sides), with the reason.
+    Interleave the iterations of a comparison whenever the machine is shared: run A and B
+    in turns, each into its own folder (run --output-dir side-a, then --output-dir side-b,
+    N times), and compare the two folders.
+
+    A value that is not a finite number (NaN, infinity) is not judged: listed, a failure
+    like a missing metric. A result or
     metric of the baseline that the new run lacks is a failure too (--allow-missing: only
     listed). Headline metrics by default (the figure, validity, accuracy), --all for every
     metric; VirtualClient's alias names of a figure are counted once. Settings that differ
@@ -169,6 +197,7 @@ def compare_command(
       workload compare runs/20261101-PERF-CPU-MLPERF runs/20261102-PERF-CPU-MLPERF
       workload compare --baseline last-good runs/20261102-PERF-CPU-MLPERF --junit compare.xml
       workload compare --baseline nightly-2026-11-01 --json
+      workload compare side-a side-b --iterations 7 --confidence 0.95
     """
     from workload.cli.results_cmd import _fail, _load
     from workload.errors import EXIT_USAGE
@@ -311,6 +340,27 @@ def _interval_text(change: MetricChange) -> str:
     return f"{spread.low_pct:+.1f} .. {spread.high_pct:+.1f} %"
 
 
+def _how_text(change: MetricChange) -> str:
+    """How the interval was made: paired (its pairs) or unpaired (its method), and its coverage."""
+    spread = change.interval
+    if spread is None:
+        return ""
+    if spread.paired:
+        return f"paired, {spread.pairs} pairs, {spread.achieved:.3g}"
+    level = spread.achieved or spread.confidence
+    return f"unpaired {spread.method}, {_counts(change)}, {level:.3g}"
+
+
+def _unpaired_reasons(result: Comparison) -> dict[str, int]:
+    """Each reason iterations were judged unpaired, with how many metrics it kept unpaired."""
+    reasons: dict[str, int] = {}
+    for change in result.changes:
+        if change.interval is not None and change.interval.unpaired_because:
+            reason = change.interval.unpaired_because
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return reasons
+
+
 def _report(
     ctx: click.Context,
     a: Any,
@@ -354,6 +404,7 @@ def _report(
             "missing_results": [_key_dict((*k, "")) for k in result.missing_results],
             "new_metrics": [_key_dict(k) for k in result.only_in_b],
             "incomplete": [{**_key_dict(k), "n": n} for k, n in result.incomplete],
+            "unusable": [_key_dict(k) for k in result.unusable],
             "confidence": options.confidence,
             "settings_differ": [c.as_dict() for c in result.settings],
             "load": {"baseline": loads[0], "new": loads[1]},
@@ -372,13 +423,14 @@ def _report(
     if repeated:
         title += (
             f"\niterations: A and B are medians; best and N (A/B) beside them; "
-            f"interval of the change (+ better) at {options.confidence:g} confidence"
+            f"interval of the change (+ better) at {options.confidence:g} confidence; "
+            f"How: paired (B_i/A_i of interleaved iterations) or unpaired, and the coverage"
         )
     if repeated and not console.is_terminal:
         console.width = max(console.width, 220)  # logs are grepped: a row of this wide table stays one line
     table = Table(title=plain(title))
     columns = (
-        ("Metric", "A", "A best", "B", "B best", "N", "Change", "Interval", "")
+        ("Metric", "A", "A best", "B", "B best", "N", "Change", "Interval", "How", "")
         if repeated
         else ("Metric", "A", "B", "Change", "")
     )
@@ -408,6 +460,7 @@ def _report(
                 plain(_counts(change)),
                 plain(pct),
                 plain(_interval_text(change)),
+                plain(_how_text(change)),
                 flag,
             )
         else:
@@ -423,8 +476,12 @@ def _report(
             console.print(styled(("missing", "red"), f" from the new run: {_key_text(key)}"))
     for key, n in result.incomplete:
         console.print(styled(("incomplete", "red"), f": {_key_text(key)} has {n} of {iterations} iterations"))
+    for key in result.unusable:
+        console.print(styled(("unusable", "red"), f": {_key_text(key)}: a value is not a finite number"))
     for key in result.only_in_b:
         console.print(f"new in the new run: {_key_text(key)}", markup=False)
+    for reason, count in _unpaired_reasons(result).items():
+        console.print(f"unpaired ({reason}): {count} metric(s)", markup=False)
     for setting in result.settings:  # a result measured under other settings is another measurement
         console.print(styled(("settings differ", "yellow"), f": {_setting_text(setting)}"))
     if loads != (None, None):
@@ -443,6 +500,9 @@ def _report(
         console.print(what + ("; allowed by --allow-missing" if allow_missing else ""), markup=False)
     if result.incomplete:
         console.print(f"{len(result.incomplete)} metric(s) with fewer than {iterations} iterations", markup=False)
+    if result.unusable:
+        what = f"{len(result.unusable)} metric(s) with a value that is not a finite number"
+        console.print(what + ("; allowed by --allow-missing" if allow_missing else ""), markup=False)
     if not failed:
         console.print("no regression", markup=False)
     if code:

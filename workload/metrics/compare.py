@@ -4,9 +4,13 @@ A change is a regression when it moves the wrong way by more than the threshold,
 relativity (throughput down, latency up, a PASS/VALID flag going to 0). Undefined-relativity
 metrics (settings, counts) are reported as changes but never as regressions. Where a metric has
 two or more values on a side (iterations), the verdict comes from a confidence interval instead
-(:mod:`workload.metrics.intervals`: regression, improvement, no change or cannot tell; the exact
-rank interval of the ratio's Hodges-Lehmann estimate where the sides are large enough, else
-Student's t on the log values).
+(:mod:`workload.metrics.intervals`: regression, improvement, no change or cannot tell): paired
+(the signed-rank interval of the ratios B_i / A_i) where the two sides' iterations alternated in
+time (:mod:`workload.metrics.pairing` reads that from their start and end times) and the pairs
+reach the confidence; otherwise unpaired (the exact rank interval of the ratio's Hodges-Lehmann
+estimate where the sides are large enough, else Student's t on the log values), with the reason.
+A value that is not a finite number (NaN, infinity in a run folder) of a metric with a direction is
+not judged: the metric is listed as unusable, a failure for CI like a missing one.
 
 Each figure is counted once: VirtualClient's names of a figure the result also carries under its
 clear name (``samples_per_second_p99`` beside ``samples_per_second``) are left out. The settings
@@ -16,13 +20,25 @@ compared on their own: a difference is named (:attr:`Comparison.settings`), neve
 
 from __future__ import annotations
 
+import math
 import statistics
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from workload.metrics.collection import Collection
-from workload.metrics.intervals import CANNOT_TELL, IMPROVEMENT, NO_CHANGE, REGRESSION, Interval, interval
+from workload.metrics.intervals import (
+    CANNOT_TELL,
+    IMPROVEMENT,
+    NO_CHANGE,
+    REGRESSION,
+    Interval,
+    interval,
+    paired_interval,
+    why_not_paired,
+)
 from workload.metrics.model import BenchmarkResult, Categorization, Metric, Relativity
 from workload.metrics.names import is_vc_alias
+from workload.metrics.pairing import pair_iterations
 
 MetricKey = tuple[str, str, str, str, str]  # host, benchmark, scenario, test mode, metric name
 ResultKey = tuple[str, str, str, str]  # host, benchmark, scenario, test mode
@@ -156,6 +172,8 @@ class Comparison:
     iterations: int | None = None
     settings: list[SettingChange] = field(default_factory=list)
     confidence: float = 0.95
+    #: metrics with a value that is not a finite number on a side (not judged; a failure like missing)
+    unusable: list[MetricKey] = field(default_factory=list)
 
     @property
     def regressions(self) -> list[MetricChange]:
@@ -177,8 +195,10 @@ class Comparison:
         return list(dict.fromkeys(k[:4] for k in self.only_in_a if k[:4] not in present))
 
     def failed(self, *, allow_missing: bool = False) -> bool:
-        """A regression, or (unless ``allow_missing``) a missing or incomplete metric."""
-        return bool(self.regressions) or (not allow_missing and bool(self.only_in_a or self.incomplete))
+        """A regression, or (unless ``allow_missing``) a missing, incomplete or unusable metric."""
+        return bool(self.regressions) or (
+            not allow_missing and bool(self.only_in_a or self.incomplete or self.unusable)
+        )
 
 
 def _key(result: BenchmarkResult, metric: Metric, with_host: bool) -> MetricKey:
@@ -267,6 +287,29 @@ def _change(before: float, after: float) -> float | None:
     return (after - before) / abs(before) * 100.0
 
 
+def judged_interval(
+    before: Sequence[Metric], after: Sequence[Metric], *, better_sign: float, threshold_pct: float, confidence: float
+) -> Interval | None:
+    """The interval of one metric's iterations: paired when they alternated in time and the pairs
+    reach ``confidence``, else unpaired with the reason (None: too few values for any interval)."""
+    values_a, values_b = [m.value for m in before], [m.value for m in after]
+    if max(len(values_a), len(values_b)) < 2:
+        return None
+    pairing = pair_iterations([(m.start_time, m.end_time) for m in before], [(m.start_time, m.end_time) for m in after])
+    reason = pairing.reason
+    if pairing.paired:
+        ordered_a = [values_a[i] for i in pairing.order_a]
+        ordered_b = [values_b[i] for i in pairing.order_b]
+        paired = paired_interval(
+            ordered_a, ordered_b, better_sign=better_sign, threshold_pct=threshold_pct, confidence=confidence
+        )
+        if paired is not None:
+            return paired
+        reason = why_not_paired(ordered_a, ordered_b, confidence)
+    unpaired = interval(values_a, values_b, better_sign=better_sign, threshold_pct=threshold_pct, confidence=confidence)
+    return replace(unpaired, unpaired_because=reason) if unpaired is not None else None
+
+
 def compare(
     a: Collection,
     b: Collection,
@@ -283,28 +326,34 @@ def compare(
     runs on different machines are compared benchmark by benchmark (values of all hosts pooled).
     ``headline_only`` keeps the metrics of :func:`is_headline`; ``iterations`` asks every metric of
     ``b`` to have that many values (fewer: listed in ``incomplete``). A metric with two or more
-    values on a side is judged by its interval at ``confidence`` (regression only when the interval
-    says so); otherwise by the threshold.
+    values on a side is judged by :func:`judged_interval` at ``confidence`` (regression only when the
+    interval says so); otherwise by the threshold. A metric with a direction and a value that is not
+    finite is listed in ``unusable`` and not judged.
     """
     with_host = bool(set(a.hosts) & set(b.hosts))
     left, right = _index(a, with_host, headline_only), _index(b, with_host, headline_only)
     changes: list[MetricChange] = []
     incomplete: list[tuple[MetricKey, int]] = []
+    unusable: list[MetricKey] = []
     for key, before_list in left.items():
         after_list = right.get(key)
         if after_list is None:
             continue
         first = before_list[0]
+        judged = first.relativity is not Relativity.UNDEFINED  # settings and counts are shown, never judged
+        if judged and not all(math.isfinite(m.value) for m in (*before_list, *after_list)):
+            unusable.append(key)
+            continue
         agg_a = Aggregate(tuple(m.value for m in before_list), first.relativity)
         agg_b = Aggregate(tuple(m.value for m in after_list), first.relativity)
         before, after = agg_a.median, agg_b.median
         pct = _change(before, after)
         worse = better = False
         spread: Interval | None = None
-        if first.relativity is not Relativity.UNDEFINED:
+        if judged:
             sign = 1.0 if first.relativity is Relativity.HIGHER_IS_BETTER else -1.0
-            spread = interval(
-                agg_a.values, agg_b.values, better_sign=sign, threshold_pct=threshold_pct, confidence=confidence
+            spread = judged_interval(
+                before_list, after_list, better_sign=sign, threshold_pct=threshold_pct, confidence=confidence
             )
             if spread is not None:
                 worse, better = spread.verdict == REGRESSION, spread.verdict == IMPROVEMENT
@@ -327,6 +376,7 @@ def compare(
         iterations=iterations,
         settings=setting_changes(a, b, with_host),
         confidence=confidence,
+        unusable=unusable,
     )
 
 
