@@ -328,8 +328,10 @@ def test_workload_run_of_the_rounds_profile_on_nvidias_real_tree_exits_0(bed: di
     (system,) = [p.name for p in (nvidia / "configs").iterdir() if p.name.startswith("WL_")]
     # the run's container is still there: NVIDIA's detection, asked as the system check asks it, answers unregistered
     container = bed["engine"].client.containers.get(bed["name"])
-    code, out = container.exec_run(["python3", "-c", DETECT], workdir="/work")
-    assert code == 0 and out.decode().strip().endswith("UNREGISTERED_x86_64_NVIDIA_B200x8"), out.decode()[-3000:]
+    # stdout alone (demux): NVIDIA's logging on stderr interleaves with it in any order
+    code, (out, err) = container.exec_run(["python3", "-c", DETECT], workdir="/work", demux=True)
+    answer = (out or b"").decode().strip()
+    assert code == 0 and answer.endswith("UNREGISTERED_x86_64_NVIDIA_B200x8"), f"{answer}\n{(err or b'').decode()}"
     # Every make of NVIDIA's code/main.py loaded OUR file for its benchmark and scenario: never minimal, never empty.
     loaded = {line.split("configs/", 1)[1] for line in logs.splitlines() if "Loading configs from" in line}
     assert loaded and all(path.startswith(f"{system}/") for path in loaded), sorted(loaded)
@@ -396,15 +398,18 @@ def test_workload_run_of_the_v41_profile_on_nvidias_real_files_exits_0(bed: dict
     # a folder whose custom_systems/ has no custom_list.py) the same detection knows no system for this machine.
     (member,) = re.findall(r"custom_systems\['(\w+)'\]", (nvidia / "code/common/systems/custom_list.py").read_text())
     container = bed["engine"].client.containers.get(bed["name"])
-    code, out = container.exec_run(["python3", "-m", "scripts.get_system_id"], workdir="/work")
-    assert code == 0 and out.decode().strip().splitlines()[-1] == f"KnownSystem.{member}", out.decode()[-3000:]
+    code, (out, err) = container.exec_run(["python3", "-m", "scripts.get_system_id"], workdir="/work", demux=True)
+    answer = (out or b"").decode().strip()
+    assert code == 0 and answer == f"KnownSystem.{member}", f"{answer}\n{(err or b'').decode()[-3000:]}"
     empty = f"{bed['scratch']}/no-custom-systems"
-    code, out = container.exec_run(
+    code, (out, err) = container.exec_run(
         ["sh", "-c", f"mkdir -p {empty}/custom_systems && python3 -m scripts.get_system_id"],
         workdir="/work",
         environment={"MLPINF_CUSTOM_DEFINITION_PATH": empty},
+        demux=True,
     )
-    assert code == 0 and out.decode().strip().splitlines()[-1] == "None", out.decode()[-3000:]
+    answer = (out or b"").decode().strip()
+    assert code == 0 and answer == "None", f"{answer}\n{(err or b'').decode()[-3000:]}"
 
     # Every config the harness ran is OUR class in OUR custom.py, as NVIDIA's registry loaded and validated it.
     shipped = json.loads(profile.read_text())
