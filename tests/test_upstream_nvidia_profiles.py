@@ -19,7 +19,8 @@ bed's Debian container has no Python packages of NVIDIA's image), the network (`
 stand-in reports 8x B200) and TensorRT/torch (tests/upstream_standins). Not run here: the setup stages (downloads), the
 engine build and the benchmark itself (GPU work; tests/test_upstream_nvidia_run.py runs the whole ``workload run`` of
 both profiles in the test bed's container, with those stood in); the v4.1 profile (its system check is
-``scripts/get_system_id.py`` and a ``custom_list.py`` registration, covered by tests/test_upstream_nvidia_v41.py).
+``scripts/get_system_id.py`` and a ``custom_list.py`` registration, covered by tests/test_upstream_nvidia_v41.py; its
+whole ``workload run`` is in tests/test_upstream_nvidia_run.py too).
 """
 
 from __future__ import annotations

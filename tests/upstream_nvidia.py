@@ -17,6 +17,9 @@ Contract:
   with ``PYTHONPATH=<nvmitten>/src:<staged tree>:tests/upstream_standins`` (the stand-ins, loaded by the script's
   ``import upstream_standins_boot`` or by ``sitecustomize``), ``SYSTEM_NAME=<system id>`` when given, the GPUs the
   CUDA stand-in reports (``STANDIN_CUDA_GPUS``, see :func:`cuda_gpus`), and the round's checker file.
+* :func:`stage_v41_harness` writes into a staged v4.1 tree the stand-ins of what NVIDIA's v4.1 files we hold lack
+  for a whole run (``Makefile``, ``code/main.py``, ``code/common/cuda_python.py``, ``scripts/print_harness_result.py``:
+  tests/upstream_standins/v4.1/UPSTREAM.md).
 * :func:`resolve_configs` runs ``tests/upstream_nvidia_driver.py`` that way: NVIDIA's own code detects the system,
   finds and loads the config files, validates their keys and resolves the values (see the driver's docstring for
   what is NVIDIA's code and what is a stand-in). Returns the driver's JSON answer. ``tests/nvidia_v60_values.py``
@@ -263,6 +266,39 @@ build:
 \t@echo "build (stand-in: NVIDIA's plugins and LoadGen compile against CUDA and TensorRT)" \\
 \t\t>> $(MLPERF_SCRATCH_PATH)/standin_setup.log
 """
+
+
+#: The stand-ins of the v4.1 files a whole run needs that are not among the v4.1 files we hold (nor, except
+#: ``code/main.py``, in the public index): (stand-in, where it goes in closed/NVIDIA). The Makefile and the result
+#: printer are the stand-in harness's (tests/fixtures/harness/UPSTREAM.md), the others tests/upstream_standins/v4.1's
+#: (its UPSTREAM.md).
+_V41_STANDINS = (
+    (REPO_ROOT / "tests" / "fixtures" / "harness" / "tree" / "closed" / "NVIDIA" / "Makefile", "Makefile"),
+    (
+        REPO_ROOT
+        / "tests"
+        / "fixtures"
+        / "harness"
+        / "tree"
+        / "closed"
+        / "NVIDIA"
+        / "scripts"
+        / "print_harness_result.py",
+        "scripts/print_harness_result.py",
+    ),
+    (STANDINS / "v4.1" / "main.py", "code/main.py"),
+    (STANDINS / "v4.1" / "cuda_python.py", "code/common/cuda_python.py"),
+)
+
+
+def stage_v41_harness(staged: Path) -> list[str]:
+    """Write the stand-ins of :data:`_V41_STANDINS` into a staged v4.1 tree (a file NVIDIA's tree has is replaced:
+    the real ``code/main.py`` runs TensorRT); returns the paths written (relative to closed/NVIDIA)."""
+    for source, rel in _V41_STANDINS:
+        target = staged / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    return [rel for _, rel in _V41_STANDINS]
 
 
 def stage_gpu_work(staged: Path) -> list[str]:
