@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from workload.actions.loadgen_executor import ATTEMPTS_FILE
 from workload.cli import invoke
 from workload.loadgen.settings import EFFECTIVE_SETTINGS
 
@@ -28,8 +29,15 @@ def test_later_iterations_reuse_the_first_rounds_targets_without_searching(
         runs = folder / "local" / "results" / "loadgen" / "minilm-int8" / scenario / "performance"
         first = json.loads((runs / "run_1" / EFFECTIVE_SETTINGS).read_text())
         second = json.loads((runs / "run_2" / EFFECTIVE_SETTINGS).read_text())
-        assert first["find_performance"] is not None and first["find_performance"]["applied"]
+        if (runs / "run_1" / ATTEMPTS_FILE).exists():
+            # Round 1's test was INVALID at the targets it found and was retried (a loaded machine sustains less
+            # than it measured): run_1 holds the retry, whose fixed targets are what the round ended with.
+            assert first["find_performance"] is None
+            ended_with = {k: v for k, v in first["asked"].items() if k != "find_peak_performance"}
+        else:
+            assert first["find_performance"] is not None and first["find_performance"]["applied"]
+            ended_with = first["find_performance"]["applied"]
         assert second["find_performance"] is None and second["asked"]["find_peak_performance"] is False
         assert second["user_conf"] == first["user_conf"]  # the same targets and bound, so the same test
-        for key, value in first["find_performance"]["applied"].items():
-            assert second["asked"][key] == value
+        for key, value in ended_with.items():
+            assert second["asked"][key] == value, key
