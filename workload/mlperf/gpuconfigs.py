@@ -39,9 +39,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from workload.errors import ProfileError
 from workload.mlperf.catalog import canonical_benchmark
@@ -88,11 +88,23 @@ __all__ = [
     "load_table",
     "parallel_gpus",
     "read_table_file",
+    "read_table_folder",
     "spelled_as_in",
 ]
 
-#: A gpuconfigs file model (:func:`read_table_file`).
-TableModel = TypeVar("TableModel", bound=BaseModel)
+
+class _TableFile(Protocol):
+    """What a gpuconfigs file model has (the shipped tables' :class:`SkuTable` and the parts tables' ``PartsSku``)."""
+
+    sku: str
+    round: str
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Self: ...
+
+
+#: A gpuconfigs file model (:func:`read_table_file`, :func:`read_table_folder`).
+TableModel = TypeVar("TableModel", bound=_TableFile)
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -339,16 +351,24 @@ def load_table(folder: Path | None = None, harness_round: str = DEFAULT_ROUND) -
 
         folder = gpuconfig_dir() / ROUNDS[harness_round] if ROUNDS[harness_round] else gpuconfig_dir()
     prefix = f"gpuconfigs/{ROUNDS[harness_round]}/" if ROUNDS[harness_round] else "gpuconfigs/"
-    skus: dict[str, SkuTable] = {}
-    for path in sorted(Path(folder).glob("*.json")):
+    skus = read_table_folder(Path(folder), prefix, SkuTable, harness_round)
+    return GpuConfigTable(skus=skus, folder=Path(folder), round=harness_round)
+
+
+def read_table_folder(folder: Path, prefix: str, model: type[TableModel], harness_round: str) -> dict[str, TableModel]:
+    """Every ``*.json`` of a round's table folder validated as ``model`` (:func:`read_table_file`), by SKU; a file
+    whose ``sku`` is not its name or whose ``round`` is another round's is a ProfileError naming it (``prefix`` +
+    the file name)."""
+    tables: dict[str, TableModel] = {}
+    for path in sorted(folder.glob("*.json")):
         label = f"{prefix}{path.name}"
-        table = read_table_file(path, label, SkuTable)
+        table = read_table_file(path, label, model)
         if table.sku != path.stem:
             raise ProfileError(f"{label}: sku", f"is {table.sku!r} but the file is named {path.stem!r}")
         if table.round != harness_round:
             raise ProfileError(f"{label}: round", f"is {table.round!r} but the file lies in the {harness_round} table")
-        skus[table.sku] = table
-    return GpuConfigTable(skus=skus, folder=Path(folder), round=harness_round)
+        tables[table.sku] = table
+    return tables
 
 
 def read_table_file(path: Path, label: str, model: type[TableModel]) -> TableModel:

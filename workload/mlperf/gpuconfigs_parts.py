@@ -33,8 +33,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from workload.errors import ProfileError
-from workload.mlperf.gpuconfigs import read_table_file
+from workload.mlperf.gpuconfigs import read_table_folder
 from workload.mlperf.round_spec import builtin_specs
 
 
@@ -279,13 +278,5 @@ def load_parts_table(folder: Path | None = None, harness_round: str | None = Non
         from workload.resources import gpuconfig_dir
 
         folder = gpuconfig_dir() / harness_round
-    tables: dict[str, PartsSku] = {}
-    for path in sorted(Path(folder).glob("*.json")):
-        label = f"gpuconfigs/{harness_round}/{path.name}"
-        table = read_table_file(path, label, PartsSku)
-        if table.sku != path.stem:
-            raise ProfileError(f"{label}: sku", f"is {table.sku!r} but the file is named {path.stem!r}")
-        if table.round != harness_round:
-            raise ProfileError(f"{label}: round", f"is {table.round!r} but the file lies in the {harness_round} table")
-        tables[table.sku] = table
+    tables = read_table_folder(Path(folder), f"gpuconfigs/{harness_round}/", PartsSku, harness_round)
     return PartsTable(tables=tables, folder=Path(folder))
