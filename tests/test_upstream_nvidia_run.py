@@ -308,6 +308,17 @@ def workload_run(bed: dict[str, Any], profile: Path) -> subprocess.CompletedProc
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S, check=False)
 
 
+def run_ok(bed: dict[str, Any], profile: Path) -> tuple[dict[str, Any], str]:
+    """``workload run`` of ``profile`` on the bed, asserted to exit 0 with its one outcome ok: its run.json and the
+    text of every log of its run folder."""
+    done = workload_run(bed, profile)
+    assert done.returncode == 0, f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
+    (folder,) = (bed["tmp"] / "runs").iterdir()
+    record = json.loads((folder / "run.json").read_text())
+    assert [o["status"] for o in record["outcomes"]] == ["ok"], record["outcomes"]
+    return record, "\n".join(p.read_text(errors="replace") for p in folder.rglob("*.log"))
+
+
 def calls(bed: dict[str, Any]) -> list[dict[str, Any]]:
     path: Path = bed["scratch"] / "standin_gpu_work.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
@@ -316,12 +327,7 @@ def calls(bed: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("bed", LLM_ROUNDS, indirect=True)
 def test_workload_run_of_the_rounds_profile_on_nvidias_real_tree_exits_0(bed: dict[str, Any]) -> None:
     profile = shipped_profile(bed)
-    done = workload_run(bed, profile)
-    assert done.returncode == 0, f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
-    (folder,) = (bed["tmp"] / "runs").iterdir()
-    record = json.loads((folder / "run.json").read_text())
-    assert [o["status"] for o in record["outcomes"]] == ["ok"], record["outcomes"]
-    logs = "\n".join(p.read_text(errors="replace") for p in folder.rglob("*.log"))
+    record, logs = run_ok(bed, profile)
     nvidia: Path = bed["nvidia"]
 
     # Our custom system: NVIDIA's detection does not know the machine, so the files are ours, in the round's format.
@@ -385,12 +391,7 @@ def test_workload_run_of_the_v41_profile_on_nvidias_real_files_exits_0(bed: dict
     (``up.stage_v41_harness``: the Makefile, ``code/main.py`` calling NVIDIA's registry and fields, the CUDA context
     helper) and so are nvidia-smi and CUDA (8x H100)."""
     profile = shipped_profile(bed)
-    done = workload_run(bed, profile)
-    assert done.returncode == 0, f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
-    (folder,) = (bed["tmp"] / "runs").iterdir()
-    record = json.loads((folder / "run.json").read_text())
-    assert [o["status"] for o in record["outcomes"]] == ["ok"], record["outcomes"]
-    logs = "\n".join(p.read_text(errors="replace") for p in folder.rglob("*.log"))
+    record, logs = run_ok(bed, profile)
     nvidia: Path = bed["nvidia"]
 
     # Our custom system, registered in NVIDIA's custom_list.py; NVIDIA's detection, run in the run's container as the

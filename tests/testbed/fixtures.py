@@ -45,7 +45,7 @@ __all__ = [
 def _missing_prerequisite() -> str | None:
     if os.geteuid() != 0:
         return "the fresh-VM test bed needs root (dockerd, debootstrap)"
-    for tool in ("dockerd", "debootstrap", "dpkg-deb", "apt-ftparchive", "ssh-keygen"):
+    for tool in ("dockerd", "docker", "debootstrap", "dpkg-deb", "apt-ftparchive", "ssh-keygen"):
         if shutil.which(tool) is None:
             return (
                 f"the fresh-VM test bed needs {tool} (apt-get install docker.io debootstrap apt-utils openssh-client)"
