@@ -403,7 +403,7 @@ class Engine:
         failed: WorkloadError | None = None
         while True:
             iteration += 1
-            round_started = time.monotonic()
+            first_of_round = len(outcome.steps)
             for index, step in actions:
                 try:
                     self._run_step(host, state, index, step, exports, outcome, iteration=iteration)
@@ -418,7 +418,10 @@ class Engine:
                     break
             elif iteration >= self.options.iterations:
                 break
-            self._space_rounds(host, round_started, deadline)
+            # The round started when its first step was announced, not when this loop came round:
+            # building the first step's context can take a while on a loaded machine, and the
+            # spacing is promised between the starts that the log and the reporter show.
+            self._space_rounds(host, outcome.steps[first_of_round].started_at, deadline)
             if deadline is not None and time.monotonic() >= deadline:
                 break  # the spacing ran into the deadline: no round starts after it
         if failed is not None:
@@ -455,7 +458,7 @@ class Engine:
         self._host_line(host.name, f"== {step.label} (iteration {iteration})")
         self.reporter.step_started(host.name, step)
         started = time.monotonic()
-        result = StepOutcome(step.label, "failed")
+        result = StepOutcome(step.label, "failed", started_at=started)
         try:
 
             def reboot(ctx: StepContext) -> StepContext:

@@ -44,6 +44,10 @@ class StepOutcome:
     duration_s: float = 0.0
     message: str = ""
     plan: StepPlan | None = None
+    #: ``time.monotonic()`` just after the step was announced (log line, reporter): the moment the
+    #: engine counts a round of actions from, so that anything watching the announcements sees rounds
+    #: spaced by at least ``MinimumExecutionInterval``. Not written to run.json (a process-local clock).
+    started_at: float = 0.0
 
 
 def _masked(value: object, secrets: Secrets | None) -> object:
