@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import shutil
+import signal
 
 import pytest
 
 from tests.testbed.parallel import group_by_shared_fixtures
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell starts a background job (`.ci/run &`, `nohup ... &`) with SIGINT ignored, and an ignored
+    # signal stays ignored across exec: every `workload` the tests start would then shrug off the
+    # Ctrl-C the interrupt tests send, and each such test would wait out its timeout. A handler (not
+    # SIG_IGN) is reset to the default on exec, so the children get a SIGINT they can act on.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)
