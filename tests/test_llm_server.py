@@ -4,6 +4,7 @@ so ``GET /health`` answers 200 like trtllm-serve's) started through the real bas
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -72,6 +73,33 @@ def test_serving_waits_until_it_answers_then_stops_the_whole_group(tmp_path: Pat
             pass
     assert not _group_alive(pgid)
     assert not (tmp_path / "server.pgid").exists()
+    assert "GET /health" in (tmp_path / "server.log").read_text()
+
+
+def test_a_server_slow_to_make_its_process_group_is_not_taken_for_dead(tmp_path: Path) -> None:
+    # On a loaded machine the started child may not have run setsid yet when the first probe asks for its group
+    # ("exited before answering", with an empty log: seen at load ~5). A `setsid` first on PATH that sleeps a
+    # second before exec'ing the real one makes that delay happen every time (a scheduler delay cannot be had on
+    # demand). The start waits, bounded, for the group; without that wait the first probe finds none.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = shutil.which("setsid")
+    assert real is not None
+    slow = bin_dir / "setsid"
+    slow.write_text(f'#!/bin/sh\nsleep 1\nexec {real} "$@"\n')
+    slow.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+
+    def run(argv: Sequence[str]) -> tuple[int, str]:
+        done = subprocess.run(list(argv), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        return done.returncode, done.stdout + done.stderr
+
+    port = _free_port()
+    spec = _spec(tmp_path, _http_server(tmp_path, port), port)
+    with llm_server.serving(run, spec):
+        pgid = int((tmp_path / "server.pgid").read_text())
+        assert _group_alive(pgid)
+    assert not _group_alive(pgid)
     assert "GET /health" in (tmp_path / "server.log").read_text()
 
 

@@ -61,14 +61,19 @@ ELSEWHERE = 5
 #: The parameter that sets the port the rounds' servers are waited for on.
 PORT_PARAMETER = "LLMServerPort"
 
+# The background child makes its own process group only once it runs setsid; on a loaded machine that can be after
+# this exec returned and the first probe asked for the group (which then looked dead). So the start waits, bounded
+# (50 x 0.1 s), until the group exists or the child is gone; the probe still counts the child itself as alive.
 _START = (
     'log=$1; pid=$2; shift 2; mkdir -p -- "$(dirname -- "$log")" "$(dirname -- "$pid")" || exit 1; '
-    'setsid "$@" >"$log" 2>&1 </dev/null & echo $! >"$pid"'
+    'setsid "$@" >"$log" 2>&1 </dev/null & p=$!; echo "$p" >"$pid"; n=0; '
+    'while ! kill -0 -- "-$p" 2>/dev/null && kill -0 "$p" 2>/dev/null && [ "$n" -lt 50 ]; do sleep 0.1; n=$((n+1)); '
+    "done; exit 0"
 )
 # Python instead of curl: NVIDIA's image always has python3, not always curl. The program is one argument (shown
 # as it is by `plan`); argv: the health URL, the group id. See the module docstring for "another port".
 _PROBE = (
-    'p=$(cat "$1" 2>/dev/null) || exit 3; kill -0 -- "-$p" 2>/dev/null || exit 3; shift; '
+    'p=$(cat "$1" 2>/dev/null) || exit 3; kill -0 -- "-$p" 2>/dev/null || kill -0 "$p" 2>/dev/null || exit 3; shift; '
     'exec python3 -c "$1" "$p" "${@:2}" 2>/dev/null'
 )
 # argv: the group id, the health path, then every server's host:port. Prints "answering: ..." and "waiting: ..."
