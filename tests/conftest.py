@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from tests.testbed.parallel import group_by_shared_fixtures
+from tests.testbed.parallel import group_by_shared_fixtures, slow_first
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -26,6 +26,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # the xdist_group markers in its own pytest_collection_modifyitems (xdist/remote.py), so ours must
     # run before it, whatever order the plugins were registered in (tests/test_parallel_groups.py).
     group_by_shared_fixtures(items)
+    slow_first(items)
     # GPU tests need a real NVIDIA GPU; everywhere else they are reported as skipped, never passed.
     if shutil.which("nvidia-smi") is None:
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (nvidia-smi not found)")

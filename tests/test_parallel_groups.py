@@ -66,3 +66,47 @@ def test_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path: Path) -> Non
     assert {r["worker"] for r in shared} <= {"gw0", "gw1"} and len({r["worker"] for r in shared}) == 1, shared
     assert len({r["instance"] for r in shared}) == 1, shared  # made once: the tests built on the same one
     assert len([name for name in records if name.startswith("alone-")]) == 6
+
+
+ORDERED = """
+import os
+import pytest
+
+OUT = os.environ["GROUP_TEST_OUT"]
+
+
+def _record(name):
+    with open(os.path.join(OUT, "order"), "a") as f:
+        f.write(name + "\\n")
+
+
+def test_quick_first_in_the_file():
+    _record("quick-1")
+
+
+@pytest.mark.slow
+def test_slow_last_in_the_file():
+    _record("slow")
+
+
+def test_quick_after_it():
+    _record("quick-2")
+"""
+
+
+def test_slow_tests_are_handed_out_before_the_quick_ones(tmp_path: Path) -> None:
+    # One worker runs the tests in the order the scheduler hands them out: the slow one first, then the
+    # quick ones in their file order (tests/testbed/parallel.slow_first, through the suite's own hook).
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(CONFTEST)
+    (suite / "test_ordered.py").write_text(ORDERED)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "GROUP_TEST_OUT": str(out), "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", "--dist", "loadgroup"]
+    done = subprocess.run(
+        [*argv, "--rootdir", str(suite), str(suite)], cwd=suite, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (out / "order").read_text().split() == ["slow", "quick-1", "quick-2"]

@@ -61,3 +61,15 @@ def group_by_shared_fixtures(items: list[pytest.Item]) -> None:
         scope = shared_scope(item)
         if scope is not None:
             item.add_marker(pytest.mark.xdist_group(_group_of(item, scope)))
+
+
+def slow_first(items: list[pytest.Item]) -> None:
+    """Move the tests marked ``slow`` (the test bed's: containers, VMs, whole runs; up to 100 s each) ahead of the
+    rest, keeping the order within each part.
+
+    pytest-xdist's ``loadgroup`` scheduler hands out work in collection order, after the groups of several tests
+    (it sorts scopes by size, stably). A long test collected late (``test_upstream_nvidia_run.py`` sorts near the
+    end) starts when the quick tests are gone and the other workers idle while it runs; started first, the quick
+    tests fill the workers around it.
+    """
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is None)
