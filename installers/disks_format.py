@@ -73,43 +73,66 @@ def _formatted_by_us(disk: Disk, params: FormatDisksParameters) -> str | None:
 #: for FormatDisks to write: it opens exclusively (O_EXCL on a block device fails while it is
 #: mounted, in a RAID/LVM, or claimed by mkfs & co.), has no holders, and no process has it or one
 #: of its partitions open. Run right before the first write (parted), so a disk someone took since
-#: the plan is left untouched.
+#: the plan is left untouched. When processes having it open is the only reason, it looks again
+#: for up to :data:`PROBE_WAIT_S`: blkid and udev's workers open every new or changed block device
+#: for a few milliseconds to read its signatures (seen: a blkid of a concurrent disk scan), and a
+#: disk a program really uses is still open then.
+PROBE_WAIT_S = 5.0
 EXCLUSIVE_SCRIPT = r"""
-import os, sys
+import os, sys, time
 disk = os.path.realpath(sys.argv[2])
 name = os.path.basename(disk)
-busy = []
-try:
-    os.close(os.open(disk, os.O_RDONLY | os.O_EXCL))
-except OSError as e:
-    busy.append("it cannot be opened exclusively (%s): mounted, in a RAID or LVM, or claimed by a program" % e.strerror)
 sysdir = "/sys/class/block/" + name
-holders = os.listdir(sysdir + "/holders") if os.path.isdir(sysdir + "/holders") else []
-if holders:
-    busy.append("held by " + ", ".join(sorted(holders)))
-parts = [p for p in (os.listdir(sysdir) if os.path.isdir(sysdir) else []) if p.startswith(name)]
-targets = {disk} | {"/dev/" + p for p in parts}
-me = os.getpid()
-for pid in os.listdir("/proc"):
-    if not pid.isdigit() or int(pid) == me:
-        continue
+
+
+def lasting_reasons():
+    busy = []
     try:
-        fds = os.listdir("/proc/%s/fd" % pid)
-    except OSError:
-        continue
-    for fd in fds:
+        os.close(os.open(disk, os.O_RDONLY | os.O_EXCL))
+    except OSError as e:
+        why = "mounted, in a RAID or LVM, or claimed by a program"
+        busy.append("it cannot be opened exclusively (%s): %s" % (e.strerror, why))
+    holders = os.listdir(sysdir + "/holders") if os.path.isdir(sysdir + "/holders") else []
+    if holders:
+        busy.append("held by " + ", ".join(sorted(holders)))
+    return busy
+
+
+def open_in():
+    parts = [p for p in (os.listdir(sysdir) if os.path.isdir(sysdir) else []) if p.startswith(name)]
+    targets = {disk} | {"/dev/" + p for p in parts}
+    me = os.getpid()
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
         try:
-            target = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+            fds = os.listdir("/proc/%s/fd" % pid)
         except OSError:
             continue
-        if target in targets:
+        for fd in fds:
             try:
-                with open("/proc/%s/comm" % pid) as f:
-                    comm = f.read().strip()
+                target = os.readlink("/proc/%s/fd/%s" % (pid, fd))
             except OSError:
-                comm = "?"
-            busy.append("open in process %s (%s) as %s" % (pid, comm, target))
-            break
+                continue
+            if target in targets:
+                try:
+                    with open("/proc/%s/comm" % pid) as f:
+                        comm = f.read().strip()
+                except OSError:
+                    comm = "?"
+                found.append("open in process %s (%s) as %s" % (pid, comm, target))
+                break
+    return found
+
+
+deadline = time.monotonic() + float(sys.argv[3])
+while True:
+    busy = lasting_reasons()
+    busy += open_in()
+    if not busy or any(not b.startswith("open in process") for b in busy) or time.monotonic() >= deadline:
+        break
+    time.sleep(0.2)
 if busy:
     sys.stderr.write("%s is in use: %s; nothing was written to it\n" % (disk, "; ".join(busy)))
     sys.exit(1)
@@ -119,7 +142,9 @@ print("%s is not in use" % disk)
 
 def exclusive_check(disk_path: str) -> Command:
     """The check that ``disk_path`` is free, run before the first write (see :data:`EXCLUSIVE_SCRIPT`)."""
-    return cmd("python3", "-c", EXCLUSIVE_SCRIPT, "disk-is-free", disk_path, sudo=True, timeout=120)
+    return cmd(
+        "python3", "-c", EXCLUSIVE_SCRIPT, "disk-is-free", disk_path, f"{PROBE_WAIT_S:g}", sudo=True, timeout=120
+    )
 
 
 def _single_disk_change(disk: Disk, params: FormatDisksParameters) -> Change:

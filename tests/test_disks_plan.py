@@ -36,7 +36,7 @@ def test_azure_vm_formats_only_the_blank_nvme_disks_and_says_why_not_the_resourc
     plan = plan_format(FormatDisksParameters(), load_facts("azure_nd"))
     assert [c.summary.split()[1] for c in plan.changes] == ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1"]
     # the disk is checked to be free before the first write
-    assert argvs(plan)[0] == ["python3", "-c", EXCLUSIVE_SCRIPT, "disk-is-free", "/dev/nvme0n1"]
+    assert argvs(plan)[0] == ["python3", "-c", EXCLUSIVE_SCRIPT, "disk-is-free", "/dev/nvme0n1", "5"]
     assert argvs(plan)[1:5] == [
         [
             "parted",

@@ -105,16 +105,17 @@ HOLD = """
 import os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY | (os.O_EXCL if sys.argv[2] == "excl" else 0))
 print("holding", flush=True)
-time.sleep(120)
+time.sleep(float(sys.argv[3]))
 """
 
 
 @pytest.fixture
-def holder() -> Iterator[Callable[[str, str], None]]:
+def holder() -> Iterator[Callable[..., None]]:
     procs: list[subprocess.Popen[str]] = []
 
-    def hold(dev: str, how: str) -> None:
-        proc = subprocess.Popen([sys.executable, "-c", HOLD, dev, how], stdout=subprocess.PIPE, text=True)
+    def hold(dev: str, how: str, seconds: float = 120.0) -> None:
+        argv = [sys.executable, "-c", HOLD, dev, how, str(seconds)]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
         procs.append(proc)
 
@@ -127,7 +128,7 @@ def holder() -> Iterator[Callable[[str, str], None]]:
 @pytest.mark.parametrize("how", ["plain", "excl"])
 def test_a_disk_another_process_holds_gets_nothing_written(
     make_loop: Callable[[], str],  # noqa: F811
-    holder: Callable[[str, str], None],
+    holder: Callable[..., None],
     tmp_path: Path,
     how: str,
 ) -> None:
@@ -143,6 +144,20 @@ def test_a_disk_another_process_holds_gets_nothing_written(
     assert plan.changed
     state = tmp_path / "state.json"  # and a disk never written is not recorded as begun
     assert not state.exists() or dev not in json.loads(state.read_text()).get("FormatDisks:started", {})
+
+
+def test_a_disk_open_for_a_moment_is_waited_for_then_formatted(
+    make_loop: Callable[[], str],  # noqa: F811
+    holder: Callable[..., None],
+    tmp_path: Path,
+) -> None:
+    # A prober (blkid, a udev worker) opens a disk for milliseconds; a second here, well inside the check's
+    # bounded look-again (disks_format.PROBE_WAIT_S). A disk held throughout is refused (the test above).
+    dev = make_loop()
+    ctx = ctx_on(LocalHost(), tmp_path)
+    holder(dev, "plain", 1.0)
+    run_step(fmt(dev), ctx)
+    assert signatures(dev) != []
 
 
 def test_a_wrong_sudo_password_is_a_failed_step_not_no_change(

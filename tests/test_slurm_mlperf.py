@@ -148,8 +148,10 @@ def test_mlperf_executor_runs_on_slurm_nodes_over_job_steps_and_merges_their_res
         run_s = time.monotonic() - started
         captured = capsys.readouterr()
         # Every node ran; the verdict is the harness's own: a Quick run is INVALID (10-min runtime not met).
-        assert code == EXIT_INVALID_RESULTS, captured
         record = run_json(out)
+        # A string message: pytest shortens the repr of any other object to a line.
+        assert code == EXIT_INVALID_RESULTS, f"{captured.out[-4000:]}\n{captured.err[-4000:]}\n{record['outcomes']}"
+
         assert sorted(o["host"] for o in record["outcomes"]) == sorted(cluster.node_names)
         assert {o["status"] for o in record["outcomes"]} == {"ok"}, record["outcomes"]
         folder = next(p for p in out.iterdir() if p.is_dir())

@@ -407,8 +407,11 @@ class FreshVM:
         self.write_file("/var/lib/standin/hardware.json", json.dumps(hardware, indent=1))
 
     def loaded_driver(self) -> str | None:
-        """The driver version the stand-in kernel module loaded at boot, or None."""
+        """The driver version the stand-in kernel module loaded at boot, or None (no such file); a TestbedError
+        with the output when the ``cat`` fails otherwise, so that a failed exec is not read as "nothing loaded"."""
         code, out = self.exec(["cat", "/run/nvidia-driver-loaded"])
+        if code != 0 and "No such file" not in out:
+            raise TestbedError(f"FreshVM {self.name}: cat /run/nvidia-driver-loaded exited {code}:\n{out}")
         return out.strip() if code == 0 and out.strip() else None
 
     def hold_dpkg_lock(self, seconds: float, locks: Sequence[str] = ()) -> int:
