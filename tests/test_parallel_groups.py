@@ -48,19 +48,26 @@ from tests.conftest import pytest_collection_modifyitems  # noqa: F401  (the sui
 """
 
 
-def test_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path: Path) -> None:
+def _run_suite(tmp_path: Path, module: str, workers: int) -> Path:
+    """``module`` as the only test file of a suite with this suite's collection hook, run by ``workers``
+    pytest-xdist workers (``--dist loadgroup``, as .ci/run); the folder its tests record into."""
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "conftest.py").write_text(CONFTEST)
-    (suite / "test_grouped.py").write_text(MODULE)
+    (suite / "test_generated.py").write_text(module)
     out = tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "GROUP_TEST_OUT": str(out), "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup"]
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers), "--dist", "loadgroup"]
     done = subprocess.run(
         [*argv, "--rootdir", str(suite), str(suite)], cwd=suite, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+def test_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path: Path) -> None:
+    out = _run_suite(tmp_path, MODULE, 2)
     records = {p.name: json.loads(p.read_text()) for p in out.iterdir()}
     shared = [records[f"shared-{n}"] for n in range(6)]
     assert {r["worker"] for r in shared} <= {"gw0", "gw1"} and len({r["worker"] for r in shared}) == 1, shared
@@ -97,16 +104,5 @@ def test_quick_after_it():
 def test_slow_tests_are_handed_out_before_the_quick_ones(tmp_path: Path) -> None:
     # One worker runs the tests in the order the scheduler hands them out: the slow one first, then the
     # quick ones in their file order (tests/testbed/parallel.slow_first, through the suite's own hook).
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "conftest.py").write_text(CONFTEST)
-    (suite / "test_ordered.py").write_text(ORDERED)
-    out = tmp_path / "out"
-    out.mkdir()
-    env = {**os.environ, "GROUP_TEST_OUT": str(out), "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", "--dist", "loadgroup"]
-    done = subprocess.run(
-        [*argv, "--rootdir", str(suite), str(suite)], cwd=suite, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    out = _run_suite(tmp_path, ORDERED, 1)
     assert (out / "order").read_text().split() == ["slow", "quick-1", "quick-2"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
 import subprocess
 import threading
@@ -10,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.testbed.sshd import SshServer, ssh_host, ssh_options, sshd  # noqa: F401  (fixture)
+from tests.testbed.sshd import SshServer, fresh_sshd, ssh_host, ssh_options, sshd  # noqa: F401  (fixture)
 from workload.cli import invoke
 from workload.commands import cmd
 from workload.errors import ConnectError
 from workload.hosts import SshHost
+from workload.hosts.base import ConnectionLost
 
 
 def serve(reply: bytes | None) -> Iterator[int]:
@@ -118,3 +122,66 @@ def test_identity_that_is_not_a_private_key_is_refused_before_connecting(
         code = invoke(["plan", "--profile", "PERF-CPU-MLPERF", "--host", "ssh://u@10.255.255.1", "-i", str(path)])
         err = capsys.readouterr().err
         assert code == 2 and f"-i/--identity {path}: {problem}" in err
+
+
+#: Prints the pid of the nearest sshd ancestor: the process of the connection the command came through.
+NEAREST_SSHD = """import os
+pid = os.getpid()
+while pid > 1:
+    if open(f"/proc/{pid}/comm").read().startswith("sshd"):
+        print(pid)
+        break
+    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+"""
+
+
+def _connection_process(host: SshHost) -> int:
+    """The pid of the sshd process that serves this host's connection (the test's sshd runs on this machine)."""
+    return int(host.run(cmd("python3", "-c", NEAREST_SSHD)).stdout)
+
+
+@contextlib.contextmanager
+def _cut_while_opening(net: int) -> Iterator[None]:
+    """Stop the connection's sshd process (a channel opened now waits for its answer), kill it half a second later."""
+    os.kill(net, signal.SIGSTOP)
+    killer = threading.Timer(0.5, os.kill, (net, signal.SIGKILL))
+    killer.start()
+    try:
+        yield
+    finally:
+        killer.join()
+
+
+def test_a_connection_that_dies_while_a_command_opens_its_channel_runs_it_on_a_new_one(
+    fresh_sshd: SshServer,  # noqa: F811
+) -> None:
+    # The sshd process of the connection is stopped, so the next channel open waits for an answer, then killed:
+    # the connection ends while the channel is being opened (seen under load as "the connection was lost (Unable
+    # to open channel.)"). Nothing ran on the host, so the command runs on a new connection.
+    host = ssh_host(fresh_sshd)
+    try:
+        net = _connection_process(host)
+        generation = host.connection_generation
+        with _cut_while_opening(net):
+            assert host.run(cmd("echo", "ran")).stdout == "ran\n"
+        assert host.connection_generation == generation + 1
+    finally:
+        host.close()
+
+
+def test_a_host_gone_while_a_command_opens_its_channel_is_reported_lost_at_once(
+    fresh_sshd: SshServer,  # noqa: F811
+) -> None:
+    # The same with sshd's listener gone: one connect attempt (refused), then the loss is reported as before.
+    host = ssh_host(fresh_sshd, connect_attempts=8)
+    try:
+        net = _connection_process(host)
+        assert fresh_sshd.proc is not None
+        fresh_sshd.proc.kill()  # the listener only: the connection's own process lives on, stopped below
+        fresh_sshd.proc.wait(10)
+        attempts = host.connect_attempts
+        with _cut_while_opening(net), pytest.raises(ConnectionLost, match="the connection was lost"):
+            host.run(cmd("echo", "ran"))
+        assert host.connect_attempts == attempts + 1
+    finally:
+        host.close()

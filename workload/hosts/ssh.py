@@ -240,10 +240,9 @@ class SshHost(Host):
         stdout: OutputCollector,
         stderr: OutputCollector,
     ) -> tuple[int, bool]:
-        transport = self._transport()
         head = _StderrHead(stderr, self._running, self._unannounced)
         try:
-            chan = self._open_command(transport, shell_line)
+            chan, transport = self._open_command(shell_line)
             try:
                 return self._pump(chan, transport, stdin, timeout, stdout, head)
             finally:
@@ -251,20 +250,46 @@ class SshHost(Host):
         finally:
             head.forget()
 
-    def _open_command(self, transport: paramiko.Transport, shell_line: str) -> paramiko.Channel:
-        """A session channel running ``shell_line`` in the wrapper that announces its group id."""
+    def _open_command(self, shell_line: str) -> tuple[paramiko.Channel, paramiko.Transport]:
+        """A session channel running ``shell_line`` in the wrapper that announces its group id, and its transport.
+
+        When the connection turns out dead while the channel is being opened (dropped while idle, or closed
+        under this command by another thread's loss), nothing has started on the host yet, so the command gets
+        one new connection (a single connect attempt: a host that is gone still fails at once, as lost). Once
+        the channel is open the command may be running, and a loss is never retried.
+        """
+        transport = self._transport()
         try:
-            chan = transport.open_session(timeout=self.options.connect_timeout_s)
+            chan = self._open_session(transport)
+        except ConnectionLost as lost:
+            try:
+                self._ensure(attempts=1)
+            except ConnectError as e:
+                raise lost from e
+            transport = self._transport()
+            chan = self._open_session(transport)
+        try:
             chan.exec_command(_remote_line(shell_line))
         except (paramiko.SSHException, OSError, EOFError) as e:
-            if transport.is_active():
-                raise ConnectError(
-                    self.name,
-                    f"the server refused to start a command: {e or type(e).__name__}",
-                    hint="sshd limits concurrent commands per connection (MaxSessions, default 10)",
-                ) from e
-            raise self._lost(f"the connection was lost ({e or type(e).__name__})") from e
-        return chan
+            with contextlib.suppress(paramiko.SSHException, OSError, EOFError):
+                chan.close()
+            raise self._refused_or_lost(transport, e) from e
+        return chan, transport
+
+    def _open_session(self, transport: paramiko.Transport) -> paramiko.Channel:
+        try:
+            return transport.open_session(timeout=self.options.connect_timeout_s)
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            raise self._refused_or_lost(transport, e) from e
+
+    def _refused_or_lost(self, transport: paramiko.Transport, e: BaseException) -> ConnectError:
+        if transport.is_active():
+            return ConnectError(
+                self.name,
+                f"the server refused to start a command: {e or type(e).__name__}",
+                hint="sshd limits concurrent commands per connection (MaxSessions, default 10)",
+            )
+        return self._lost(f"the connection was lost ({e or type(e).__name__})")
 
     def _pump(
         self,
