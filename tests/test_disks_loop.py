@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -52,7 +53,14 @@ def make_loop(tmp_path: Path) -> Iterator[Callable[[], str]]:
         for point in points.split():
             subprocess.run(["umount", point], capture_output=True)
         subprocess.run(["losetup", "-d", dev], capture_output=True)
-    left = sh("losetup", "-a")
+    # A device another process still has open (a blkid of another worker's disk scan) is detached when it
+    # closes it: the kernel's lazy detach. So the check waits for that, bounded.
+    deadline = time.monotonic() + 15
+    while True:
+        left = sh("losetup", "-a")
+        if not any(str(tmp_path) in line for line in left.splitlines()) or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
     assert not any(str(tmp_path) in line for line in left.splitlines()), left
 
 

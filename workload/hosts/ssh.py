@@ -283,7 +283,10 @@ class SshHost(Host):
             raise self._refused_or_lost(transport, e) from e
 
     def _refused_or_lost(self, transport: paramiko.Transport, e: BaseException) -> ConnectError:
-        if transport.is_active():
+        """A refusal when the server said no to the channel (the connection lives on); a loss when the connection
+        broke: the transport is down, or the socket failed or ended (EOF), which the transport's own thread may
+        not have noticed yet when this runs."""
+        if transport.is_active() and not isinstance(e, (OSError, EOFError)):
             return ConnectError(
                 self.name,
                 f"the server refused to start a command: {e or type(e).__name__}",
