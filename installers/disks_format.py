@@ -128,11 +128,11 @@ def open_in():
 
 deadline = time.monotonic() + float(sys.argv[3])
 while True:
-    busy = lasting_reasons()
-    busy += open_in()
-    if not busy or any(not b.startswith("open in process") for b in busy) or time.monotonic() >= deadline:
+    lasting, opened = lasting_reasons(), open_in()
+    if not opened or lasting or time.monotonic() >= deadline:
         break
     time.sleep(0.2)
+busy = lasting + opened
 if busy:
     sys.stderr.write("%s is in use: %s; nothing was written to it\n" % (disk, "; ".join(busy)))
     sys.exit(1)
