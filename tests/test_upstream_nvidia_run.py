@@ -359,18 +359,23 @@ def test_workload_run_of_the_rounds_profile_on_nvidias_real_tree_exits_0(bed: di
     assert served and all("trtllm-serve " in p.read_text() and "--tp_size" in p.read_text() for p in served)
 
     # The results workload kept are the LoadGen files in NVIDIA's layout, and they parse.
-    results = [Path(p) for p in record["outcomes"][0]["results"]]
-    assert len(results) == len(wanted), results
-    for path in results:
-        assert path.parts[-3] == f"{system}_TRT", path
-        parsed = collect(path, host="local")
-        assert parsed.results and parsed.metrics and not parsed.issues, (path, parsed.issues)
-        # judged by the rules of the round that ran (its LoadGen's version), not the newest round's
-        assert {m.metadata.get("mlperf_round") for m in parsed.metrics} == {bed["round"]}, path
+    _assert_results_in_nvidias_layout(record, len(wanted), system, bed["round"])
     print(
         f"{bed['round']} {PROFILES[bed['round']]}: exit 0, {len(shipped['Actions'])} actions, {len(runs)} benchmark "
         f"runs, {len(loaded)} of our config files loaded by NVIDIA's code, {len(served)} trtllm-serve launches"
     )
+
+
+def _assert_results_in_nvidias_layout(record: dict[str, Any], count: int, system: str, round_name: str) -> None:
+    """The run kept ``count`` result folders, each under NVIDIA's ``<system>_TRT/<benchmark>/<scenario>`` layout,
+    parsed without issues and judged by the rules of the round that ran (its LoadGen's version), not the newest."""
+    results = [Path(p) for p in record["outcomes"][0]["results"]]
+    assert len(results) == count, results
+    for path in results:
+        assert path.parts[-3] == f"{system}_TRT", path
+        parsed = collect(path, host="local")
+        assert parsed.results and parsed.metrics and not parsed.issues, (path, parsed.issues)
+        assert {m.metadata.get("mlperf_round") for m in parsed.metrics} == {round_name}, path
 
 
 def _wanted_runs(shipped: dict[str, Any]) -> set[tuple[str, str, str]]:
@@ -432,13 +437,7 @@ def test_workload_run_of_the_v41_profile_on_nvidias_real_files_exits_0(bed: dict
         assert f"/{member}_TRT/" in run["log_dir"], run
 
     # The results workload kept are the LoadGen files in NVIDIA's layout, parsed and judged by v4.1's rules.
-    results = [Path(p) for p in record["outcomes"][0]["results"]]
-    assert len(results) == len(wanted), results
-    for path in results:
-        assert path.parts[-3] == f"{member}_TRT", path
-        parsed = collect(path, host="local")
-        assert parsed.results and parsed.metrics and not parsed.issues, (path, parsed.issues)
-        assert {m.metadata.get("mlperf_round") for m in parsed.metrics} == {"v4.1"}, path
+    _assert_results_in_nvidias_layout(record, len(wanted), member, "v4.1")
     print(
         f"v4.1 {PROFILES['v4.1']}: exit 0, {len(shipped['Actions'])} action(s), {len(runs)} benchmark runs and "
         f"{len(engines)} engine configs of our {member} loaded by NVIDIA's registry"
