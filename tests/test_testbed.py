@@ -6,8 +6,10 @@ order and build on each other's state the way an installer run would.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import subprocess
 import time
 import urllib.error
@@ -20,7 +22,7 @@ import paramiko
 import pytest
 
 from tests.testbed.aptrepo import DRIVER_VERSIONS, UBUNTU_SUFFIX
-from tests.testbed.dockerd import DockerEngine
+from tests.testbed.dockerd import LABEL, OWNER_LABEL, DockerEngine, reap_orphans
 from tests.testbed.fileserver import CudaRunfileServer
 from tests.testbed.fixtures import *  # noqa: F403 - the fixtures under test
 from tests.testbed.freshvm import FreshVM
@@ -99,6 +101,41 @@ def test_engine_is_private_and_answers(docker_engine: DockerEngine) -> None:
     assert docker_engine.client.ping()
     info = docker_engine.client.info()
     assert Path(info["DockerRootDir"]).parent == docker_engine.socket_path.parent
+
+
+def test_orphan_reaping_survives_a_container_another_session_removes(
+    docker_engine: DockerEngine, freshvm_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's engine must not fail when another session's test removes its container meanwhile.
+
+    Seen in a 4-worker run: the listing named a container that was gone when it was inspected, and
+    every test on that worker errored. Inspecting any container here fails the same way (a race no
+    real daemon produces on demand); a dead owner's container is still reaped, a live one's kept.
+    """
+    import docker
+
+    def gone(*args: object, **kwargs: object) -> None:
+        raise docker.errors.NotFound("No such container (removed by another session)")
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    made = {
+        owner: docker_engine.client.containers.create(
+            freshvm_image, ["true"], labels={LABEL: "1", OWNER_LABEL: str(owner)}
+        ).id
+        for owner in (dead.pid, os.getpid())
+    }
+    try:
+        monkeypatch.setattr(docker_engine.client.api, "inspect_container", gone)
+        reap_orphans(docker_engine)
+        monkeypatch.undo()
+        left = {c.id for c in docker_engine.client.containers.list(all=True, filters={"label": LABEL})}
+        assert made[dead.pid] not in left and made[os.getpid()] in left
+    finally:
+        monkeypatch.undo()
+        for cid in made.values():
+            with contextlib.suppress(docker.errors.NotFound):
+                docker_engine.client.api.remove_container(cid, force=True)
 
 
 def test_ssh_key_auth_with_strict_host_key_checking(module_vm: FreshVM, tmp_path: Path) -> None:

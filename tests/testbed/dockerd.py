@@ -191,10 +191,16 @@ def acquire_engine() -> DockerEngine:
 
 
 def reap_orphans(engine: DockerEngine) -> None:
-    """Remove test-bed containers whose owning session died without cleaning up."""
-    for container in engine.client.containers.list(all=True, filters={"label": LABEL}):
-        owner = container.labels.get(OWNER_LABEL, "")
+    """Remove test-bed containers whose owning session died without cleaning up.
+
+    Reads the listing's own fields (one API call): docker-py's ``containers.list`` inspects each
+    container after listing it, and a container another session removes in between (its test
+    ending) failed this whole session's engine with NotFound.
+    """
+    for summary in engine.client.api.containers(all=True, filters={"label": LABEL}):
+        owner = (summary.get("Labels") or {}).get(OWNER_LABEL, "")
         if owner.isdigit() and not _pid_alive(int(owner)):
             with contextlib.suppress(docker.errors.APIError):
-                container.remove(force=True)
-            shutil.rmtree(state_dir() / "vms" / container.name, ignore_errors=True)
+                engine.client.api.remove_container(summary["Id"], force=True)
+            for name in summary.get("Names") or []:
+                shutil.rmtree(state_dir() / "vms" / name.lstrip("/"), ignore_errors=True)
