@@ -183,6 +183,40 @@ def test_a_term_to_the_client_on_the_outer_host_stops_the_process(box: tuple[Con
         runner.join(10)
 
 
+def test_a_ctrl_c_stops_a_command_once_though_it_reaches_it_twice(box: tuple[ContainerHost, Any]) -> None:
+    """Ctrl-C reaches a container command through its container host (a stop hook of the outer host,
+    as the MLPerf interpreter registers it) and through its guard (the outer host TERMs it): the
+    command is stopped, no stop is left running in the container once the interrupt has returned,
+    and a stop that comes after the first has ended does nothing (it does not wait for, or signal,
+    a process whose group id the pid file holds afterwards)."""
+    host, container = box
+    outer = host.outer
+    marker = f"sleep 6{uuid.uuid4().int % 1000}.5"
+    runner = threading.Thread(target=host.run, args=(cmd("sh", "-c", marker, timeout=300),))
+    runner.start()
+    try:
+        assert wait_for(lambda: running(container, marker), 30)
+        (pidfile,) = host._running.values()
+        with outer.on_interrupt(host.interrupt):
+            outer.interrupt(grace_s=2)
+        runner.join(10)
+        assert not runner.is_alive()
+        assert not running(container, marker), processes(container)
+        assert not running(container, "workload-stop"), processes(container)
+    finally:
+        host.interrupt(grace_s=0)
+        runner.join(10)
+    # A late stop of the same command (a guard TERMed after the command ended): the pid file now
+    # names another group, which must be left alone, and the file with it.
+    other = f"sleep 7{uuid.uuid4().int % 1000}.5"
+    container.exec_run(["sh", "-c", f"echo $$ > {pidfile}.new; exec {other}"], detach=True)
+    assert wait_for(lambda: running(container, other), 30)
+    assert container.exec_run(["mv", f"{pidfile}.new", pidfile]).exit_code == 0
+    outer.run(cmd(*host.stop_argv(pidfile, 0.5), timeout=60))
+    assert running(container, other), processes(container)
+    assert container.exec_run(["test", "-s", pidfile]).exit_code == 0
+
+
 def test_root_commands_go_through_as_root(docker_engine: Any, box: tuple[ContainerHost, Any]) -> None:
     host, _container = box
     nobody = ContainerHost(host.outer, host.container, user="65534:65534", docker_url=docker_engine.base_url)

@@ -54,15 +54,33 @@ _IN_CONTAINER = 'f=$1; shift; echo $$ > "$f" || exit 125; "$@"; s=$?; rm -f "$f"
 #: SIGTERM to the group (as a terminal's Ctrl-C: make passes it on), SIGKILL to what is left.
 #: ``alive`` reads /proc rather than ``kill -0``: a container whose PID 1 reaps nothing (``sleep``)
 #: keeps the group's dead processes as zombies, which ``kill -0`` still finds.
+#:
+#: One stop per command: a Ctrl-C reaches a command twice, through :meth:`ContainerHost.interrupt`
+#: and through its guard on the outer host (the outer host's interrupt TERMs the guard, whose trap
+#: runs this same stop). The first stop claims ``PIDFILE.stop`` (mkdir is atomic) and marks it
+#: ``done`` when it ends; a later one only waits for that mark (bounded), so it neither waits for
+#: a pid file the ended command removed nor outlives the run in the container while the first one
+#: still works (its ``docker exec`` client may be killed with the guard; the stop in the container
+#: goes on, and the controller's own stop returns only when it is done). The mark stays: a few
+#: bytes in the container's /tmp for each stopped command.
 _STOP_IN_CONTAINER = (
     'alive() { for d in /proc/[0-9]*; do read -r s < "$d/stat" 2>/dev/null || continue; s=${s##*) }; '
     'set -- $s; [ "$1" != Z ] && { [ "$3" = "$p" ] || [ "${d#/proc/}" = "$p" ]; } && return 0; done; return 1; }; '
-    'f=$1; n=$2; i=0; while [ ! -s "$f" ] && [ $i -lt ' + str(_PIDFILE_WAIT_TENTHS) + " ]; do "
+    "f=$1; n=$2; i=0; "
+    'if ! mkdir "$f.stop" 2>/dev/null; then w=$n; [ "$w" -ge '
+    + str(round(STOP_GRACE_S * 10))
+    + " ] || w="
+    + str(round(STOP_GRACE_S * 10))
+    + "; w=$((w + "
+    + str(_PIDFILE_WAIT_TENTHS + 10)
+    + ')); while [ ! -e "$f.stop/done" ] && [ $i -lt $w ]; do sleep 0.1; i=$((i+1)); done; exit 0; fi; '
+    'end() { : > "$f.stop/done"; exit 0; }; '
+    'while [ ! -s "$f" ] && [ $i -lt ' + str(_PIDFILE_WAIT_TENTHS) + " ]; do "
     "sleep 0.1; i=$((i+1)); done; "
-    '[ -s "$f" ] || exit 0; read -r p < "$f"; '
+    '[ -s "$f" ] || end; read -r p < "$f"; '
     'kill -TERM -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; i=0; '
     'while alive && [ $i -lt "$n" ]; do sleep 0.1; i=$((i+1)); done; '
-    'alive && { kill -KILL -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; }; rm -f "$f"; exit 0'
+    'alive && { kill -KILL -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; }; rm -f "$f"; end'
 )
 
 
