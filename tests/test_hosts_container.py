@@ -9,6 +9,8 @@ process is gone is read from the daemon (``docker top``), not from what the host
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import threading
 import time
 import uuid
@@ -215,6 +217,42 @@ def test_a_ctrl_c_stops_a_command_once_though_it_reaches_it_twice(box: tuple[Con
     outer.run(cmd(*host.stop_argv(pidfile, 0.5), timeout=60))
     assert running(container, other), processes(container)
     assert container.exec_run(["test", "-s", pidfile]).exit_code == 0
+
+
+def test_the_stop_a_ctrl_c_runs_is_not_itself_stopped_by_the_ctrl_c(
+    box: tuple[ContainerHost, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The container host's stop runs as a stop hook of the outer host, beside the outer host's own
+    stopping of every command it runs: that must not kill the stop's ``docker exec`` before it has
+    reached the container (seen beside a busy core, where a ``docker exec`` took seconds to start:
+    the harness ran on after the run had exited). Here the ``docker`` CLI on PATH is slow to start
+    a stop, and the outer host's interrupt comes while the stop is starting."""
+    host, container = box
+    outer = host.outer
+    real = shutil.which("docker")
+    assert real is not None
+    starting = tmp_path / "stop-starting"
+    wrapper = tmp_path / "bin" / "docker"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\ncase "$*" in *workload-stop*) : > {starting}; sleep 3;; esac\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+    marker = f"sleep 6{uuid.uuid4().int % 1000}.5"
+    runner = threading.Thread(target=host.run, args=(cmd("sh", "-c", marker, timeout=300),))
+    runner.start()
+    try:
+        assert wait_for(lambda: running(container, marker), 30)
+        stopper = threading.Thread(target=host.interrupt, kwargs={"grace_s": 2})
+        stopper.start()
+        assert wait_for(starting.exists, 30)
+        outer.interrupt(grace_s=0.5)  # what a Ctrl-C does to the outer host's own commands meanwhile
+        stopper.join(30)
+        runner.join(30)
+        assert not running(container, marker), processes(container)
+    finally:
+        monkeypatch.undo()
+        host.interrupt(grace_s=0)
+        runner.join(10)
 
 
 def test_root_commands_go_through_as_root(docker_engine: Any, box: tuple[ContainerHost, Any]) -> None:

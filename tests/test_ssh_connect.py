@@ -6,6 +6,7 @@ a reset during the handshake, a socket timeout); everything else meets a real Op
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import subprocess
@@ -34,6 +35,7 @@ from workload.hosts import ConnectionLost, ConnectOptions, LocalHost, SshHost, o
 from workload.hosts.base import CommandResult
 from workload.hosts.options import secret_from_env
 from workload.hosts.ssh_connect import TransientConnectError
+from workload.hosts.stophooks import interrupt_exempt
 
 # -- host keys -----------------------------------------------------------------------------------
 
@@ -404,6 +406,36 @@ def test_interrupt_just_after_a_command_starts_still_stops_it(sshd: SshServer, m
     assert results and not results[0].timed_out and results[0].returncode != 0
     assert time.monotonic() - started < 10  # stopped by the interrupt, before its own 10 s timeout
     host.close()
+
+
+@pytest.mark.parametrize("transport", ["local", "ssh"])
+def test_a_command_a_stop_runs_is_left_alone_by_the_interrupt(sshd: SshServer, transport: str) -> None:  # noqa: F811
+    """``interrupt_exempt``: a command started in the block (a stop hook's own ``docker exec``) is not
+    among those the interrupt stops; one started beside it, outside the block, is."""
+    host: LocalHost | SshHost = LocalHost("ctl") if transport == "local" else ssh_host(sshd)
+    results: dict[str, CommandResult] = {}
+    up = {name: threading.Event() for name in ("stop", "other")}
+
+    def run(name: str) -> None:
+        def seen(_stream: str, line: str) -> None:
+            if line.startswith("up"):
+                up[name].set()
+
+        with interrupt_exempt() if name == "stop" else contextlib.nullcontext():
+            results[name] = host.run(cmd("sh", "-c", "echo up; sleep 4; echo done", timeout=60), on_line=seen)
+
+    workers = [threading.Thread(target=run, args=(name,)) for name in up]
+    for worker in workers:
+        worker.start()
+    try:
+        assert all(event.wait(30) for event in up.values())  # both run (over SSH: their group announced)
+        host.interrupt(grace_s=0.5)
+        for worker in workers:
+            worker.join(30)
+    finally:
+        host.close()
+    assert results["other"].returncode != 0 and "done" not in results["other"].stdout  # stopped
+    assert results["stop"].returncode == 0 and results["stop"].stdout == "up\ndone\n"  # left to finish
 
 
 # -- open_host and options -----------------------------------------------------------------------

@@ -36,6 +36,7 @@ from workload.commands import Command, cmd
 from workload.errors import ConnectError
 from workload.hosts.base import Host, OutputCollector
 from workload.hosts.shellfiles import FilesThroughCommands
+from workload.hosts.stophooks import interrupt_exempt
 
 #: The socket ``docker`` uses when neither DOCKER_HOST nor ``-H`` names one.
 DEFAULT_SOCKET = "/var/run/docker.sock"
@@ -259,7 +260,9 @@ class ContainerHost(FilesThroughCommands):
         err = OutputCollector("stderr", None, [], 64 * 1024)
         stop = cmd(*self.stop_argv(pidfile, grace_s), sudo=self.docker_sudo(), timeout=grace_s + 30.0)
         line, prefix = self.outer.wrap(stop)
-        with contextlib.suppress(Exception):  # the caller's own outcome (timeout, lost connection) is what counts
+        # Exempt: a Ctrl-C stops the outer host's commands beside this stop (it runs as a stop hook), and
+        # a stop killed before its docker exec reached the container would leave the command running.
+        with contextlib.suppress(Exception), interrupt_exempt():  # the caller's own outcome is what counts
             self.outer._execute(line, stdin=prefix, timeout=stop.timeout, stdout=out, stderr=err)
 
     @property

@@ -23,6 +23,7 @@ from typing import IO
 
 from workload.commands import Secret
 from workload.hosts.base import FileTransferError, Host, OutputCollector
+from workload.hosts.stophooks import interrupt_exempt_now
 from workload.safefile import atomic_write_bytes
 
 #: After the command itself has exited, how long to keep reading output that a background child
@@ -80,7 +81,8 @@ class LocalHost(Host):
                 start_new_session=True,  # own session and process group: killpg reaches the children
                 close_fds=True,
             )
-            self._running.add(proc.pid)
+            if not interrupt_exempt_now():
+                self._running.add(proc.pid)
         try:
             return self._pump(proc, stdin, timeout, stdout, stderr)
         finally:

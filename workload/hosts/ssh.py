@@ -71,6 +71,7 @@ from workload.hosts.ssh_connect import SshTarget, TransientConnectError, open_cl
 
 # Moved by job (issue 14): the remote process (wrapper line, watchdog, process group) lives there.
 from workload.hosts.ssh_process import _buffered, _Counter, _remote_line, _StderrHead
+from workload.hosts.stophooks import interrupt_exempt_now
 from workload.safefile import atomic_write_bytes
 
 log = logging.getLogger(__name__)
@@ -240,7 +241,10 @@ class SshHost(Host):
         stdout: OutputCollector,
         stderr: OutputCollector,
     ) -> tuple[int, bool]:
-        head = _StderrHead(stderr, self._running, self._unannounced)
+        if interrupt_exempt_now():  # announced to nobody: interrupt() neither waits for it nor signals it
+            head = _StderrHead(stderr, set(), _Counter())
+        else:
+            head = _StderrHead(stderr, self._running, self._unannounced)
         try:
             chan, transport = self._open_command(shell_line)
             try:
