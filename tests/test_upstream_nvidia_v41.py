@@ -144,14 +144,11 @@ def _table(ours: dict[str, Any], theirs: dict[str, Any], source: str, left_out: 
 def registries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[tuple[str, str, str], dict[str, Any]]]:
     """Per system member, NVIDIA's and ours: (scenario, benchmark, target) -> registered MaxP class."""
     staged = up.stage_round("v4.1", tmp_path_factory.mktemp("v41"))
-    nvidia_only = resolve(staged)
-    machines = []
-    for member, sku, count in nvidia_members():
-        wanted: dict[tuple[str, str], list[str]] = {}
-        for c in _maxp(nvidia_only, member).values():
-            wanted.setdefault((c["benchmark"], c["scenario"]), []).append(c["setting"][1])
-        machines.append((_machine(sku, count), wanted))
-    install_all(staged, machines)
+    # Every (benchmark, scenario) NVIDIA's tree has a folder for, at both accuracy targets: a class of ours NVIDIA
+    # has no counterpart for is registered (and validated) too, and left out of the comparison. One load of
+    # NVIDIA's registry (20 CPU-s) instead of a first one to learn which classes NVIDIA has.
+    wanted = {(benchmark, scenario): list(ACCURACY) for benchmark, scenario in loads()}
+    install_all(staged, [(_machine(sku, count), wanted) for _member, sku, count in nvidia_members()])
     everything = resolve(staged)
     members = {c["system"] for c in everything}
     return {m: _maxp(everything, m) for m in members}
