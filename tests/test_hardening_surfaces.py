@@ -466,14 +466,21 @@ def _locked(path: Path) -> sqlite3.Connection:
     return holder
 
 
-def _signalled(args: list[str], signum: int, *, after_s: float = 2.0) -> tuple[int, float, str]:
-    """Run the CLI, send it ``signum`` after ``after_s``; (exit code, seconds from the signal to the exit, stderr)."""
+def _signalled(args: list[str], signum: int, ready: Callable[[], bool]) -> tuple[int, float, str]:
+    """Run the CLI, send it ``signum`` once ``ready()`` holds (bounded wait, the CLI still running); (exit code,
+    seconds from the signal to the exit, stderr). The signal waits for what the test needs to have happened (the
+    outputs written, the wait on the lock begun), not for a fixed time a loaded machine may need more than."""
     process = subprocess.Popen(
         [sys.executable, "-m", "workload", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=after_s)
-    assert process.returncode is None, "the command ended before the signal: it did not wait on the lock"
+    deadline = time.monotonic() + 120
+    while not ready():
+        assert process.poll() is None, (
+            f"the command ended before the signal: it did not wait on the lock\n{process.communicate()[1]}"
+        )
+        assert time.monotonic() < deadline, "the command never got to the lock"
+        time.sleep(0.1)
+    assert process.poll() is None, "the command ended before the signal: it did not wait on the lock"
     process.send_signal(signum)
     signalled = time.monotonic()
     try:
@@ -504,7 +511,11 @@ def test_record_on_a_locked_sqlite_history_ends_on_a_signal_with_the_results_kep
     out = tmp_path / "out"
     holder = _locked(tmp_path / "h.sqlite")
     try:
-        code, seconds, err = _signalled(["results", str(folder), "--record", "--history", url, "-o", str(out)], signum)
+        # SQLite's wait on the lock is inside the process: the outputs (written before the history) are the mark.
+        ready = (out / "summary.json").exists
+        code, seconds, err = _signalled(
+            ["results", str(folder), "--record", "--history", url, "-o", str(out)], signum, ready
+        )
     finally:
         holder.rollback()
         holder.close()
@@ -532,13 +543,25 @@ def _locked_postgresql_history(server: PostgresServer, tmp_path: Path) -> Iterat
         server.drop_database(database)
 
 
+def _waits_on_a_lock(server: PostgresServer, url: str) -> bool:
+    """Whether a session of the history's database waits on a lock (the server's own view, pg_stat_activity)."""
+    import psycopg
+
+    database = url.split("@/", 1)[1].split("?", 1)[0]
+    with psycopg.connect(host=str(server.root), user=server.user, dbname="postgres") as probe:
+        row = probe.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", (database,)
+        ).fetchone()
+    return bool(row and row[0])
+
+
 def test_record_on_a_locked_postgresql_history_ends_on_sigterm_with_the_results_kept(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
     with _locked_postgresql_history(postgres_server, tmp_path) as (url, folder):
         args = ["results", str(folder), "--record", "--history", url, "-o", str(out)]
-        code, seconds, err = _signalled(args, signal.SIGTERM)
+        code, seconds, err = _signalled(args, signal.SIGTERM, lambda: _waits_on_a_lock(postgres_server, url))
     assert code == 130 and seconds < 10, (code, seconds, err)
     assert json.loads((out / "summary.json").read_text())["counts"]["results"] == 1
 
