@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -101,6 +102,42 @@ def test_engine_is_private_and_answers(docker_engine: DockerEngine) -> None:
     assert docker_engine.client.ping()
     info = docker_engine.client.info()
     assert Path(info["DockerRootDir"]).parent == docker_engine.socket_path.parent
+
+
+def test_an_exited_daemon_not_yet_reaped_is_not_alive(tmp_path: Path) -> None:
+    """The session that started dockerd is its parent: once the daemon has shut down it is a zombie of that
+    session until reaped, and the stop's wait read it as running (30 s at the end of every such session).
+    A child of a child, never reaped by this process, is judged from /proc (state Z)."""
+    from tests.testbed.dockerd import _pid_alive
+
+    child = subprocess.Popen(["sleep", "0"])
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert not _pid_alive(child.pid)  # our own exited child (reaped by the check)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time; p = subprocess.Popen(['sleep', '0']); "
+            "print(p.pid, flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        grandchild = int(holder.stdout.readline())
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{grandchild}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not _pid_alive(grandchild)  # another process's zombie
+        assert _pid_alive(holder.pid)  # a running process
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_orphan_reaping_survives_a_container_another_session_removes(

@@ -57,13 +57,23 @@ class DockerEngine:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs. An exited one is not, though its parent has not reaped it yet: a daemon
+    this session started is its child, and ``kill(pid, 0)`` finds its zombie (its stop then waited out its
+    whole 30 s bound after a shutdown of milliseconds, at the end of every such session)."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False  # our own child, exited (now reaped)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _live_leases(root: Path) -> list[Path]:
