@@ -151,6 +151,8 @@ def run_suite(args: argparse.Namespace, work: Path) -> tuple[Path, dict[str, flo
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_suite_cpu", f"--junitxml={junit}"]
     if args.workers > 0:
         argv += ["-n", str(args.workers), "--dist", args.dist]
+        if args.dist in ("loadscope", "loadfile", "loadgroup"):
+            argv.append("--no-loadscope-reorder")  # the suite's own order, as .ci/run (tests/testbed/parallel.py)
     argv += args.paths or ["tests"]
     # Not an xdist worker's variables, when this runs inside a test of a parallel run.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}

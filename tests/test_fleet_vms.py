@@ -79,6 +79,7 @@ def gpu_fleet(fresh_vms: Callable[..., list[FreshVM]], count: int) -> list[Fresh
     return vms
 
 
+@pytest.mark.heavy(seconds=40)  # 16 VMs
 def test_sixteen_fresh_vms_get_driver_cuda_docker_and_toolkit_in_one_run_and_a_rerun_changes_nothing(
     tmp_path: Path,
     fresh_vms: Callable[..., list[FreshVM]],

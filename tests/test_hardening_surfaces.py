@@ -566,6 +566,7 @@ def test_record_on_a_locked_postgresql_history_ends_on_sigterm_with_the_results_
     assert json.loads((out / "summary.json").read_text())["counts"]["results"] == 1
 
 
+@pytest.mark.heavy(seconds=32)  # waits out the 30 s lock timeout
 def test_record_behind_a_held_postgresql_lock_gives_up_with_a_warning_and_keeps_the_exit_code(
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:

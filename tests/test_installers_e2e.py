@@ -118,6 +118,7 @@ def install_lspci(vm: Any) -> None:
     vm.write_file("/usr/bin/lspci", LSPCI, mode=0o755)
 
 
+@pytest.mark.heavy(seconds=26)
 def test_three_installers_on_a_fresh_vm_then_rerun_mismatch_and_doctor(
     fresh_vm: Callable[..., Any], cuda_runfile_server: Any, tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ from workload.cli import invoke
 from workload.loadgen.settings import EFFECTIVE_SETTINGS
 
 
+@pytest.mark.heavy(seconds=35)  # real LoadGen rounds
 @pytest.mark.timeout(600)
 def test_later_iterations_reuse_the_first_rounds_targets_without_searching(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -147,6 +147,7 @@ def test_v60_generated_values_equal_nvidias_for_every_published_system(tmp_path:
     print(f"v6.0 values: {len(systems)} systems, {compared} configs, {keys} keys equal to NVIDIA's; 0 missing")
 
 
+@pytest.mark.heavy(seconds=30)  # NVIDIA's code, twice
 @pytest.mark.parametrize(("gpu", "mib", "count"), [("NVIDIA H200", 143771, 8), ("NVIDIA H100 80GB HBM3", 81559, 8)])
 def test_v60_hopper_untuned_files_are_hoppers_fp8_values_and_load_in_nvidias_code(
     tmp_path: Path, gpu: str, mib: int, count: int

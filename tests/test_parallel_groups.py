@@ -50,7 +50,7 @@ from tests.conftest import pytest_collection_modifyitems  # noqa: F401  (the sui
 
 def _run_suite(tmp_path: Path, module: str, workers: int) -> Path:
     """``module`` as the only test file of a suite with this suite's collection hook, run by ``workers``
-    pytest-xdist workers (``--dist loadgroup``, as .ci/run); the folder its tests record into."""
+    pytest-xdist workers (``--dist loadgroup --no-loadscope-reorder``, as .ci/run); the folder its tests record into."""
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "conftest.py").write_text(CONFTEST)
@@ -59,6 +59,7 @@ def _run_suite(tmp_path: Path, module: str, workers: int) -> Path:
     out.mkdir()
     env = {**os.environ, "GROUP_TEST_OUT": str(out), "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers), "--dist", "loadgroup"]
+    argv.append("--no-loadscope-reorder")
     done = subprocess.run(
         [*argv, "--rootdir", str(suite), str(suite)], cwd=suite, env=env, capture_output=True, text=True, timeout=120
     )
@@ -87,22 +88,43 @@ def _record(name):
         f.write(name + "\\n")
 
 
+@pytest.fixture(scope="module")
+def shared():
+    return 1
+
+
 def test_quick_first_in_the_file():
     _record("quick-1")
 
 
+def test_grouped_quick_one(shared):
+    _record("group-1")
+
+
 @pytest.mark.slow
-def test_slow_last_in_the_file():
+def test_slow_in_the_middle():
     _record("slow")
 
 
 def test_quick_after_it():
     _record("quick-2")
+
+
+def test_grouped_quick_two(shared):
+    _record("group-2")
+
+
+@pytest.mark.heavy(seconds=20)
+@pytest.mark.slow
+def test_heavy_last_in_the_file():
+    _record("heavy")
 """
 
 
-def test_slow_tests_are_handed_out_before_the_quick_ones(tmp_path: Path) -> None:
-    # One worker runs the tests in the order the scheduler hands them out: the slow one first, then the
-    # quick ones in their file order (tests/testbed/parallel.slow_first, through the suite's own hook).
+def test_heavy_then_slow_tests_are_handed_out_before_the_quick_ones(tmp_path: Path) -> None:
+    # One worker runs the tests in the order the scheduler hands them out (tests/testbed/parallel.slow_first,
+    # through the suite's own hook, with xdist's reordering off as .ci/run runs it): the heavy one, the slow one,
+    # the group of quick tests sharing a fixture (together, as xdist would put them before single tests), then the
+    # quick ones in their file order. With xdist's reordering on, the group would come first of all.
     out = _run_suite(tmp_path, ORDERED, 1)
-    assert (out / "order").read_text().split() == ["slow", "quick-1", "quick-2"]
+    assert (out / "order").read_text().split() == ["heavy", "slow", "group-1", "group-2", "quick-1", "quick-2"]

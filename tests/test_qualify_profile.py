@@ -28,6 +28,7 @@ def _run_folder(runs: Path) -> Path:
     return folder
 
 
+@pytest.mark.heavy(seconds=27)
 def test_standin_on_two_devices_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = tmp_path / "runs"
     code = invoke(["run", "--profile", "PERF-GPU-QUALIFY", "-p", SMALL, "--output-dir", str(runs)])

@@ -58,7 +58,7 @@ from workload.facts.system import parse_lscpu, parse_meminfo
 from workload.metrics.collection import collect
 from workload.mlperf import custom_system
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(seconds=150)]  # 80-150 s each: handed out first
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = {"v4.1": "PERF-GPU-MLPERF", "v5.1": "PERF-GPU-MLPERF-LLM", "v6.0": "PERF-GPU-MLPERF-LLM-V6.0"}
 #: The LLM rounds' test (the v4.1 one is :func:`test_workload_run_of_the_v41_profile_on_nvidias_real_files_exits_0`).

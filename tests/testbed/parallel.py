@@ -63,13 +63,52 @@ def group_by_shared_fixtures(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(_group_of(item, scope)))
 
 
-def slow_first(items: list[pytest.Item]) -> None:
-    """Move the tests marked ``slow`` (the test bed's: containers, VMs, whole runs; up to 100 s each) ahead of the
-    rest, keeping the order within each part.
+def _group(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None:
+        return None
+    return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
 
-    pytest-xdist's ``loadgroup`` scheduler hands out work in collection order, after the groups of several tests
-    (it sorts scopes by size, stably). A long test collected late (``test_upstream_nvidia_run.py`` sorts near the
-    end) starts when the quick tests are gone and the other workers idle while it runs; started first, the quick
-    tests fill the workers around it.
+
+def slow_first(items: list[pytest.Item]) -> None:
+    """Order the tests for the workers: the ``heavy(seconds)`` ones, longest first, then the other ``slow`` ones
+    (the test bed's: containers, VMs, whole runs), then the rest; within each part, the tests of bigger
+    ``xdist_group`` groups first (a group runs on one worker, one test after another), otherwise in collection
+    order. A group takes the earliest part of any of its tests, and its tests stay together.
+
+    pytest-xdist's ``loadgroup`` scheduler hands out work in this order when its own reordering is off
+    (``--no-loadscope-reorder``, as ``.ci/run`` runs it): that reordering puts every group of two or more tests
+    ahead of every single test, so a heavy single test (``test_upstream_nvidia_run.py``, 150 s) started after
+    the quick groups and ran on alone at the end while the other workers idled. Started first, the shorter tests
+    fill the workers around it.
     """
-    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is None)
+
+    def part(item: pytest.Item) -> int:
+        heavy = item.get_closest_marker("heavy")
+        if heavy is not None:  # the longest first: heavy(seconds) parts are 0 (longest) .. -1 (shortest)
+            return -int(heavy.kwargs.get("seconds", heavy.args[0] if heavy.args else 30))
+        return 1 if item.get_closest_marker("slow") is not None else 2
+
+    first: dict[str, tuple[int, int, int]] = {}  # group -> (part, -size, first index)
+    sizes: dict[str, int] = {}
+    for item in items:
+        name = _group(item)
+        if name is not None:
+            sizes[name] = sizes.get(name, 0) + 1
+    for index, item in enumerate(items):
+        name = _group(item)
+        if name is None:
+            continue
+        earlier = first.get(name)
+        mine = (part(item), -sizes[name], index)
+        first[name] = mine if earlier is None else (min(earlier[0], mine[0]), -sizes[name], earlier[2])
+
+    def key(pair: tuple[int, pytest.Item]) -> tuple[int, int, int, int]:
+        index, item = pair
+        name = _group(item)
+        if name is None:
+            return (part(item), -1, index, index)
+        group_part, minus_size, first_index = first[name]
+        return (group_part, minus_size, first_index, index)
+
+    items[:] = [item for _, item in sorted(enumerate(items), key=key)]
