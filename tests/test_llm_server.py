@@ -13,15 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.testbed.ports import free_port as _free_port
 from workload.errors import BenchmarkFailed
 from workload.mlperf import llm_server
 from workload.mlperf.llm_server import ServerSpec
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _exec(cwd: Path) -> llm_server.Exec:

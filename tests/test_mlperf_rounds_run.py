@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import pytest
 
 from tests.fixtures.harness.make_harness import git
 from tests.fixtures.harness.rounds.make_round import make_round_tree
+from tests.testbed.ports import free_port as _free_port
 from workload.engine import Engine, RunOptions
 from workload.hosts.base import Host, HostSpec
 from workload.hosts.local import LocalHost
@@ -47,13 +47,6 @@ B200X4 = {
     "memory_bytes": 1_900_000_000_000,
 }
 H100X8 = {**B200X4, "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_memory_mib": 81559, "gpu_count": 8}
-
-
-def _free_port() -> int:
-    """A port nothing listens on (the container shares the host's network with other tests' servers)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _bed(tmp_path: Path, docker_engine: Any, image: str, harness_round: str, machine: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import socket
 import threading
 import time
 import uuid
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.mlperf_rounds_driver import Applied, apply_v51, root_exec
+from tests.testbed.ports import free_port
 from workload.errors import BenchmarkFailed, Interrupted
 from workload.hosts.local import LocalHost
 from workload.metrics.collection import collect
@@ -77,13 +77,6 @@ def bed(tmp_path: Path, docker_engine: Any, harness_image: str) -> Iterator[dict
     yield {"nvidia": nvidia, "scratch": scratch, "container": container, "facts": facts, "engine": docker_engine}
     with contextlib.suppress(Exception):
         docker_engine.client.containers.get(name).remove(force=True)
-
-
-def free_port() -> int:
-    """A port nothing listens on (the container shares the host's network with other tests' servers)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 PORT = free_port()

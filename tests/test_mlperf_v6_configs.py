@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +46,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.harness.make_round import make_round_tree
+from tests.testbed.ports import free_port
 from workload.errors import ProfileError
 from workload.mlperf.gpuconfigs import load_table
 from workload.mlperf.gpuconfigs_parts import load_parts_table
@@ -1120,12 +1120,6 @@ def test_v60_an_unknown_system_without_system_name_falls_back_to_minimal_configs
     assert "Runtime system not found in built-ins" in done.stderr
     assert "Loading minimal configs as default." in done.stderr
     assert (nvidia / "build/loadgen-configs/UNREGISTERED_x86_64_NVIDIA_B200x1_TRT/bert-99/Offline/user.conf").exists()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_v61_generated_configs_serve_and_run_under_system_name(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ import pytest
 
 from tests.fixtures.harness.make_round import make_round_bare_repo
 from tests.testbed.image import ensure_derived_image
+from tests.testbed.ports import free_port
 from workload.engine import Engine, RunOptions
 from workload.hosts.base import Host, HostSpec
 from workload.hosts.local import LocalHost
@@ -47,12 +48,6 @@ B200X4 = {
 }
 H200X8 = {**B200X4, "gpu_name": "NVIDIA H200", "gpu_memory_mib": 143771, "gpu_count": 8}
 B200X2 = {**B200X4, "gpu_count": 2}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def free_ports(count: int) -> int:

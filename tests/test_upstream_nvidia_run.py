@@ -38,7 +38,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -53,6 +52,7 @@ import pytest
 from tests import upstream
 from tests import upstream_nvidia as up
 from tests.testbed.image import RECIPE_LABEL, ensure_derived_image
+from tests.testbed.ports import free_port as _free_port
 from tests.testbed.state import digest, file_lock
 from workload.facts.system import parse_lscpu, parse_meminfo
 from workload.metrics.collection import collect
@@ -151,12 +151,6 @@ def nvidia_python_image(docker_engine: Any, harness_image: str) -> str:
         context.seek(0)
         docker_engine.client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True, forcerm=True)
     return tag
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _stage_python(scratch: Path, round_name: str) -> Path:

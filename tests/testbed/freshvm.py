@@ -34,6 +34,7 @@ import docker
 
 from tests.testbed.dockerd import LABEL, OWNER_LABEL, DockerEngine
 from tests.testbed.image import REPO_MOUNT, VM_CONFIG_MOUNT, debian_mirror
+from tests.testbed.ports import free_port
 from tests.testbed.state import TestbedError, file_lock, state_dir
 
 SSH_WAIT_S = 60.0
@@ -104,13 +105,6 @@ GPU_MODELS: dict[str, GpuModel] = {
 }
 # Bus ids of an 8-GPU HGX baseboard (DGX H100 layout).
 HGX_BUS_IDS = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
-
-
-def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1 (a race with other sessions is handled by retrying)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def ssh_banner(port: int, timeout: float = 2.0) -> bytes:

@@ -31,15 +31,10 @@ from typing import Any
 
 import pytest
 
+from tests.testbed.ports import free_port
 from workload.hosts import ConnectOptions, SshHost
 
 SSHD = "/usr/sbin/sshd"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _keygen(path: Path, comment: str) -> None:
