@@ -3,7 +3,8 @@
 
 The profile is the shipped one (its actions and parameters as they are) minus its dependencies (disks, CUDA, Docker:
 a GPU VM's setup, tested by their own tests), plus what points it at the test bed (the private dockerd, the image,
-the staged tree, a scratch folder, the machine's description, ``UseGpus`` false). ``python -m workload run`` runs it:
+the staged tree, a scratch folder, the machine's description, ``UseGpus`` false), with the AccuracyOnly runs of one
+model per LLM round (:data:`ACCURACY_KEPT`). ``python -m workload run`` runs it:
 the engine, MLPerfExecutor's plan and interpreter, real ``docker exec`` of every planned op in a real container.
 
 NVIDIA's, run for real in the container: the round's Makefiles (``link_dirs``, ``clone_loadgen``, ``download_*`` and
@@ -67,6 +68,12 @@ LLM_ROUNDS = ("v5.1", "v6.0")
 #: v4.1 run (registration, detection, NVIDIA's registry, three scenarios, both test modes); its 3d-unet action runs the
 #: same path with another config file, at twice the time.
 ACTIONS_KEPT: dict[str, tuple[str, ...]] = {"v4.1": ("bert",)}
+#: The actions whose AccuracyOnly runs a round's run keeps (by Model); the round's other actions run their scenarios
+#: PerformanceOnly (the action's TestModes). An accuracy run takes the path of the performance run of its scenario
+#: (NVIDIA's main.py loading our config, RunTrtllmServeOp's server for it, the harness, NVIDIA's results layout) with
+#: ``--test_mode=AccuracyOnly``; one model's accuracy runs show it, at 40 % fewer benchmark runs (v5.1: 14 of 22,
+#: v6.0: 12 of 18) in the suite's longest tests.
+ACCURACY_KEPT: dict[str, tuple[str, ...]] = {"v5.1": ("llama2-70b",), "v6.0": ("llama2-70b",)}
 #: An 8x B200 cloud VM (AMD CPU: NVIDIA's B200 systems name an Intel one, so its detection knows none of them).
 MACHINE = {
     "gpu_name": "NVIDIA B200",
@@ -273,7 +280,7 @@ def shipped_profile(bed: dict[str, Any]) -> Path:
         "Metadata": shipped.get("Metadata", {}),
         "Parameters": shipped["Parameters"],
         "Actions": [
-            {**a, "Parameters": {**a["Parameters"], **bed_parameters}}
+            {**a, "Parameters": {**a["Parameters"], **bed_parameters, **_test_modes(bed["round"], a)}}
             for a in shipped["Actions"]
             if kept is None or a["Parameters"]["Model"] in kept
         ],
@@ -281,6 +288,14 @@ def shipped_profile(bed: dict[str, Any]) -> Path:
     path = bed["tmp"] / f"{PROFILES[bed['round']]}.json"
     path.write_text(json.dumps(profile, indent=1))
     return path
+
+
+def _test_modes(round_name: str, action: dict[str, Any]) -> dict[str, str]:
+    """The action's TestModes where :data:`ACCURACY_KEPT` drops its accuracy runs; nothing to change otherwise."""
+    kept = ACCURACY_KEPT.get(round_name)
+    if kept is None or action["Parameters"]["Model"] in kept:
+        return {}
+    return {"TestModes": "PerformanceOnly"}
 
 
 def workload_run(bed: dict[str, Any], profile: Path) -> subprocess.CompletedProcess[str]:
@@ -373,12 +388,19 @@ def _assert_results_in_nvidias_layout(record: dict[str, Any], count: int, system
 
 
 def _wanted_runs(shipped: dict[str, Any]) -> set[tuple[str, str, str]]:
-    """(model, scenario, test mode) of every run the profile asks for."""
+    """(model, scenario, test mode) of every run the profile asks for (an action's value, or the profile's it names)."""
+
+    def value(action: dict[str, Any], name: str) -> str:
+        text = str(action["Parameters"][name])
+        return (
+            str(shipped["Parameters"][text.removeprefix("$.Parameters.")]) if text.startswith("$.Parameters.") else text
+        )
+
     return {
         (a["Parameters"]["Model"], scenario, mode)
         for a in shipped["Actions"]
-        for scenario in shipped["Parameters"][a["Parameters"]["Scenarios"].removeprefix("$.Parameters.")].split(",")
-        for mode in shipped["Parameters"]["TestModes"].split(",")
+        for scenario in value(a, "Scenarios").split(",")
+        for mode in value(a, "TestModes").split(",")
     }
 
 
