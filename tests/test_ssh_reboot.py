@@ -59,11 +59,22 @@ def test_reboot_then_wait_until_back(fresh_sshd: SshServer, tmp_path: Path) -> N
 def test_disconnect_during_the_reboot_command_is_expected(fresh_sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
     host = _host(fresh_sshd)
     marker = tmp_path / "marker"
+    started = tmp_path / "reboot-command-started"
     assert host.is_root  # connected and identified before the clock starts
-    crash = threading.Timer(1.0, fresh_sshd.kill)
+
+    def crash_once_the_reboot_command_runs() -> None:
+        # Not after a fixed time: on a loaded machine the marker's own command may still be running then.
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        fresh_sshd.kill()
+
+    crash = threading.Thread(target=crash_once_the_reboot_command_runs)
     crash.start()
-    ticket = reboot(host, command=cmd("sleep", "5"), marker=str(marker))  # the "machine" drops us mid-command
+    # the "machine" drops us mid-command
+    ticket = reboot(host, command=cmd("sh", "-c", f"touch {started}; sleep 5"), marker=str(marker))
     crash.join()
+    assert started.exists()
     assert ticket.marker == str(marker) and marker.exists()
     host.close()
 
