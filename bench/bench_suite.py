@@ -1,7 +1,7 @@
 """The test suite's own figures: wall and CPU time per test file, the slowest tests, collection time.
 
-Runs pytest once (the whole suite, or the paths given) the way ``.ci/run`` does (``--workers 4``:
-pytest-xdist, ``--dist loadgroup``; ``--workers 0``: one process), with pytest's JUnit XML report
+Runs pytest once (the whole suite, or the paths given) the way ``.ci/run`` does (``--workers 5``:
+pytest-xdist, ``--dist loadgroup --no-loadscope-reorder``; ``--workers 0``: one process), with pytest's JUnit XML report
 (the wall time of each test: setup + call + teardown) and the ``_suite_cpu.py`` plugin (CPU of each
 test: the pytest process and the children it reaped; collection wall and CPU). Prints, sorted by
 wall time: each file's tests, wall seconds, CPU seconds and share of the suite's wall; the
@@ -11,7 +11,7 @@ With several workers the per-file wall times add up to more than the elapsed tim
 
 ``--junit FILE`` reads a JUnit XML report made elsewhere (CI's) instead of running: wall figures only.
 
-    .venv/bin/python bench/bench_suite.py [PATH ...] [--workers 4] [--dist loadgroup] [--top 25] [--keep DIR] [--json]
+    .venv/bin/python bench/bench_suite.py [PATH ...] [--workers 5] [--dist loadgroup] [--top 25] [--keep DIR] [--json]
     .venv/bin/python bench/bench_suite.py --junit report.xml
 
 A single run, not interleaved rounds: it is a profile of where the suite's time goes, to see the
@@ -173,7 +173,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("paths", nargs="*", help="test files or folders (default: tests)")
     parser.add_argument(
-        "--workers", type=int, default=4, help="pytest-xdist workers, 0 = one process (default 4, as .ci/run)"
+        "--workers", type=int, default=5, help="pytest-xdist workers, 0 = one process (default 5, as .ci/run)"
     )
     parser.add_argument("--dist", default="loadgroup", help="pytest-xdist distribution (default loadgroup)")
     parser.add_argument("--top", type=int, default=25, help="how many of the slowest tests to list (default 25)")
