@@ -239,24 +239,9 @@ def test_a_server_still_loading_on_our_port_beside_one_up_on_another_is_waited_f
 
 
 def _free_ports(count: int) -> list[int]:
-    """``count`` consecutive free ports (as a config writes them: base port upward)."""
-    for _ in range(50):
-        base = _free_port()
-        if base + count > 65535:
-            continue
-        sockets = []
-        try:
-            for port in range(base, base + count):
-                s = socket.socket()
-                s.bind(("127.0.0.1", port))
-                sockets.append(s)
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
-        return list(range(base, base + count))
-    raise AssertionError("no consecutive free ports")
+    """``count`` consecutive free ports (as a config writes them: base port upward), reserved by the test bed."""
+    base = _free_port(count)
+    return list(range(base, base + count))
 
 
 def _multi_spec(tmp_path: Path, argv: tuple[str, ...], ports: list[int], **kw: float) -> ServerSpec:

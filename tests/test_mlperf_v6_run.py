@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
-import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -52,16 +51,7 @@ B200X2 = {**B200X4, "gpu_count": 2}
 
 def free_ports(count: int) -> int:
     """The first of ``count`` consecutive free ports: LLMServerPort upward, one per server of a config."""
-    for _ in range(50):
-        base = free_port()
-        with contextlib.ExitStack() as stack:
-            try:
-                for port in range(base, base + count):
-                    stack.enter_context(socket.socket()).bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return base
-    raise AssertionError("no consecutive free ports")
+    return free_port(count)
 
 
 @pytest.fixture(scope="session")

@@ -108,11 +108,11 @@ def test_an_exited_daemon_not_yet_reaped_is_not_alive(tmp_path: Path) -> None:
     """The session that started dockerd is its parent: once the daemon has shut down it is a zombie of that
     session until reaped, and the stop's wait read it as running (30 s at the end of every such session).
     A child of a child, never reaped by this process, is judged from /proc (state Z)."""
-    from tests.testbed.dockerd import _pid_alive
+    from tests.testbed.dockerd import _pid_alive, process_state
 
     child = subprocess.Popen(["sleep", "0"])
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+    while process_state(child.pid) != "Z":
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert not _pid_alive(child.pid)  # our own exited child (reaped by the check)
@@ -130,7 +130,7 @@ def test_an_exited_daemon_not_yet_reaped_is_not_alive(tmp_path: Path) -> None:
         assert holder.stdout is not None
         grandchild = int(holder.stdout.readline())
         deadline = time.monotonic() + 10
-        while Path(f"/proc/{grandchild}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        while process_state(grandchild) != "Z":
             assert time.monotonic() < deadline
             time.sleep(0.01)
         assert not _pid_alive(grandchild)  # another process's zombie

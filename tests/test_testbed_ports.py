@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.testbed.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,7 +21,9 @@ def _ephemeral() -> range:
     return range(low, high + 1)
 
 
-def test_ports_come_from_outside_the_ephemeral_range_and_two_workers_never_share_one(tmp_path: Path) -> None:
+def test_ports_come_from_outside_the_ephemeral_range_and_two_workers_never_share_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An outgoing connection's local port is taken from the ephemeral range: a port from there, freed and
     bound by a daemon a moment later, may be gone (a 4-worker run: slurmd "Address already in use")."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WORKLOAD_TESTBED_DIR": str(tmp_path)}
@@ -34,11 +38,10 @@ def test_ports_come_from_outside_the_ephemeral_range_and_two_workers_never_share
         stdout=subprocess.PIPE,
         text=True,
     )
-    os.environ["WORKLOAD_TESTBED_DIR"] = str(tmp_path)
-    try:
-        mine = [free_port() for _ in range(60)]
-    finally:
-        del os.environ["WORKLOAD_TESTBED_DIR"]
+    monkeypatch.setenv("WORKLOAD_TESTBED_DIR", str(tmp_path))
+    mine = [free_port() for _ in range(30)]
+    blocks = [free_port(3) for _ in range(10)]  # consecutive ports for a config's several servers
+    mine += [port for base in blocks for port in range(base, base + 3)]
     theirs = json.loads(other.communicate(timeout=60)[0])
     ports = mine + theirs
     assert len(set(ports)) == len(ports)  # reserved: never handed out twice while its taker starts

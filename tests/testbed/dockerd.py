@@ -69,11 +69,16 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    state = process_state(pid)
+    return state is not None and state != "Z"
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of process ``pid`` in /proc (``R``, ``S``, ``Z`` for a zombie...); None when it is gone."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
-        return False
-    return state != "Z"
+        return None
 
 
 def _live_leases(root: Path) -> list[Path]:

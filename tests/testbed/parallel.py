@@ -89,26 +89,21 @@ def slow_first(items: list[pytest.Item]) -> None:
             return -int(heavy.kwargs.get("seconds", heavy.args[0] if heavy.args else 30))
         return 1 if item.get_closest_marker("slow") is not None else 2
 
-    first: dict[str, tuple[int, int, int]] = {}  # group -> (part, -size, first index)
-    sizes: dict[str, int] = {}
-    for item in items:
-        name = _group(item)
+    parts = [part(item) for item in items]
+    groups = [_group(item) for item in items]
+    group_part: dict[str, int] = {}  # the earliest part of any of the group's tests
+    group_size: dict[str, int] = {}
+    group_first: dict[str, int] = {}  # where the group's first test was collected
+    for index, (name, own) in enumerate(zip(groups, parts, strict=True)):
         if name is not None:
-            sizes[name] = sizes.get(name, 0) + 1
-    for index, item in enumerate(items):
-        name = _group(item)
-        if name is None:
-            continue
-        earlier = first.get(name)
-        mine = (part(item), -sizes[name], index)
-        first[name] = mine if earlier is None else (min(earlier[0], mine[0]), -sizes[name], earlier[2])
+            group_part[name] = min(group_part.get(name, own), own)
+            group_size[name] = group_size.get(name, 0) + 1
+            group_first.setdefault(name, index)
 
-    def key(pair: tuple[int, pytest.Item]) -> tuple[int, int, int, int]:
-        index, item = pair
-        name = _group(item)
+    def key(index: int) -> tuple[int, int, int, int]:
+        name = groups[index]
         if name is None:
-            return (part(item), -1, index, index)
-        group_part, minus_size, first_index = first[name]
-        return (group_part, minus_size, first_index, index)
+            return (parts[index], -1, index, index)
+        return (group_part[name], -group_size[name], group_first[name], index)
 
-    items[:] = [item for _, item in sorted(enumerate(items), key=key)]
+    items[:] = [items[index] for index in sorted(range(len(items)), key=key)]

@@ -49,10 +49,12 @@ def _bindable(port: int) -> bool:
     return True
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing holds now and no other test gets for :data:`RESERVED_S` seconds."""
+def free_port(count: int = 1) -> int:
+    """The first of ``count`` consecutive TCP ports on 127.0.0.1 that nothing holds now and no other test gets
+    for :data:`RESERVED_S` seconds (a config with several servers takes one port each, upward)."""
     book = state_dir() / "ports.json"
-    candidates = _candidates()
+    every = _candidates()
+    candidates = range(every.start, every.stop - count + 1)
     with file_lock("ports"):
         now = time.time()
         try:
@@ -61,11 +63,12 @@ def free_port() -> int:
             taken = {}
         taken = {port: at for port, at in taken.items() if now - at < RESERVED_S}
         for _ in range(200):
-            port = random.choice(candidates)
-            if port not in taken and _bindable(port):
-                taken[port] = now
+            base = random.choice(candidates)
+            block = range(base, base + count)
+            if not any(port in taken for port in block) and all(_bindable(port) for port in block):
+                taken.update(dict.fromkeys(block, now))
                 tmp = book.with_name(f"ports.json.{os.getpid()}")
                 tmp.write_text(json.dumps({str(k): v for k, v in taken.items()}))
                 tmp.replace(book)
-                return port
-    raise OSError(f"test bed: no free port in {candidates.start}-{candidates.stop - 1} after 200 tries")
+                return base
+    raise OSError(f"test bed: no {count} free port(s) in {candidates.start}-{candidates.stop - 1} after 200 tries")
