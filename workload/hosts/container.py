@@ -51,7 +51,8 @@ _PIDFILE_WAIT_TENTHS = 20
 #: pid = pgid = sid), so the shell's ``$$`` is the group id of the command and all it starts; the
 #: file goes when the command ends.
 _IN_CONTAINER = 'f=$1; shift; echo $$ > "$f" || exit 125; "$@"; s=$?; rm -f "$f"; exit $s'
-#: In the container, as root: ``$1`` the pid file, ``$2`` the grace period in tenths of a second.
+#: In the container, as root: ``$1`` the pid file, ``$2`` the grace period in tenths of a second, ``$3``
+#: how long (tenths) a later stop waits for the first one to end (:meth:`ContainerHost.stop_argv`).
 #: SIGTERM to the group (as a terminal's Ctrl-C: make passes it on), SIGKILL to what is left.
 #: ``alive`` reads /proc rather than ``kill -0``: a container whose PID 1 reaps nothing (``sleep``)
 #: keeps the group's dead processes as zombies, which ``kill -0`` still finds.
@@ -67,14 +68,9 @@ _IN_CONTAINER = 'f=$1; shift; echo $$ > "$f" || exit 125; "$@"; s=$?; rm -f "$f"
 _STOP_IN_CONTAINER = (
     'alive() { for d in /proc/[0-9]*; do read -r s < "$d/stat" 2>/dev/null || continue; s=${s##*) }; '
     'set -- $s; [ "$1" != Z ] && { [ "$3" = "$p" ] || [ "${d#/proc/}" = "$p" ]; } && return 0; done; return 1; }; '
-    "f=$1; n=$2; i=0; "
-    'if ! mkdir "$f.stop" 2>/dev/null; then w=$n; [ "$w" -ge '
-    + str(round(STOP_GRACE_S * 10))
-    + " ] || w="
-    + str(round(STOP_GRACE_S * 10))
-    + "; w=$((w + "
-    + str(_PIDFILE_WAIT_TENTHS + 10)
-    + ')); while [ ! -e "$f.stop/done" ] && [ $i -lt $w ]; do sleep 0.1; i=$((i+1)); done; exit 0; fi; '
+    "f=$1; n=$2; w=$3; i=0; "
+    'if ! mkdir "$f.stop" 2>/dev/null; then '
+    'while [ ! -e "$f.stop/done" ] && [ $i -lt "$w" ]; do sleep 0.1; i=$((i+1)); done; exit 0; fi; '
     'end() { : > "$f.stop/done"; exit 0; }; '
     'while [ ! -s "$f" ] && [ $i -lt ' + str(_PIDFILE_WAIT_TENTHS) + " ]; do "
     "sleep 0.1; i=$((i+1)); done; "
@@ -198,7 +194,9 @@ class ContainerHost(FilesThroughCommands):
 
     def stop_argv(self, pidfile: str, grace_s: float) -> list[str]:
         """The ``docker exec`` argv that ends the command whose group id is in ``pidfile`` (as root)."""
-        tenths = str(max(0, round(grace_s * 10)))
+        tenths = max(0, round(grace_s * 10))
+        # A later stop of the command waits for the first one, whose grace may be the longer STOP_GRACE_S.
+        first_takes = _PIDFILE_WAIT_TENTHS + max(tenths, round(STOP_GRACE_S * 10)) + 10
         return [
             *docker_cli(self.docker_url),
             "exec",
@@ -210,7 +208,8 @@ class ContainerHost(FilesThroughCommands):
             _STOP_IN_CONTAINER,
             "workload-stop",
             pidfile,
-            tenths,
+            str(tenths),
+            str(first_takes),
         ]
 
     def _execute(
