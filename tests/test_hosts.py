@@ -22,7 +22,7 @@ import pytest
 from tests.testbed.sshd import LocalUser, SshServer, local_user, ssh_host, sshd  # noqa: F401  (fixture)
 from workload.commands import Command, Secret, cmd
 from workload.errors import CommandFailed, CommandTimeout
-from workload.hosts import FileTransferError, Host, LocalHost
+from workload.hosts import FileTransferError, Host, LocalHost, drain
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -165,6 +165,24 @@ def test_finished_command_is_not_held_by_a_background_child(host: Host) -> None:
     result = host.run(cmd("sh", "-c", "sleep 20 & echo started"))
     assert result.ok and result.stdout == "started\n"
     assert time.monotonic() - started < 20  # the drain grace, not the 20 s of the child
+
+
+def test_output_still_coming_after_the_exit_is_read_to_its_end(host: Host) -> None:
+    # sshd sends the exit status when the command exits and the rest of its pipe after it: a loaded host can take
+    # seconds over that rest. Here a child writes for 4 s after the command exited, a line every 0.2 s; a drain cut
+    # a fixed 2 s after the exit lost the second half (and a result file copied back from a Slurm node lost its end).
+    result = host.run(cmd("sh", "-c", "(for i in $(seq 1 20); do sleep 0.2; echo $i; done) & echo exited"))
+    assert result.ok and result.stdout.split() == ["exited", *map(str, range(1, 21))]
+
+
+def test_a_child_that_never_stops_writing_is_cut_at_the_drain_cap(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(drain, "DRAIN_CAP_S", 3.0)
+    started = time.monotonic()
+    # (300 lines in 30 s: a child left over ends by itself)
+    forever = "(i=0; while [ $i -lt 300 ]; do echo more; sleep 0.1; i=$((i + 1)); done) & echo exited"
+    result = host.run(cmd("sh", "-c", forever))
+    assert result.ok and result.stdout.startswith("exited\nmore\n")
+    assert time.monotonic() - started < 20  # the cap, not the child's forever
 
 
 # -- streaming -----------------------------------------------------------------------------------

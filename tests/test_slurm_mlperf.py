@@ -28,7 +28,7 @@ import pytest
 from tests.fixtures.harness.make_harness import H100X8, make_bare_repo
 from tests.test_mlperf_docker_errors import sleeper, spec  # noqa: F401  (sleeper is a fixture)
 from tests.test_mlperf_exec_guard import wait_for
-from tests.test_slurm_run import run_json, shared_paths, target
+from tests.test_slurm_run import run_json, run_story, shared_paths, target
 from tests.testbed.slurm import SlurmCluster
 from workload.cli import invoke
 from workload.doctor import ADMIN_DOCKER_FIX, ADMIN_TOOLKIT_FIX, check_container_toolkit, check_docker
@@ -149,11 +149,11 @@ def test_mlperf_executor_runs_on_slurm_nodes_over_job_steps_and_merges_their_res
         captured = capsys.readouterr()
         # Every node ran; the verdict is the harness's own: a Quick run is INVALID (10-min runtime not met).
         record = run_json(out)
-        # A string message: pytest shortens the repr of any other object to a line.
-        assert code == EXIT_INVALID_RESULTS, f"{captured.out[-4000:]}\n{captured.err[-4000:]}\n{record['outcomes']}"
+        story = run_story(out, captured, cluster)
+        assert code == EXIT_INVALID_RESULTS, story
 
-        assert sorted(o["host"] for o in record["outcomes"]) == sorted(cluster.node_names)
-        assert {o["status"] for o in record["outcomes"]} == {"ok"}, record["outcomes"]
+        assert sorted(o["host"] for o in record["outcomes"]) == sorted(cluster.node_names), story
+        assert {o["status"] for o in record["outcomes"]} == {"ok"}, story
         folder = next(p for p in out.iterdir() if p.is_dir())
         for node in cluster.node_names:
             # Each node's own results, written by its own container into its own folder, copied back.

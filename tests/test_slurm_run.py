@@ -74,6 +74,26 @@ def run_json(output: Path) -> dict:
     return json.loads((folder / "run.json").read_text())
 
 
+def run_story(output: Path, captured: tuple[str, str], cluster: SlurmCluster | None = None) -> str:
+    """A failed run as text, in full: its stdout and stderr, each node's outcome, the verdict's failures and, given
+    ``cluster``, the Slurm daemons' logs. (pytest shortens an assertion message that is not a string to one line.)"""
+    out, err = captured
+    parts = [f"--- stdout\n{out}", f"--- stderr\n{err}"]
+    folders = [p for p in output.iterdir() if p.is_dir()] if output.is_dir() else []
+    for folder in folders:
+        for name in ("run.json", "summary.json"):
+            path = folder / name
+            if not path.is_file():
+                parts.append(f"--- {name}: not written")
+                continue
+            record = json.loads(path.read_text())
+            shown = record.get("outcomes") if name == "run.json" else record.get("verdict")
+            parts.append(f"--- {name}\n{json.dumps(shown, indent=1)}")
+    if cluster is not None:
+        parts.append(cluster.logs())
+    return "\n".join(parts)
+
+
 def run_valid_on_every_node(
     cluster: SlurmCluster, profile: Path, out: Path, capsys: pytest.CaptureFixture[str]
 ) -> tuple[Path, str]:
@@ -83,8 +103,10 @@ def run_valid_on_every_node(
     """
     argv = ["run", "--profile", str(profile), "-p", SMALL, "--output-dir", str(out)]
     argv += target(cluster, "--nodes", str(len(cluster.node_names)))
-    assert invoke(argv) == 0, capsys.readouterr()
-    err = capsys.readouterr().err
+    code = invoke(argv)
+    captured = capsys.readouterr()
+    assert code == 0, run_story(out, captured, cluster)
+    err = captured.err
     record = run_json(out)
     assert sorted(o["host"] for o in record["outcomes"]) == sorted(cluster.node_names)
     assert {o["status"] for o in record["outcomes"]} == {"ok"}

@@ -33,6 +33,7 @@ from pathlib import Path
 import docker
 
 from tests.testbed.dockerd import LABEL, OWNER_LABEL, DockerEngine
+from tests.testbed.dockerexec import exec_output
 from tests.testbed.image import REPO_MOUNT, VM_CONFIG_MOUNT, debian_mirror
 from tests.testbed.ports import free_port
 from tests.testbed.state import TestbedError, file_lock, state_dir
@@ -359,10 +360,10 @@ class FreshVM:
 
     # ----------------------------------------------------------------- inside the VM
     def exec(self, argv: Sequence[str], *, user: str = "root", env: dict[str, str] | None = None) -> tuple[int, str]:
-        """Run argv in the VM through ``docker exec`` (for test assertions, not the code under test)."""
+        """Run argv in the VM through ``docker exec`` (for test assertions, not the code under test); the output is
+        read back whole or the call raises (:mod:`tests.testbed.dockerexec`)."""
         assert self.container is not None
-        result = self.container.exec_run(list(argv), user=user, environment=env)
-        return int(result.exit_code), result.output.decode(errors="replace")
+        return exec_output(self.container, argv, user=user, environment=env)
 
     def check(self, argv: Sequence[str], *, user: str = "root") -> str:
         """:meth:`exec` that raises TestbedError with the output when the exit status is not 0."""

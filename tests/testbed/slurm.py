@@ -316,7 +316,12 @@ class SlurmCluster:
         return out
 
     def logs(self, tail: int = 30) -> str:
+        """The last ``tail`` lines of slurmctld's and each slurmd's log, and of the login node's console (its
+        sshd logs there: ``sshd -e``), for a failed test's message."""
         parts = []
+        if self.login.container is not None:
+            console = self.login.container.logs(tail=tail).decode(errors="replace")
+            parts.append(f"--- {self.login.name}: console (sshd)\n{console}")
         for vm, path in [(self.login, "/var/log/slurm/slurmctld.log")] + [
             (vm, "/var/log/slurm/slurmd.log") for vm in self.computes.values()
         ]:

@@ -23,13 +23,9 @@ from typing import IO
 
 from workload.commands import Secret
 from workload.hosts.base import FileTransferError, Host, OutputCollector
+from workload.hosts.drain import DrainClock
 from workload.hosts.stophooks import interrupt_exempt_now
 from workload.safefile import atomic_write_bytes
-
-#: After the command itself has exited, how long to keep reading output that a background child
-#: may still hold open (``daemon &`` keeps the pipes). Past this, the pipes are closed and the
-#: command counts as finished: waiting for the daemon would hang the step forever.
-DRAIN_GRACE_S = 2.0
 
 _CHUNK = 64 * 1024
 #: Longest sleep in the loop while nothing happens; bounds how late an exit or timeout is noticed.
@@ -119,13 +115,14 @@ class LocalHost(Host):
                 else:
                     proc.stdin.close()
             timed_out = False
-            exited_at: float | None = None
+            drain = DrainClock()
             while True:
                 now = time.monotonic()
-                if exited_at is None and proc.poll() is not None:
-                    exited_at = now
-                if exited_at is not None and (not _has_readers(sel) or now - exited_at > DRAIN_GRACE_S):
-                    break
+                if proc.poll() is not None:
+                    drain.exited(now)
+                    # Done when both pipes are at end of file, or output stopped coming (workload/hosts/drain.py).
+                    if not _has_readers(sel) or drain.over(now):
+                        break
                 if deadline is not None and not timed_out and now >= deadline:
                     self._kill_group(proc.pid)
                     timed_out = True
@@ -150,6 +147,7 @@ class LocalHost(Host):
                         continue
                     if data:
                         key.data.feed(data)
+                        drain.output(time.monotonic())
                     else:
                         sel.unregister(fileobj)
         code = proc.returncode

@@ -66,6 +66,7 @@ from tenacity import (
 
 from workload.errors import ConnectError
 from workload.hosts.base import ConnectionLost, FileTransferError, Host, OutputCollector
+from workload.hosts.drain import DrainClock
 from workload.hosts.options import ConnectOptions
 from workload.hosts.ssh_connect import SshTarget, TransientConnectError, open_client
 
@@ -76,9 +77,6 @@ from workload.safefile import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
-#: After the exit status arrived, how long to wait for the rest of the output (a background child
-#: may hold the pipes open; see LocalHost's DRAIN_GRACE_S).
-DRAIN_GRACE_S = 2.0
 _CHUNK = 32 * 1024
 _TICK_S = 0.2
 
@@ -312,9 +310,11 @@ class SshHost(Host):
         if not pending:
             chan.shutdown_write()
         timed_out = False
-        status_at: float | None = None
+        drain = DrainClock()
         while True:
             try:
+                if _buffered(chan):
+                    drain.output(time.monotonic())
                 while chan.recv_ready():
                     stdout.feed(chan.recv(_CHUNK))
                 while chan.recv_stderr_ready():
@@ -334,9 +334,9 @@ class SshHost(Host):
             if got_status and chan.exit_status == -1 and not transport.is_active() and not timed_out:
                 raise self._lost("the connection was lost")
             if got_status:
-                status_at = now if status_at is None else status_at
-                # Done when all output is in, or the drain grace is over (a background child holds the pipes).
-                if (chan.eof_received and not _buffered(chan)) or now - status_at > DRAIN_GRACE_S:
+                drain.exited(now)
+                # Done when all output is in, or it stopped coming (workload/hosts/drain.py).
+                if (chan.eof_received and not _buffered(chan)) or drain.over(now):
                     break
             if not transport.is_active() and not timed_out:
                 raise self._lost("the connection was lost")
