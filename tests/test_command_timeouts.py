@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.testbed.dockerexec import is_exec_wrapper
 from workload import steps
 from workload.commands import cmd
 from workload.errors import CommandTimeout
@@ -111,11 +112,11 @@ def test_a_silent_command_past_its_timeout_over_ssh_is_killed_on_the_vm(
 
 
 def processes(vm: Any) -> set[tuple[int, str]]:
-    """(pid, command line) of every process in the VM, except the ``ps`` that lists them."""
+    """(pid, command line) of every process in the VM, except the ``ps`` that lists them and its exec's shell."""
     out = vm.exec(["ps", "-eo", "pid=,args="])[1]
     found = set()
     for line in out.splitlines():
         pid, _, args = line.strip().partition(" ")
-        if pid.isdigit() and not args.startswith("ps -eo"):
+        if pid.isdigit() and not args.startswith("ps -eo") and not is_exec_wrapper(args):
             found.add((int(pid), args.strip()))
     return found

@@ -181,7 +181,8 @@ def test_a_child_that_never_stops_writing_is_cut_at_the_drain_cap(host: Host, mo
     # (300 lines in 30 s: a child left over ends by itself)
     forever = "(i=0; while [ $i -lt 300 ]; do echo more; sleep 0.1; i=$((i + 1)); done) & echo exited"
     result = host.run(cmd("sh", "-c", forever))
-    assert result.ok and result.stdout.startswith("exited\nmore\n")
+    lines = result.stdout.split()
+    assert result.ok and "exited" in lines and lines.count("more") >= 2
     assert time.monotonic() - started < 20  # the cap, not the child's forever
 
 

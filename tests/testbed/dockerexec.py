@@ -35,6 +35,11 @@ _RUN = (
 )
 
 
+def is_exec_wrapper(args: str) -> bool:
+    """Whether a process's command line (``ps -o args``) is the shell :func:`exec_output` runs a command in."""
+    return _ARGV_VAR in args
+
+
 def exec_output(
     container: Container,
     argv: Sequence[str],
