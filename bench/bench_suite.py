@@ -11,7 +11,7 @@ With several workers the per-file wall times add up to more than the elapsed tim
 
 ``--junit FILE`` reads a JUnit XML report made elsewhere (CI's) instead of running: wall figures only.
 
-    .venv/bin/python bench/bench_suite.py [PATH ...] [--workers 5] [--dist loadgroup] [--top 25] [--keep DIR] [--json]
+    .venv/bin/python bench/bench_suite.py [PATH ...] [--workers 6] [--dist loadgroup] [--top 25] [--keep DIR] [--json]
     .venv/bin/python bench/bench_suite.py --junit report.xml
 
 A single run, not interleaved rounds: it is a profile of where the suite's time goes, to see the
@@ -156,6 +156,7 @@ def run_suite(args: argparse.Namespace, work: Path) -> tuple[Path, dict[str, flo
     argv += args.paths or ["tests"]
     # Not an xdist worker's variables, when this runs inside a test of a parallel run.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode cached, as .ci/run has it
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BENCH), env.get("PYTHONPATH", "")) if p)
     env["WORKLOAD_SUITE_CPU_DIR"] = str(cpu_dir)
     log = work / "pytest.log"
@@ -173,7 +174,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("paths", nargs="*", help="test files or folders (default: tests)")
     parser.add_argument(
-        "--workers", type=int, default=5, help="pytest-xdist workers, 0 = one process (default 5, as .ci/run)"
+        "--workers", type=int, default=6, help="pytest-xdist workers, 0 = one process (default 6, as .ci/run)"
     )
     parser.add_argument("--dist", default="loadgroup", help="pytest-xdist distribution (default loadgroup)")
     parser.add_argument("--top", type=int, default=25, help="how many of the slowest tests to list (default 25)")
