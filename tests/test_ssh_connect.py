@@ -367,6 +367,38 @@ def test_file_transfer_after_a_lost_connection_reconnects(fresh_sshd: SshServer,
     host.close()
 
 
+def test_a_command_that_ends_at_once_leaves_the_connection_up_when_our_eof_is_late(
+    fresh_sshd: SshServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # paramiko builds shutdown_write's channel EOF under the channel's lock and sends it after releasing it; for a
+    # command that ended at once, the close its transport thread sends can go first, and sshd then ends the whole
+    # connection ("packet referred to nonexistent channel"), with every command on it (seen beside a busy core, as
+    # "the connection was lost (Channel closed.)"). Here an EOF from a command's thread is held back for a second,
+    # as a thread the scheduler left waiting is: a command without input must not send one.
+    original = paramiko.Transport._send_user_message
+
+    def late_eof(transport: paramiko.Transport, data: Any) -> None:
+        if threading.current_thread() is not transport and data.asbytes()[:1] == paramiko.common.cMSG_CHANNEL_EOF:
+            time.sleep(1.0)
+        original(transport, data)
+
+    monkeypatch.setattr(paramiko.Transport, "_send_user_message", late_eof)
+    host = ssh_host(fresh_sshd)
+    try:
+        host.connect()
+        generation = host.connection_generation
+        for _ in range(3):
+            assert host.run(cmd("true")).ok
+        assert host.run(cmd("cat", input="in\n")).stdout == "in\n"  # with input, the EOF still ends it
+        time.sleep(1.5)  # a late EOF has arrived by now
+        assert host.is_connected and host.run(cmd("echo", "same connection")).ok
+        assert host.connection_generation == generation
+        assert "nonexistent channel" not in fresh_sshd.log_text()
+    finally:
+        host.close()
+
+
 def test_interrupt_stops_running_commands(sshd: SshServer) -> None:  # noqa: F811
     host = ssh_host(sshd)
     results: list[int] = []
@@ -390,8 +422,8 @@ def test_interrupt_just_after_a_command_starts_still_stops_it(sshd: SshServer, m
     opened = threading.Event()
     real_open = SshHost._open_command
 
-    def open_and_tell(self: SshHost, *args: Any) -> Any:
-        chan = real_open(self, *args)
+    def open_and_tell(self: SshHost, *args: Any, **kwargs: Any) -> Any:
+        chan = real_open(self, *args, **kwargs)
         opened.set()  # the command is on its way; its group id is not back yet
         return chan
 

@@ -244,7 +244,7 @@ class SshHost(Host):
         else:
             head = _StderrHead(stderr, self._running, self._unannounced)
         try:
-            chan, transport = self._open_command(shell_line)
+            chan, transport = self._open_command(shell_line, stdin=bool(stdin))
             try:
                 return self._pump(chan, transport, stdin, timeout, stdout, head)
             finally:
@@ -252,7 +252,7 @@ class SshHost(Host):
         finally:
             head.forget()
 
-    def _open_command(self, shell_line: str) -> tuple[paramiko.Channel, paramiko.Transport]:
+    def _open_command(self, shell_line: str, *, stdin: bool) -> tuple[paramiko.Channel, paramiko.Transport]:
         """A session channel running ``shell_line`` in the wrapper that announces its group id, and its transport.
 
         When the connection turns out dead while the channel is being opened (dropped while idle, or closed
@@ -271,7 +271,7 @@ class SshHost(Host):
             transport = self._transport()
             chan = self._open_session(transport)
         try:
-            chan.exec_command(_remote_line(shell_line))
+            chan.exec_command(_remote_line(shell_line, stdin=stdin))
         except (paramiko.SSHException, OSError, EOFError) as e:
             with contextlib.suppress(paramiko.SSHException, OSError, EOFError):
                 chan.close()
@@ -306,9 +306,9 @@ class SshHost(Host):
         head: _StderrHead,
     ) -> tuple[int, bool]:
         deadline = None if timeout is None else time.monotonic() + timeout
+        # Without input the command reads /dev/null (_remote_line): no EOF is sent, see there why. With input,
+        # the EOF follows the last byte; the command reads to it, so it cannot have ended and closed before.
         pending = stdin or b""
-        if not pending:
-            chan.shutdown_write()
         timed_out = False
         drain = DrainClock()
         while True:
@@ -402,10 +402,10 @@ class SshHost(Host):
         try:
             chan = transport.open_session(timeout=self.options.connect_timeout_s)
             try:
+                # No EOF (see _remote_line): kill reads nothing, and sudo -S only its password line.
                 chan.exec_command(line)
                 if stdin:
                     chan.sendall(stdin)
-                chan.shutdown_write()
                 end = time.monotonic() + 2 * (grace_s or 0) + 10.0
                 while not chan.exit_status_ready() and time.monotonic() < end:
                     select.select([chan], [], [], _TICK_S)

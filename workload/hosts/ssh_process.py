@@ -29,7 +29,15 @@ _WATCHDOG = (
 )
 
 
-def _remote_line(shell_line: str) -> str:
+def _remote_line(shell_line: str, *, stdin: bool) -> str:
+    """The wrapper line around ``shell_line``; without ``stdin`` the command reads /dev/null.
+
+    A command given no input gets its end of input on the host, not as a channel EOF from here:
+    sshd ends the connection when an EOF arrives for a channel it has already closed and freed
+    ("packet referred to nonexistent channel"), and paramiko sends ``shutdown_write``'s EOF outside
+    the channel's lock, so the close its own thread sends for a command that finished at once can
+    overtake it (seen beside a busy core: every command on that connection was lost).
+    """
     inner = (
         "printf 'workload-pgid:%s\\n' \"$$\" >&2; "
         + _WATCHDOG
@@ -37,7 +45,7 @@ def _remote_line(shell_line: str) -> str:
         + shlex.quote(shell_line)
         + '; s=$?; [ -n "$w" ] && kill -KILL "$w" 2>/dev/null; exit $s'
     )
-    return "exec /bin/sh -c " + shlex.quote(inner)
+    return "exec /bin/sh -c " + shlex.quote(inner) + ("" if stdin else " </dev/null")
 
 
 def _buffered(chan: paramiko.Channel) -> bool:
