@@ -248,7 +248,10 @@ class SshHost(Host):
             try:
                 return self._pump(chan, transport, stdin, timeout, stdout, head)
             finally:
-                chan.close()
+                # A socket that died under the command (a reboot, say) makes paramiko's close raise until its
+                # transport thread notices; what the command gave, or the loss _pump reported, is the answer.
+                with contextlib.suppress(paramiko.SSHException, OSError, EOFError):
+                    chan.close()
         finally:
             head.forget()
 
