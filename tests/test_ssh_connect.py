@@ -461,6 +461,32 @@ def test_interrupt_just_after_a_command_starts_still_stops_it(sshd: SshServer, m
     host.close()
 
 
+def test_interrupt_waits_for_a_command_slow_to_announce_its_group(
+    sshd: SshServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Beside a busy core the remote shell took longer than the stop's 0.5 s grace to start and announce its process
+    group; the interrupt then signalled nothing and the command ran to its timeout. Here it starts 1.5 s late."""
+    import workload.hosts.ssh as ssh_module
+
+    real_line = ssh_module._remote_line
+    monkeypatch.setattr(ssh_module, "_remote_line", lambda line, **kw: "sleep 1.5; " + real_line(line, **kw))
+    host = ssh_host(sshd)
+    try:
+        host.connect()
+        results: list[CommandResult] = []
+        worker = threading.Thread(target=lambda: results.append(host.run(cmd("sleep", "30", timeout=15))))
+        worker.start()
+        time.sleep(0.3)  # the channel is open; the group id is 1.2 s away
+        started = time.monotonic()
+        host.interrupt(grace_s=0.5)
+        worker.join(20)
+        assert results and not results[0].timed_out and results[0].returncode != 0
+        assert time.monotonic() - started < 15  # stopped by the interrupt, not its own timeout
+    finally:
+        host.close()
+
+
 @pytest.mark.parametrize("transport", ["local", "ssh"])
 def test_a_command_a_stop_runs_is_left_alone_by_the_interrupt(sshd: SshServer, transport: str) -> None:  # noqa: F811
     """``interrupt_exempt``: a command started in the block (a stop hook's own ``docker exec``) is not

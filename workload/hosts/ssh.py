@@ -79,6 +79,9 @@ log = logging.getLogger(__name__)
 
 _CHUNK = 32 * 1024
 _TICK_S = 0.2
+#: How long interrupt() waits at most for commands just started to announce their process group
+#: (then grace and KILL: within the 10 s a stop may take).
+ANNOUNCE_WAIT_S = 5.0
 
 
 class SshHost(Host):
@@ -372,8 +375,10 @@ class SshHost(Host):
         no SIGHUP.
         """
         # A command just started announces its group within a round trip; one missed here would
-        # run on to its end (e.g. a whole apt install) after the user asked everything to stop.
-        self._unannounced.wait_zero(timeout_s=min(grace_s, 2.0))
+        # run on to its end (e.g. a whole apt install) after the user asked everything to stop. The
+        # wait ends as soon as every command has announced; its bound is not the grace (0.5 s in a
+        # test): beside a busy core a remote shell took longer than that to start and announce.
+        self._unannounced.wait_zero(timeout_s=ANNOUNCE_WAIT_S)
         groups = sorted(self._running)
         if groups and self.is_connected:
             self._signal_groups(self._transport(), groups, grace_s=grace_s)
