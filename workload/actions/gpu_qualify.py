@@ -42,6 +42,7 @@ from workload.commands import Command, cmd, shell
 from workload.errors import WorkloadError
 from workload.facts.fact import Fact, command_fact
 from workload.facts.system import python_runs
+from workload.loadgen.child_path import child_pythonpath
 from workload.loadgen.settings import RunSettings, Scenario
 from workload.monitors.nvsmi import GpuSample
 from workload.safefile import atomic_write_text, read_regular
@@ -157,7 +158,7 @@ class GpuQualifyExecutor(LoadGenExecutor):
 
     def _env_prefix(self, ctx: StepContext) -> str:
         """Locally, run the same package as this process, installed or not (as LoadGenExecutor does)."""
-        return f"PYTHONPATH={shlex.quote(_package_root())} " if _is_local(ctx.host) else ""
+        return f"PYTHONPATH={shlex.quote(child_pythonpath())} " if _is_local(ctx.host) else ""
 
     def group_command(self, ctx: StepContext, prefix: str, devices: list[int], scenario: Scenario) -> Command:
         """One shell command: a pinned runner per device, side by side; fails when any of them failed."""
@@ -186,7 +187,7 @@ class GpuQualifyExecutor(LoadGenExecutor):
             argv += ["--matmul-seconds", str(self.q.MatmulProbeSeconds)]
         env = {"CUDA_VISIBLE_DEVICES": "" if device is None else str(device)}
         if _is_local(ctx.host):
-            env["PYTHONPATH"] = _package_root()
+            env["PYTHONPATH"] = child_pythonpath()
         return cmd(*argv, env=env, timeout=600 + 10 * self.q.AgreementSamples, idempotent=True)
 
     # -- step life ---------------------------------------------------------------------------------
@@ -401,13 +402,6 @@ class GpuQualifyExecutor(LoadGenExecutor):
         ]
         if problems:
             raise self.fail("; ".join(problems), ctx)
-
-
-def _package_root() -> str:
-    """The folder that holds this ``workload`` package (for ``PYTHONPATH``)."""
-    import workload
-
-    return str(Path(workload.__file__).resolve().parent.parent)
 
 
 def _number(values: dict[str, Any], key: str) -> float | None:

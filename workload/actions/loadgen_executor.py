@@ -47,6 +47,7 @@ from workload.errors import Interrupted, WorkloadError
 from workload.facts.fact import Fact
 from workload.facts.system import python_runs
 from workload.hosts.base import CommandResult, Host
+from workload.loadgen.child_path import child_pythonpath
 from workload.loadgen.settings import (
     CONF_MODEL,
     EFFECTIVE_SETTINGS,
@@ -288,10 +289,7 @@ class LoadGenExecutor(Step):
         out = self.host_dir(ctx, scenario, mode)
         env: dict[str, str] = {}
         if _is_local(ctx.host):
-            # Run the same package as this process, installed or not.
-            import workload
-
-            env["PYTHONPATH"] = str(Path(workload.__file__).resolve().parent.parent)
+            env["PYTHONPATH"] = child_pythonpath()
         return cmd(
             self.python(ctx),
             "-m",
