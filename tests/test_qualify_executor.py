@@ -15,7 +15,7 @@ from tests.test_loadgen_executor import ForeignHost, make_ctx
 from workload.actions.gpu_qualify import GpuQualifyExecutor, QualifyParameters, parse_gpu_identities
 from workload.errors import StepError
 from workload.hosts.local import LocalHost
-from workload.monitors.nvsmi import parse_query
+from workload.monitors.nvsmi import GpuSample, parse_query
 
 pytestmark = pytest.mark.timeout(240)
 REAL_H200 = Path(__file__).parent / "fixtures" / "monitors" / "h200-580.159.04" / "query-under-load.txt"
@@ -92,6 +92,12 @@ def test_remote_host_files_come_back_and_verdicts_judge_recorded_files(
     ctx.memo["identities"] = {0: GpuIdentity(0, "00000000:00:06.0", None, "NVIDIA H200")}
     samples = parse_query(REAL_H200.read_text(encoding="utf-8"))
     step.write_verdicts(ctx, samples)
+    capped = json.loads((results / "verdicts" / "throttling" / "accuracy.json").read_text())
+    assert capped["pass"] is True and "57% at the power limit" in capped["details"][0]  # by design, not a fault
+    # the same rows with the HW power brake (0x80) set wherever the cap was
+    braked = [GpuSample(s.timestamp, s.index, s.name, {**s.values, "clocks_event_reasons": 0x84})
+              if s.event_reasons == 0x4 else s for s in samples]  # fmt: skip
+    step.write_verdicts(ctx, braked)
 
     verdicts = {p.parent.name: json.loads(p.read_text()) for p in (results / "verdicts").glob("*/accuracy.json")}
     assert verdicts["agreement"]["pass"] is False
@@ -99,7 +105,7 @@ def test_remote_host_files_come_back_and_verdicts_judge_recorded_files(
     assert verdicts["math-efficiency"]["pass"] is False
     assert any(p.startswith("GPU 0 (PCI 00000000:00:06.0") for p in verdicts["math-efficiency"]["problems"])
     assert verdicts["throttling"]["pass"] is False
-    assert "SW power cap" in verdicts["throttling"]["problems"][0]
+    assert "HW power brake slowdown" in verdicts["throttling"]["problems"][0]
 
 
 class ShortJobHost(LocalHost):

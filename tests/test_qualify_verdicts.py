@@ -109,17 +109,39 @@ def test_throttling_ignores_idle_and_sync_boost_bits() -> None:
     assert check.passed and check.value == 0.0
 
 
-def test_throttling_on_real_h200_rows() -> None:
-    """The recorded H200 rows (driver 580.159.04) carry the SW power cap (0x4) in 12 of 21 samples."""
+def test_throttling_on_real_h200_rows_reports_the_power_cap_without_failing() -> None:
+    """The recorded H200 rows (driver 580.159.04, a bf16 matmul loop) carry the SW power cap (0x4) in
+    12 of 21 samples at ~690 of 700 W: the GPU working at its power limit, as designed, not a fault."""
     samples = parse_query(REAL_H200.read_text(encoding="utf-8"))
     assert len(samples) == 21
     h200 = GpuIdentity(0, "00000000:00:06.0", None, "NVIDIA H200")
     check = throttling(samples, [h200])
-    assert not check.passed
-    assert check.value == pytest.approx(12 / 21)
-    assert "SW power cap" in check.problems[0] and "345-1530 MHz" in check.problems[0]
-    assert "serial unknown" in check.problems[0]
-    assert throttling(samples, [h200], max_fraction=0.6).passed
+    assert check.passed and check.value == 0.0 and not check.problems
+    assert "57% at the power limit (up to 693/700 W, SM clock down to 1425 MHz)" in check.details[0]
+    assert "345-1530 MHz" in check.details[0] and "serial unknown" in check.details[0]
+
+
+def test_the_same_rows_with_a_power_brake_fail_and_name_only_the_fault() -> None:
+    """Bit 0x80 (HW power brake slowdown) on the capped rows: the fault fails, the cap is not blamed."""
+    samples = parse_query(REAL_H200.read_text(encoding="utf-8"))
+    braked = [
+        GpuSample(s.timestamp, s.index, s.name, {**s.values, "clocks_event_reasons": 0x84})
+        if s.event_reasons == 0x4
+        else s
+        for s in samples
+    ]
+    check = throttling(braked, [GpuIdentity(0, "00000000:00:06.0", None, "NVIDIA H200")])
+    assert not check.passed and check.value == pytest.approx(12 / 21)
+    assert "held down in 12 of 21 samples" in check.problems[0]
+    assert "HW power brake slowdown" in check.problems[0] and "SW power cap" not in check.problems[0]
+
+
+@pytest.mark.parametrize("fault", [0x8, 0x20, 0x40, 0x80])
+def test_every_fault_reason_fails_and_the_power_cap_alone_never_does(fault: int) -> None:
+    capped = [_sample(0, 0x4, clock=1440.0) for _ in range(20)]
+    assert throttling(capped, [GPUS[0]]).passed
+    check = throttling([*capped, *(_sample(0, fault | 0x4) for _ in range(5))], [GPUS[0]])
+    assert not check.passed and check.value == pytest.approx(5 / 25)
 
 
 def test_throttling_fails_a_gpu_without_telemetry() -> None:
