@@ -36,14 +36,14 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from workload.commands import Secrets, mask_text
 from workload.errors import FactError, HostBug, Interrupted, OutputError, RebootRequired, StepError, WorkloadError
 from workload.hosts.base import Host, HostSpec
 
 # Moved by job (issue 14); re-exported so that every name stays importable from here.
-from workload.interrupts import INTERRUPT_TIMEOUT_S, KILL_GRACE_S, interrupt_hosts, interrupt_reason
+from workload.interrupts import INTERRUPT_TIMEOUT_S, KILL_GRACE_S, interrupt_hosts, interrupt_reason, wait_all
 from workload.outcomes import (
     HostOutcome,
     HostStatus,
@@ -139,7 +139,7 @@ class Engine:
         try:
             while True:
                 try:
-                    wait(futures)
+                    wait_all(futures)  # wakes often: a signal another thread took is acted on here
                     break
                 except KeyboardInterrupt as exc:
                     self.interrupted = True

@@ -9,6 +9,8 @@ import contextlib
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, wait
+from typing import Any
 
 from workload.hosts.base import Host
 
@@ -17,6 +19,26 @@ INTERRUPT_TIMEOUT_S = 20.0
 #: Between SIGTERM and SIGKILL when commands are stopped: apt/dpkg and docker get a chance to exit
 #: cleanly (a SIGKILLed dpkg leaves packages half-configured; the next run repairs that too).
 KILL_GRACE_S = 2.0
+
+
+#: The longest the main thread sleeps at a time while it waits for other threads (:func:`wait_all`).
+WAKE_S = 0.25
+
+
+def wait_all(futures: Sequence[Future[Any]]) -> None:
+    """Return once every future is done; the main thread wakes every :data:`WAKE_S` meanwhile.
+
+    The kernel hands a process-directed signal (SIGTERM from ``kill``, SIGINT from a terminal) to any
+    thread of the process that does not block it, usually but not always the main thread. When a
+    worker thread takes it, CPython only marks the signal pending: its Python handler (Ctrl-C's
+    KeyboardInterrupt, the CLI's SIGTERM handler) runs in the main thread the next time that thread
+    runs Python code. A main thread asleep in an unbounded wait would sleep through the signal until
+    the last host finished (a 60 s LoadGen test ran on after SIGTERM). Waking in short steps bounds
+    the delay; a KeyboardInterrupt raised by the handler propagates from here.
+    """
+    pending = list(futures)
+    while pending:
+        pending = list(wait(pending, timeout=WAKE_S).not_done)
 
 
 class SignalInterrupt(KeyboardInterrupt):
