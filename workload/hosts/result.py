@@ -104,6 +104,13 @@ class OutputCollector:
             piece, self._pending = self._pending[:cut], self._pending[cut:]
             self._line(piece.decode("utf-8", "replace"))
 
+    def aside(self, raw: bytes, label: str) -> None:
+        """Show one line to the sink after ``label``, masked like the output, without keeping it in
+        :meth:`text`: it is not the command's output (an SSH login shell's own startup messages)."""
+        if self.sink is not None:
+            line = mask_text(mask_secrets(raw.decode("utf-8", "replace"), self.secrets))
+            self.sink(self.stream, f"{label} {line}")
+
     def close(self) -> None:
         if self._pending:
             self._line(self._pending.decode("utf-8", "replace"))

@@ -18,8 +18,9 @@ Commands
         exec /bin/sh -c 'printf "workload-pgid:%s\\n" "$$" >&2; /bin/sh -c LINE'
 
     OpenSSH calls ``setsid()`` for every non-pty session, so that shell is a session and process
-    group leader, and ``$$`` is the process group of everything the command starts. The first
-    stderr line hands that id to us (it is stripped before the output reaches the collectors).
+    group leader, and ``$$`` is the process group of everything the command starts. That stderr
+    line hands the id to us (it is stripped before the output reaches the collectors); lines the
+    login shell printed ahead of it (a ``.bashrc``) are shown live, not kept as the command's stderr.
     At the timeout we kill the whole group with ``kill -KILL -PGID`` over a second channel:
     closing the channel alone would leave the command running, and coreutils ``timeout`` would
     tie the deadline to the remote clock and to a tool minimal images may lack.

@@ -70,8 +70,23 @@ class _Counter:
             return self._zero.wait_for(lambda: self._value == 0, timeout=timeout_s)
 
 
+#: Login-shell output held back while the announce line is awaited (see :class:`_StderrHead`); past
+#: this much, the stream is taken as the command's own, as when the announce never comes.
+_PREAMBLE_LIMIT = 64 * 1024
+#: How the login shell's own lines are labelled where they are shown.
+LOGIN_SHELL_LABEL = "(login shell)"
+
+
 class _StderrHead:
-    """Takes the ``workload-pgid:N`` line off the start of stderr; passes the rest through.
+    """Takes the ``workload-pgid:N`` line off stderr; passes the command's stderr through.
+
+    The wrapper prints that line before it starts the command, so any stderr line ahead of it comes
+    from the user's login shell starting up: sshd runs ``bash -c`` and bash reads ``~/.bashrc`` for
+    it, where pyenv's rehash warnings, conda or ``mesg`` print. Those lines are shown to the live sink
+    (labelled :data:`LOGIN_SHELL_LABEL`) but are not the command's stderr. They no longer hide the
+    announce either: once a login shell's warning came first, the group id was lost, and a timeout or
+    an interrupt could not stop the command. Without an announce (a login shell that failed before
+    the wrapper ran) or past :data:`_PREAMBLE_LIMIT`, everything held is the command's stderr.
 
     Counts itself in ``unannounced`` from creation until the group id arrives or it is forgotten.
     """
@@ -81,6 +96,8 @@ class _StderrHead:
         self.pgid: int | None = None
         self._running = running
         self._head: bytes | None = b""
+        self._preamble: list[bytes] = []
+        self._preamble_bytes = 0
         self._unannounced: _Counter | None = unannounced
         unannounced.add(1)
 
@@ -98,21 +115,40 @@ class _StderrHead:
         if self._head is None:
             self.collector.feed(chunk)
             return
-        self._head += chunk
-        if b"\n" not in self._head and len(self._head) < 64:
-            return
-        first, sep, rest = self._head.partition(b"\n")
-        self._head = None
-        if first.startswith(_PGID_MARK) and first[len(_PGID_MARK) :].isdigit():
-            self.pgid = int(first[len(_PGID_MARK) :])
-            self._running.add(self.pgid)
-            self._announced()
-            if rest:
-                self.collector.feed(rest)
-        else:
-            self.collector.feed(first + sep + rest)
+        head = self._head + chunk
+        while True:
+            line, sep, rest = head.partition(b"\n")
+            if not sep:
+                self._head = head
+                if self._preamble_bytes + len(head) > _PREAMBLE_LIMIT:
+                    self._give_up()
+                return
+            if line.startswith(_PGID_MARK) and line[len(_PGID_MARK) :].isdigit():
+                self.pgid = int(line[len(_PGID_MARK) :])
+                self._running.add(self.pgid)
+                self._announced()
+                self._head = None
+                for before in self._preamble:
+                    self.collector.aside(before, LOGIN_SHELL_LABEL)
+                self._preamble, self._preamble_bytes = [], 0
+                if rest:
+                    self.collector.feed(rest)
+                return
+            self._preamble.append(line)
+            self._preamble_bytes += len(line) + 1
+            head = rest
+            if self._preamble_bytes > _PREAMBLE_LIMIT:
+                self._head = head
+                self._give_up()
+                return
+
+    def _give_up(self) -> None:
+        """No announce to be found: everything held back is the command's stderr, in order."""
+        held = b"".join(line + b"\n" for line in self._preamble) + (self._head or b"")
+        self._preamble, self._preamble_bytes, self._head = [], 0, None
+        if held:
+            self.collector.feed(held)
 
     def close(self) -> None:
-        if self._head:
-            self.collector.feed(self._head)
-        self._head = None
+        if self._head is not None:
+            self._give_up()
