@@ -126,6 +126,7 @@ def test_the_sampler_writes_samples_and_a_summary_that_sees_throttling(
     assert summary["throttling"] == {
         "seen": True,
         "devices": {"gpu0": ["HW thermal slowdown"]},
+        "faults": {"gpu0": ["HW thermal slowdown"]},
         "reasons_seen": {"gpu0": ["HW thermal slowdown"], "gpu1": ["GPU idle"]},
     }
     assert whole["throttling_seen"] is True
@@ -222,7 +223,7 @@ def test_with_several_hosts_the_console_has_one_line_per_host_its_gpus_together(
     assert lines == [
         "telemetry vm-01 min/avg/max: cpu_utilization 50/50/50 %, memory_used 1000/1000/1000 MiB, "
         "2 GPU(s) gpu_utilization 0/47.5/100 %, power_draw 600/650/700 W",
-        "telemetry vm-01: GPU throttling seen: yes (gpu1: SW power cap)",
+        "telemetry vm-01: GPU throttling seen: yes (gpu1: SW power cap); the power limit only, no fault",
         "telemetry vm-02 min/avg/max: cpu_utilization 5/5/5 %",
         "telemetry vm-02: no nvidia-smi on this host: host telemetry only",
     ]
@@ -248,6 +249,7 @@ def test_the_report_reads_per_host_summaries_and_the_older_one_host_summary(tmp_
         (run / "telemetry" / "summary.json").write_text(json.dumps(summary))
         pages.append(render([load_run(run)]))
     assert "GPU throttling seen: " in pages[0] and "gpu0 HW slowdown" in pages[0]
+    assert '<span class="bad">yes: gpu0 HW slowdown</span>' in pages[0]  # an older summary: no "faults" to go by
     assert "vm-01: GPU throttling seen: " in pages[1] and "vm-01: nvidia-smi appeared" in pages[1]
     assert all('<td class="num">2</td>' in page for page in pages)
 
@@ -270,3 +272,31 @@ def test_planted_links_cost_the_telemetry_files_not_the_sampling(
     assert summary["devices"]["gpu0"]["metrics"]["gpu_utilization"]["avg"] == 42  # the values still count
     assert any(e.startswith("samples.jsonl not written: ") for e in summary["errors"])
     assert any(e.startswith("nvidia-smi.csv not written: ") for e in summary["errors"])
+
+
+def test_the_power_cap_alone_is_told_apart_from_a_fault_in_console_and_report(tmp_path: Path) -> None:
+    """A healthy GPU under full load sits at its power limit (the SW power cap: a real H200 at 693 of 700 W,
+    tests/fixtures/qualify/h200-torch-encoder/); a thermal slowdown beside it is a fault and is shown as one."""
+    from workload.monitors.stats import HostStats
+    from workload.report.data import load_run
+    from workload.report.html import render
+
+    stamp = "2026-11-29T18:50:55.000+00:00"
+    capped, faulty = HostStats("vm-01"), HostStats("vm-02")
+    capped.add(
+        [{"device": "gpu0", "name": "H200", "values": {"power_draw": 693.0, "clocks_event_reasons": 0x4}}], stamp
+    )
+    faulty.add([{"device": "gpu0", "name": "H200", "values": {"clocks_event_reasons": 0x4 | 0x20}}], stamp)
+    hosts = {"vm-01": capped.summary(), "vm-02": faulty.summary()}
+    assert hosts["vm-01"]["throttling"]["faults"] == {} and hosts["vm-01"]["throttling"]["seen"] is True
+    assert hosts["vm-02"]["throttling"]["faults"] == {"gpu0": ["SW thermal slowdown"]}
+    lines = summary_lines({"hosts": hosts})
+    assert "telemetry vm-01: GPU throttling seen: yes (gpu0: SW power cap); the power limit only, no fault" in lines
+    assert "telemetry vm-02: GPU throttling seen: yes (gpu0: SW power cap, SW thermal slowdown)" in lines
+    run = tmp_path / "run"
+    (run / "telemetry").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"run_id": "r", "profile": "P"}))
+    (run / "telemetry" / "summary.json").write_text(json.dumps({"interval_s": 1.0, "hosts": hosts}))
+    page = render([load_run(run)])
+    assert '<span class="warn">yes: gpu0 SW power cap; the power limit only, no fault</span>' in page
+    assert '<span class="bad">yes: gpu0 SW power cap, SW thermal slowdown</span>' in page

@@ -189,7 +189,7 @@ def test_a_workload_run_on_two_vms_records_each_hosts_telemetry(
     assert set(summary["hosts"]) == {"vm-00", "vm-01"} and summary["interval_s"] == 0.3
     first, second = summary["hosts"]["vm-00"], summary["hosts"]["vm-01"]
     assert first["gpus"] == 1 and first["devices"]["gpu0"]["metrics"]["power_draw"]["max"] == 401.25
-    assert first["throttling"] == {"seen": False, "devices": {}, "reasons_seen": {"gpu0": ["GPU idle"]}}
+    assert first["throttling"] == {"seen": False, "devices": {}, "faults": {}, "reasons_seen": {"gpu0": ["GPU idle"]}}
     assert first["devices"]["host"]["metrics"]["load_1m"]["samples"] >= 3  # 2 s of work at 0.3 s
     assert second["gpus"] == 0 and second["notes"] == [NO_NVIDIA_SMI]
     assert "telemetry vm-00 min/avg/max: cpu_utilization" in out and "1 GPU(s) gpu_utilization 64/64/64 %" in out

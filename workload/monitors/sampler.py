@@ -32,7 +32,7 @@ from typing import Any
 from workload.hosts.base import Host, HostSpec
 from workload.hosts.local import LocalHost
 from workload.monitors.hostmonitor import Cancel, HostMonitor, own_connection
-from workload.monitors.stats import UNITS
+from workload.monitors.stats import UNITS, power_limit_only
 from workload.rundir import host_folder_name
 from workload.safefile import append_text, atomic_write_text
 
@@ -247,7 +247,7 @@ def _host_lines(host: dict[str, Any], *, detailed: bool) -> list[str]:
         throttling = host.get("throttling") or {}
         if throttling.get("seen"):
             seen = "; ".join(f"{d}: {', '.join(r)}" for d, r in (throttling.get("devices") or {}).items())
-            lines.append(f"{prefix}GPU throttling seen: yes ({seen})")
+            lines.append(f"{prefix}GPU throttling seen: yes ({seen}){power_limit_only(throttling)}")
         else:
             lines.append(f"{prefix}GPU throttling seen: no")
         if host.get("ecc_uncorrected_max"):

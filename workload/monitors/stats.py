@@ -1,16 +1,19 @@
 """One host's telemetry summary: per device and metric min / avg / max, throttling seen, notes, errors.
 
 A GPU "throttles" when it reports a clocks event reason that means slower than it could be (power
-cap, thermal or HW slowdown; :data:`workload.monitors.nvsmi.THROTTLE_MASK`).
+cap, thermal or HW slowdown; :data:`workload.monitors.nvsmi.THROTTLE_MASK`). Of those, ``faults`` are
+the reasons of heat or the board's protection (:data:`workload.monitors.nvsmi.FAULT_MASK`): the SW
+power cap alone is a GPU at its power limit, where a healthy one runs under full load.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workload.monitors.nvsmi import METRICS, THROTTLE_MASK, describe_reasons
+from workload.monitors.nvsmi import FAULT_MASK, METRICS, THROTTLE_MASK, describe_reasons
 
 #: metric -> unit, for every metric a sample may hold.
 UNITS: dict[str, str] = {name: unit for _, name, unit in METRICS if unit != "bitmask"} | {
@@ -106,6 +109,7 @@ class HostStats:
             }  # fmt: skip
             throttled = {d: describe_reasons(mask & THROTTLE_MASK) for d, mask in self._reasons.items()}
             throttled = {d: reasons for d, reasons in throttled.items() if reasons}
+            faults = {d: describe_reasons(mask & FAULT_MASK) for d, mask in self._reasons.items() if mask & FAULT_MASK}
             ecc_key = "ecc_uncorrected_volatile"
             ecc = max((st[ecc_key].high for st in self._stats.values() if ecc_key in st), default=None)
             gpus = sum(1 for d in devices if d.startswith("gpu"))
@@ -122,6 +126,7 @@ class HostStats:
                 "throttling": {
                     "seen": bool(throttled),
                     "devices": throttled,
+                    "faults": faults,
                     "reasons_seen": {d: describe_reasons(m) for d, m in self._reasons.items()},
                 },
                 "ecc_uncorrected_max": ecc,
@@ -129,3 +134,11 @@ class HostStats:
                 "notes": notes,
                 "errors": list(self._errors),
             }
+
+
+def power_limit_only(throttling: Mapping[str, Any]) -> str:
+    """``"; the power limit only, no fault"`` when a summary's reasons hold no fault (the SW power cap
+    alone: a GPU at its power limit, as under full load), else ``""`` (also for older summaries, which
+    do not say)."""
+    faults = throttling.get("faults")
+    return "; the power limit only, no fault" if throttling.get("seen") and faults == {} else ""

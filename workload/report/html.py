@@ -19,6 +19,7 @@ from typing import Any
 
 from workload.commands import mask_text
 from workload.metrics.verdict import TEST_RUN
+from workload.monitors.stats import power_limit_only
 from workload.report.data import PERCENTILES, ResultRow, RunData
 from workload.report.svg import Bar, Series, bar_chart, esc, fmt, line_chart
 
@@ -52,7 +53,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bot
 table{border-collapse:collapse;font-size:13px;margin:6px 0}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f6} td.num{text-align:right;font-variant-numeric:tabular-nums}
-.bad{color:#b91c1c;font-weight:600} .good{color:#166534;font-weight:600}
+.bad{color:#b91c1c;font-weight:600} .good{color:#166534;font-weight:600} .warn{color:#7a4b00;font-weight:600}
 ul.fail li{margin-bottom:6px} .fix{color:#1e3a8a} code{background:#f4f4f6;padding:0 3px}
 .charts{display:flex;flex-wrap:wrap;gap:12px}
 """
@@ -334,11 +335,13 @@ def _host_telemetry(prefix: str, summary: Mapping[str, Any]) -> list[str]:
     if summary.get("gpus"):
         seen = throttling.get("seen")
         text = (
-            "yes: " + "; ".join(f"{d} {', '.join(r)}" for d, r in (throttling.get("devices") or {}).items())
+            "yes: "
+            + "; ".join(f"{d} {', '.join(r)}" for d, r in (throttling.get("devices") or {}).items())
+            + power_limit_only(throttling)
             if seen
             else "no"
         )
-        cls = "bad" if seen else "good"
+        cls = ("warn" if power_limit_only(throttling) else "bad") if seen else "good"
         shown = f'<span class="{cls}">{esc(text)}</span>'
         parts.append(f'<p class="throttling">{esc(prefix)}GPU throttling seen: {shown}</p>')
     elif summary.get("devices") and "notes" not in summary:  # an older summary: no notes say why
