@@ -28,6 +28,9 @@ SMALL = (
     "FindPeakPerformance=false,,,OfflineTargetQps=4"
 )
 
+#: Needs the test bed's Docker Engine (a Slurm cluster of containers): handed out with the other test-bed tests.
+pytestmark = pytest.mark.slow
+
 
 def shared_paths() -> tuple[Path, ...]:
     """What the nodes mount from this machine: the repository (with .venv) and a Python outside /usr."""

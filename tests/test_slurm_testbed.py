@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.testbed.slurm import SlurmCluster
+
+#: Needs the test bed's Docker Engine (a Slurm cluster of containers): handed out with the other test-bed tests.
+pytestmark = pytest.mark.slow
 
 
 def test_cluster_has_four_idle_nodes_and_runs_a_step_on_each(slurm_cluster: Callable[..., SlurmCluster]) -> None:
