@@ -10,7 +10,6 @@ timeout nor an interrupt could stop the command's process group.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import threading
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import processes
 from tests.testbed.sshd import LocalUser, SshServer, local_user, ssh_host, sshd  # noqa: F401  (fixture)
 from workload.commands import Secret, cmd
 from workload.hosts.result import CommandResult, OutputCollector
@@ -61,17 +61,6 @@ def test_the_login_shell_lines_are_shown_but_are_not_the_command_s_stderr(
     assert [line for stream, line in shown if stream == "stdout"] == ["out"]
 
 
-def _sleeping(seconds: str) -> list[int]:
-    """Pids of ``sleep SECONDS`` processes on this machine (the test bed's SSH host)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if (entry / "cmdline").read_bytes() == f"sleep\0{seconds}\0".encode():
-                    found.append(int(entry.name))
-    return found
-
-
 def test_a_command_behind_a_noisy_login_shell_is_still_stopped(
     sshd: SshServer,  # noqa: F811
     noisy_user: LocalUser,
@@ -83,15 +72,15 @@ def test_a_command_behind_a_noisy_login_shell_is_still_stopped(
         worker = threading.Thread(target=lambda: results.append(host.run(cmd("sleep", seconds, timeout=30))))
         worker.start()
         end = time.monotonic() + 10
-        while not _sleeping(seconds) and time.monotonic() < end:
+        while not processes(f"sleep {seconds}") and time.monotonic() < end:
             time.sleep(0.1)
-        assert _sleeping(seconds), "the remote sleep never started"
+        assert processes(f"sleep {seconds}"), "the remote sleep never started"
         host.interrupt(grace_s=0.5)
         worker.join(40)
         end = time.monotonic() + 5
-        while _sleeping(seconds) and time.monotonic() < end:
+        while processes(f"sleep {seconds}") and time.monotonic() < end:
             time.sleep(0.1)
-        assert not _sleeping(seconds), "the interrupt left the remote command running"
+        assert not processes(f"sleep {seconds}"), "the interrupt left the remote command running"
     assert results and not results[0].timed_out and results[0].returncode != 0
 
 

@@ -334,14 +334,15 @@ def _host_telemetry(prefix: str, summary: Mapping[str, Any]) -> list[str]:
     throttling = summary.get("throttling") or {}
     if summary.get("gpus"):
         seen = throttling.get("seen")
+        only_the_limit = power_limit_only(throttling)
         text = (
             "yes: "
             + "; ".join(f"{d} {', '.join(r)}" for d, r in (throttling.get("devices") or {}).items())
-            + power_limit_only(throttling)
+            + only_the_limit
             if seen
             else "no"
         )
-        cls = ("warn" if power_limit_only(throttling) else "bad") if seen else "good"
+        cls = ("warn" if only_the_limit else "bad") if seen else "good"
         shown = f'<span class="{cls}">{esc(text)}</span>'
         parts.append(f'<p class="throttling">{esc(prefix)}GPU throttling seen: {shown}</p>')
     elif summary.get("devices") and "notes" not in summary:  # an older summary: no notes say why
