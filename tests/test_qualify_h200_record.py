@@ -5,7 +5,8 @@
 the LoadGen logs of GPU 0's Offline and Server runs, the probes' outputs and matmul figures, the
 nvidia-smi telemetry taken during the runs and the four verdict files the run wrote. Here the same
 executor code judges those files again, so a change to a verdict rule shows against a real GPU's
-figures, not only against figures we made up.
+figures, not only against figures we made up; and MLCommons' own log parser (``../shared/upstream``) reads
+the same LoadGen values from those logs as our ``detail_values`` does.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.test_loadgen_executor import make_ctx
+from tests.upstream import CHECKER_TOOLS, upstream_root
 from workload.actions.gpu_qualify import GpuQualifyExecutor, QualifyParameters, parse_gpu_identities
 from workload.hosts.local import LocalHost
 from workload.loadgen.logs import detail_values
@@ -92,3 +95,26 @@ def test_a_healthy_h200_at_its_power_limit_passes_the_throttling_check(tmp_path:
     throttling = verdicts["throttling"]
     assert throttling["pass"] is True and throttling["value"] == 0.0
     assert "42% at the power limit (up to 693/700 W, SM clock down to 1920 MHz)" in str(throttling["details"])
+
+
+def _mlcommons_log_class() -> Any:
+    """MLCommons' ``MLPerfLog`` (tools/submission/log_parser.py, the parser its submission checker reads detail
+    logs with), evaluated from ``../shared/upstream`` without writing bytecode there."""
+    path = upstream_root() / CHECKER_TOOLS / "log_parser.py"
+    namespace: dict[str, Any] = {"__name__": "mlcommons_log_parser"}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+    return namespace["MLPerfLog"]
+
+
+@pytest.mark.parametrize("scenario", ["Offline", "Server"])
+def test_mlcommons_own_parser_reads_the_h200_logs_as_we_do(scenario: str) -> None:
+    """The verdicts read the record's LoadGen detail logs with ``detail_values``; MLCommons' parser, strict (a
+    malformed line raises), reads the same value for every key the log holds once, the result keys included."""
+    log = RECORD / "local" / RESULTS / "gpu0" / scenario / "performance" / "run_1" / "mlperf_log_detail.txt"
+    theirs = _mlcommons_log_class()(str(log), strict=True)
+    ours = detail_values(log)
+    once = {key for key in theirs.get_keys() if len(theirs.get(key)) == 1}
+    assert set(ours) == set(theirs.get_keys()) and len(once) > 50
+    assert {key: ours[key] for key in once} == {key: theirs[key] for key in once}
+    rate = "result_samples_per_second" if scenario == "Offline" else "result_completed_samples_per_sec"
+    assert {rate, "result_validity", "result_99.00_percentile_latency_ns"} <= once
