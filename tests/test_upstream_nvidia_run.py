@@ -191,7 +191,9 @@ def _env_image(engine: Any, base: str, py: Path, round_name: str) -> str:
         "STANDIN_GPU_WORK": "1",
         "STANDIN_CUDA_GPUS": json.dumps(GPUS_V41 if round_name == "v4.1" else GPUS, separators=(",", ":")),
         "GIT_PYTHON_REFRESH": "quiet",
-        "PYTHONDONTWRITEBYTECODE": "1",
+        # some 60 processes import NVIDIA's code and its libraries: compiled once per test into the scratch folder,
+        # nothing written into the staged tree
+        "PYTHONPYCACHEPREFIX": f"{py}/pycache",
     }
     if round_name in up.CHECKER:
         clone, _, inside = up.CHECKER[round_name][0].partition("/tools/")

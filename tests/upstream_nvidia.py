@@ -16,7 +16,8 @@ Contract:
 * :func:`run_in_round` is the one way a test runs a script in NVIDIA's environment: a subprocess in the staged tree
   with ``PYTHONPATH=<nvmitten>/src:<staged tree>:tests/upstream_standins`` (the stand-ins, loaded by the script's
   ``import upstream_standins_boot`` or by ``sitecustomize``), ``SYSTEM_NAME=<system id>`` when given, the GPUs the
-  CUDA stand-in reports (``STANDIN_CUDA_GPUS``, see :func:`cuda_gpus`), and the round's checker file.
+  CUDA stand-in reports (``STANDIN_CUDA_GPUS``, see :func:`cuda_gpus`), and the round's checker file; its bytecode
+  goes to :func:`bytecode_cache`, never beside the sources.
 * :func:`stage_v41_harness` writes into a staged v4.1 tree the stand-ins of what NVIDIA's v4.1 files we hold lack
   for a whole run (``Makefile``, ``code/main.py``, ``code/common/cuda_python.py``, ``scripts/print_harness_result.py``:
   tests/upstream_standins/v4.1/UPSTREAM.md).
@@ -29,12 +30,15 @@ Contract:
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -138,6 +142,17 @@ def cuda_gpus(name: str, total_mem: int, sm: tuple[int, int], count: int) -> lis
     return [{"name": name, "total_mem": total_mem, "sm": list(sm), "integrated": False}] * count
 
 
+@functools.cache
+def bytecode_cache() -> Path:
+    """The folder of the bytecode of every process :func:`run_in_round` starts in this test process
+    (``PYTHONPYCACHEPREFIX``): nvmitten, the stand-ins and the libraries NVIDIA's code imports are compiled once per
+    test worker, not once per process, and nothing is written into the upstream tree or a staged copy. Removed when
+    the test process exits."""
+    folder = Path(tempfile.mkdtemp(prefix="workload-test-pycache-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def run_in_round(
     staged: Path,
     argv: Sequence[str],
@@ -154,7 +169,7 @@ def run_in_round(
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(staged),
         "PYTHONPATH": os.pathsep.join([str(nvmitten_src()), str(staged), str(STANDINS)]),
-        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPYCACHEPREFIX": str(bytecode_cache()),
         "GIT_PYTHON_REFRESH": "quiet",
         "STANDIN_CUDA_GPUS": json.dumps(list(gpus)),
     }

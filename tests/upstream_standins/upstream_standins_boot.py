@@ -16,6 +16,9 @@ satisfies; none of them takes part in finding, loading, validating or resolving 
   (an installed copy is not used either); ``onnx`` and ``onnx_graphsurgeon`` (nvmitten ``nvidia/builder.py`` lines
   26-27: the engine builders' input format). Every attribute they are asked for is recorded in :data:`USED` (the
   driver reports them).
+
+Not a stand-in, installed here too: :mod:`class_source_memo` (``inspect.findsource`` remembered per class; NVIDIA's
+code gets the real call's answer, once parsed instead of thousands of times).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import os
 import sys
 import types
 from typing import Any
+
+import class_source_memo
 
 #: Top-level module names stood in by :class:`_Absent` modules.
 ABSENT = ("torch", "scipy", "matplotlib", "onnx", "onnx_graphsurgeon")
@@ -87,3 +92,4 @@ class _AbsentFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 sys.meta_path.insert(0, _AbsentFinder())
+class_source_memo.install()
