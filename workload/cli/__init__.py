@@ -74,7 +74,24 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the CLI, turn errors into one message and an exit code."""
-    sys.exit(invoke(argv))
+    code = invoke(argv)
+    _forget_handled_interrupt()
+    sys.exit(code)
+
+
+def _forget_handled_interrupt() -> None:
+    """Keep the exit code :func:`invoke` chose after a Ctrl-C or SIGTERM it handled (130).
+
+    CPython marks a KeyboardInterrupt "unhandled" for the whole process whenever one ends an
+    ``eval``/``exec`` of a string (``Python/pythonrun.c`` ``run_eval_code_obj``), even when a caller
+    catches it; ``namedtuple`` and ``dataclasses`` build their classes that way, so a Ctrl-C that lands
+    while a module is being imported leaves the mark. Under ``python -m workload`` the interpreter then
+    ends by killing itself with SIGINT after its clean-up, and the caller sees "killed by SIGINT"
+    instead of our 130 (1 in 120 Ctrl-Cs under load; the console script exits through another path
+    that ignores the mark). The same function clears the mark before it evaluates anything, so one
+    evaluation of a constant string after the command clears it.
+    """
+    eval("None")  # a constant string: clears the mark, runs nothing (see above)
 
 
 #: The command line being run (``workload`` + its arguments), for run.json; set by :func:`invoke`.
