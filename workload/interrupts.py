@@ -13,6 +13,17 @@ from concurrent.futures import Future, wait
 from typing import Any
 
 from workload.hosts.base import Host
+from workload.stop_signals import SignalInterrupt, raise_if_signalled_since, signal_count
+
+__all__ = [
+    "INTERRUPT_TIMEOUT_S",
+    "KILL_GRACE_S",
+    "WAKE_S",
+    "SignalInterrupt",
+    "interrupt_hosts",
+    "interrupt_reason",
+    "wait_all",
+]
 
 #: How long a stop waits for the hosts' kill commands (each runs over its host's own connection).
 INTERRUPT_TIMEOUT_S = 20.0
@@ -36,21 +47,11 @@ def wait_all(futures: Sequence[Future[Any]]) -> None:
     the last host finished (a 60 s LoadGen test ran on after SIGTERM). Waking in short steps bounds
     the delay; a KeyboardInterrupt raised by the handler propagates from here.
     """
+    since = signal_count()
     pending = list(futures)
     while pending:
         pending = list(wait(pending, timeout=WAKE_S).not_done)
-
-
-class SignalInterrupt(KeyboardInterrupt):
-    """A stop asked by a signal other than Ctrl-C's SIGINT (SIGTERM from CI, ``timeout``, ``docker stop``).
-
-    Raised in the main thread by the CLI's handler, so it takes Ctrl-C's path (a KeyboardInterrupt)
-    while the run can still say which signal stopped it.
-    """
-
-    def __init__(self, signal_name: str) -> None:
-        super().__init__(signal_name)
-        self.signal_name = signal_name
+        raise_if_signalled_since(since)
 
 
 def interrupt_reason(exc: KeyboardInterrupt) -> str:

@@ -117,7 +117,7 @@ def invoke(argv: list[str] | None = None) -> int:
 def _invoke(argv: list[str] | None) -> int:
     from workload.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, WorkloadError
 
-    restore = _sigterm_as_interrupt()
+    restore = _signals_as_interrupts()
     try:
         result: Any = cli.main(args=argv, prog_name="workload", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -156,14 +156,17 @@ def _print_any_text() -> None:
                 reconfigure(errors="backslashreplace")
 
 
-def _sigterm_as_interrupt() -> Any:
-    """Handle SIGTERM (CI cancellation, ``timeout``, ``docker stop``) exactly like Ctrl-C.
+def _signals_as_interrupts() -> Any:
+    """Handle SIGTERM (CI cancellation, ``timeout``, ``docker stop``) exactly like Ctrl-C, and remember both.
 
-    The default action would end this process at once: the benchmark it started would run on
+    SIGTERM's default action would end this process at once: the benchmark it started would run on
     (local commands run in their own session, so the signal does not reach them) and no run.json
     would be written. Raising KeyboardInterrupt in the main thread takes Ctrl-C's path instead:
     the engine kills every host's commands, nothing new starts, the run folder is written, exit
-    130. Returns a function that puts the previous handler back (tests call :func:`invoke` in-process).
+    130. SIGINT keeps Python's KeyboardInterrupt (where Python installed it: an ignored SIGINT, as a
+    background job gets it, stays ignored). The handler (:func:`workload.stop_signals.on_signal`)
+    remembers every signal, so the waits stop even when CPython lost the first raise. Returns a
+    function that puts the previous handlers back (tests call :func:`invoke` in-process).
     """
     import signal
     import threading
@@ -171,13 +174,17 @@ def _sigterm_as_interrupt() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
-    from workload.interrupts import SignalInterrupt
+    from workload.stop_signals import on_signal
 
-    def interrupt(signum: int, frame: object) -> None:
-        raise SignalInterrupt(signal.Signals(signum).name)
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, on_signal)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_signal)
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+    def restore() -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    return restore
 
 
 def _write_debug_log() -> str:

@@ -43,6 +43,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from workload.commands import Secrets, mask_text, mask_url_passwords, url_passwords, userinfo_end
 from workload.errors import HistoryError, UsageError
 from workload.history.migrations import HEAD
+from workload.stop_signals import raise_if_signalled_since, signal_count
 
 #: environment variable naming the history URL (the ``--history`` option wins over it)
 ENV_VAR = "WORKLOAD_HISTORY"
@@ -151,6 +152,7 @@ def retry_busy(operation: Callable[[], T], *, timeout_s: float = SQLITE_BUSY_TIM
     Each try waits at most :data:`SQLITE_BUSY_SLICE_S` inside SQLite; the pauses between tries are
     Python sleeps, where Ctrl-C and SIGTERM (KeyboardInterrupt in this process) end the wait.
     """
+    since = signal_count()
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -158,6 +160,7 @@ def retry_busy(operation: Callable[[], T], *, timeout_s: float = SQLITE_BUSY_TIM
         except OperationalError as exc:
             if not _is_busy(exc) or time.monotonic() >= deadline:
                 raise
+        raise_if_signalled_since(since)  # a signal whose KeyboardInterrupt a finalizer swallowed
         time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
 
