@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -36,18 +37,17 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK_S = 10.0
 
 
-def test_sigterm_taken_by_another_thread_stops_the_wait_while_the_work_still_runs() -> None:
-    """An unbounded wait slept through the signal until the work ended (a 60 s LoadGen test ran on)."""
-    # only the main thread can install the handler; without it SIGTERM would end the test process
+def _wait_stopped_by(deliver: Callable[[], None]) -> tuple[SignalInterrupt, Future[None]]:
+    """:func:`wait_all` on work that a helper thread ends after :data:`WORK_S`, the CLI's handlers installed;
+    0.2 s in, the helper calls ``deliver``. The stop the wait raised, and the work."""
+    # only the main thread can install the handlers; without them SIGTERM would end the test process
     assert threading.current_thread() is threading.main_thread()
     restore = _signals_as_interrupts()
     work: Future[None] = Future()
-    signalled = threading.Event()
 
     def helper() -> None:
         time.sleep(0.2)
-        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)  # this thread takes it, not the main one
-        signalled.set()
+        deliver()
         time.sleep(WORK_S)
         work.set_result(None)
 
@@ -57,8 +57,20 @@ def test_sigterm_taken_by_another_thread_stops_the_wait_while_the_work_still_run
             wait_all([work])
     finally:
         restore()
+    return caught.value, work
+
+
+def test_sigterm_taken_by_another_thread_stops_the_wait_while_the_work_still_runs() -> None:
+    """An unbounded wait slept through the signal until the work ended (a 60 s LoadGen test ran on)."""
+    signalled = threading.Event()
+
+    def to_the_helper_thread() -> None:
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)  # this thread takes it, not the main one
+        signalled.set()
+
+    stop, work = _wait_stopped_by(to_the_helper_thread)
     assert signalled.is_set() and not work.done()  # stopped by the signal, not by the end of the work
-    assert caught.value.signal_name == "SIGTERM"
+    assert stop.signal_name == "SIGTERM"
 
 
 def test_the_wait_returns_when_every_future_is_done() -> None:
@@ -140,20 +152,9 @@ def test_a_ctrl_c_lost_in_a_finalizer_still_ends_sqlites_busy_wait(
 
 
 def test_a_signal_whose_raise_was_lost_ends_the_hosts_wait() -> None:
-    restore = _signals_as_interrupts()
-    work: Future[None] = Future()
-
     def lost() -> None:
-        time.sleep(0.2)
         with contextlib.suppress(SignalInterrupt):
             on_signal(signal.SIGTERM, None)  # the handler ran, and its raise went nowhere
-        time.sleep(WORK_S)
-        work.set_result(None)
 
-    threading.Thread(target=lost, daemon=True).start()
-    try:
-        with pytest.raises(SignalInterrupt) as caught:
-            wait_all([work])
-    finally:
-        restore()
-    assert not work.done() and caught.value.signal_name == "SIGTERM"
+    stop, work = _wait_stopped_by(lost)
+    assert not work.done() and stop.signal_name == "SIGTERM"

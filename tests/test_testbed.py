@@ -166,7 +166,9 @@ def test_orphan_reaping_survives_a_container_another_session_removes(
         monkeypatch.setattr(docker_engine.client.api, "inspect_container", gone)
         reap_orphans(docker_engine)
         monkeypatch.undo()
-        left = {c.id for c in docker_engine.client.containers.list(all=True, filters={"label": LABEL})}
+        # the API's listing, not containers.list(): that inspects each listed container, and another worker's
+        # container removed meanwhile failed this test the way the engine once failed (a red CI run)
+        left = {c["Id"] for c in docker_engine.client.api.containers(all=True, filters={"label": LABEL})}
         assert made[dead.pid] not in left and made[os.getpid()] in left
     finally:
         monkeypatch.undo()
