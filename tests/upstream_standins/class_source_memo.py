@@ -5,7 +5,8 @@ the same line number). Why it is worth having: NVIDIA's v4.1 ``configs/configura
 ``inspect.getsourcelines`` for every class of every config's MRO (``_check_inheritance_constraints`` line 359 and
 ``FieldTrace.__init__`` line 535: 7,554 calls for the v4.1 registry of every system), and CPython before 3.13 finds
 a class's source by parsing its whole module again on every call (``inspect.findsource``: ``ast.parse`` and
-``_ClassFinder``; 3.13 reads ``__firstlineno__`` instead). One registry load took 53 CPU-s, most of it that parsing.
+``_ClassFinder``; 3.13 reads ``__firstlineno__`` instead). One registry load took 29.5 CPU-s, 8.6 with this memo
+(the same answer, byte for byte).
 
 Contract: for a class, the first call runs the real ``findsource`` and later calls for the same class object return
 its answer; an exception is never remembered (each call raises it again). Anything else goes to the real function.
