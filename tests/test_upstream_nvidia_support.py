@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,9 +86,75 @@ def test_the_class_source_memo_answers_what_inspect_answers_and_remembers_no_fai
         sys.modules.pop("memo_sample", None)
 
 
-def test_every_process_run_with_the_standins_on_its_path_has_the_memo(tmp_path: Path) -> None:
-    probe = "import inspect; print(inspect.findsource.__module__)"
+def test_every_process_run_with_the_standins_on_its_path_has_the_memos(tmp_path: Path) -> None:
+    probe = "import inspect; print(inspect.findsource.__module__, inspect.getframeinfo.__module__)"
     env = {**os.environ, "PYTHONPATH": str(up.STANDINS), "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "class_source_memo"
+    assert done.stdout.split() == ["class_source_memo", "frame_info_memo"]
+
+
+def _both(memo: Any, frame: Any, context: int = 1) -> tuple[Any, Any]:
+    """The memo's answer and the real one for ``frame``, suspended at the same instruction (its call of this)."""
+    return memo.getframeinfo(frame, context), memo._real_getframeinfo(frame, context)
+
+
+def _frame_here(depth: int, memo: Any, seen: list[tuple[Any, Any]]) -> None:
+    """Records both answers for this frame at two instructions and for its caller, then recurses."""
+    frame = sys._getframe()
+    seen.append(_both(memo, frame))
+    seen.append(_both(memo, frame, 3))
+    seen.append(_both(memo, frame.f_back))
+    if depth:
+        _frame_here(depth - 1, memo, seen)
+
+
+def test_the_frame_info_memo_answers_what_inspect_answers_and_keys_on_the_instruction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(up.STANDINS))
+    memo = importlib.import_module("frame_info_memo")
+    seen: list[tuple[Any, Any]] = []
+    _frame_here(2, memo, seen)  # three frames of the same code at the same instructions: the answers are reused
+    first_caller = seen[2][0]
+    _frame_here(0, memo, seen)  # called from another line of this test: its frame answers anew
+    for mine, real in seen:
+        assert mine == real and mine.positions == real.positions
+    assert seen[0][0] is seen[3][0] is seen[6][0] and seen[0][0].lineno != seen[1][0].lineno
+    assert len(seen[1][0].code_context) == 3 and len(seen[0][0].code_context) == 1
+    assert seen[5][0] is seen[8][0]  # the recursion's callers: one line of _frame_here
+    assert seen[-1][0].lineno == first_caller.lineno + 2 and seen[-1][0] is not first_caller
+    try:
+        raise ValueError("a traceback")
+    except ValueError as error:
+        tb = error.__traceback__
+    assert tb is not None and memo.getframeinfo(tb) == memo._real_getframeinfo(tb)  # passed on, not remembered
+    assert all(not isinstance(key[0], type(tb)) for key in memo._ANSWERS)
+
+
+_STACK_CHECK = """
+import inspect, json, sys
+import upstream_standins_boot, frame_info_memo
+checked = []
+real_stack = inspect.stack
+def stack(context=1):
+    mine = real_stack(context)[1:]
+    real = [inspect.FrameInfo(f.frame, *frame_info_memo._real_getframeinfo(f.frame, context),
+                              positions=frame_info_memo._real_getframeinfo(f.frame, context).positions) for f in mine]
+    assert mine == real and [m.positions for m in mine] == [r.positions for r in real], (mine, real)
+    checked.append(len(mine))
+    return mine
+inspect.stack = stack
+from code.main import MainRunner
+print(json.dumps([len(checked), sum(checked)]))
+"""
+
+
+def test_nvidias_fields_see_the_stack_inspect_would_show_them(tmp_path: Path) -> None:
+    # nvmitten's Field.__post_init__ reads inspect.stack()[2].filename for every field NVIDIA's v5.1 code.main
+    # creates: every one of those stacks, frame by frame, must equal the one the real getframeinfo builds.
+    staged = up.stage_round("v5.1", tmp_path)
+    done = up.run_in_round(staged, ["python3", "-c", _STACK_CHECK])
+    assert done.returncode == 0, done.stderr[-4000:]
+    calls, frames = json.loads(done.stdout.splitlines()[-1])
+    assert calls >= 100 and frames >= 10 * calls, (calls, frames)

@@ -17,8 +17,9 @@ satisfies; none of them takes part in finding, loading, validating or resolving 
   26-27: the engine builders' input format). Every attribute they are asked for is recorded in :data:`USED` (the
   driver reports them).
 
-Not a stand-in, installed here too: :mod:`class_source_memo` (``inspect.findsource`` remembered per class; NVIDIA's
-code gets the real call's answer, once parsed instead of thousands of times).
+Not stand-ins, installed here too: :mod:`class_source_memo` (``inspect.findsource`` remembered per class; NVIDIA's
+code gets the real call's answer, once parsed instead of thousands of times) and :mod:`frame_info_memo`
+(``inspect.getframeinfo`` remembered per code object and instruction, for nvmitten's ``inspect.stack()`` per field).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import types
 from typing import Any
 
 import class_source_memo
+import frame_info_memo
 
 #: Top-level module names stood in by :class:`_Absent` modules.
 ABSENT = ("torch", "scipy", "matplotlib", "onnx", "onnx_graphsurgeon")
@@ -93,3 +95,4 @@ class _AbsentFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 sys.meta_path.insert(0, _AbsentFinder())
 class_source_memo.install()
+frame_info_memo.install()
