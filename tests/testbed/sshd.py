@@ -118,6 +118,15 @@ class SshServer:
                     "Subsystem sftp internal-sftp",
                     "MaxStartups 100",
                     "LogLevel VERBOSE",
+                    # This machine's root is the test bed's root, but root's ~/.bashrc is the machine's own
+                    # (here pyenv's init), not part of the test bed: bash reads it for every command sshd
+                    # starts (bash's run_startup_files: ~/.bashrc when run by sshd and SHLVL is unset),
+                    # 139 execs and about 90 ms CPU each, and under load pyenv's rehash lock printed
+                    # "cannot rehash" lines into a CI run's output. SHLVL=1 makes bash a nested shell,
+                    # which does not read it. Other users (tests/test_ssh_login_shell.py's, whose
+                    # ~/.bashrc prints on purpose) get the login shell every VM has.
+                    "Match User root",
+                    "    SetEnv SHLVL=1",
                     "",
                 ]
             )
