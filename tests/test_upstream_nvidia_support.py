@@ -132,6 +132,35 @@ def test_the_frame_info_memo_answers_what_inspect_answers_and_keys_on_the_instru
     assert all(not isinstance(key[0], type(tb)) for key in memo._ANSWERS)
 
 
+_REGISTRY_CHECK = """
+import inspect, json, runpy, sys
+import upstream_standins_boot, class_source_memo
+remembered = class_source_memo.findsource
+rechecked = set()
+def findsource(obj):
+    again = inspect.isclass(obj) and id(obj) in class_source_memo._ANSWERS and id(obj) not in rechecked
+    answer = remembered(obj)
+    if again:  # the remembered answer, against the real function asked afresh (once per class)
+        rechecked.add(id(obj))
+        assert answer == class_source_memo._real_findsource(obj), obj
+    return answer
+inspect.findsource = findsource
+assert runpy.run_path(sys.argv[1])["main"]() == 0
+print(json.dumps(len(rechecked)), file=sys.stderr)
+"""
+
+
+def test_nvidias_v41_registry_gets_what_the_real_findsource_answers(tmp_path: Path) -> None:
+    # NVIDIA's v4.1 configs/configuration.py asks inspect.getsourcelines about each class of every config's MRO, most
+    # classes many times: each class asked about again gets the memo's answer, checked against a fresh real call.
+    staged = up.stage_round("v4.1", tmp_path)
+    request = json.dumps({"loads": [["gptj", "Offline"]]})
+    done = up.run_in_round(staged, ["python3", "-c", _REGISTRY_CHECK, str(up.DRIVER_V41)], stdin=request)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads(done.stderr.splitlines()[-1]) >= 20
+    assert json.loads(done.stdout.splitlines()[-1])  # NVIDIA's registry registered classes
+
+
 _STACK_CHECK = """
 import inspect, json, sys
 import upstream_standins_boot, frame_info_memo
@@ -139,8 +168,8 @@ checked = []
 real_stack = inspect.stack
 def stack(context=1):
     mine = real_stack(context)[1:]
-    real = [inspect.FrameInfo(f.frame, *frame_info_memo._real_getframeinfo(f.frame, context),
-                              positions=frame_info_memo._real_getframeinfo(f.frame, context).positions) for f in mine]
+    infos = [(f.frame, frame_info_memo._real_getframeinfo(f.frame, context)) for f in mine]
+    real = [inspect.FrameInfo(frame, *info, positions=info.positions) for frame, info in infos]
     assert mine == real and [m.positions for m in mine] == [r.positions for r in real], (mine, real)
     checked.append(len(mine))
     return mine

@@ -26,7 +26,6 @@ from workload.mlperf.harness import HarnessVersion
 from workload.mlperf.rounds.v4_1 import V4_1Round
 from workload.mlperf.system import HostSystem
 
-DRIVER = Path(__file__).resolve().parent / "upstream_nvidia_driver_v41.py"
 #: The GPU memory nvidia-smi reports per SKU of the v4.1 table (what a machine with that GPU shows).
 MEMORY_MIB = {"A100_SXM4_40GB": 40960, "A100_SXM_80GB": 81920, "H100_SXM_80GB": 81559, "H200_SXM_141GB": 143771}
 ACCURACY = {"0.99": "k_99", "0.999": "k_99_9"}
@@ -63,7 +62,7 @@ def loads() -> list[tuple[str, str]]:
 
 def resolve(staged: Path) -> list[dict[str, Any]]:
     """NVIDIA's registry on the staged tree: every registered class (see the driver)."""
-    proc = up.run_in_round(staged, ["python3", str(DRIVER)], stdin=json.dumps({"loads": loads()}))
+    proc = up.run_in_round(staged, ["python3", str(up.DRIVER_V41)], stdin=json.dumps({"loads": loads()}))
     assert proc.returncode == 0, f"NVIDIA's v4.1 registry refused the files:\n{proc.stderr[-5000:]}"
     configs: list[dict[str, Any]] = json.loads(proc.stdout.splitlines()[-1])["configs"]
     return configs

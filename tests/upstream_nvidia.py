@@ -49,6 +49,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 #: The environment variable naming the upstream folder (default: ``<repository root>/../shared/upstream``).
 UPSTREAM_ENV = upstream.UPSTREAM_ENV
 DRIVER = Path(__file__).resolve().parent / "upstream_nvidia_driver.py"
+#: The driver of NVIDIA's v4.1 config registry (``configs/configuration.py``), which v5.x replaced.
+DRIVER_V41 = Path(__file__).resolve().parent / "upstream_nvidia_driver_v41.py"
 STANDINS = Path(__file__).resolve().parent / "upstream_standins"
 #: Folders NVIDIA's README has the user create in ``closed/NVIDIA`` before anything runs, per round
 #: (``code/common/paths.py`` ``_verify_path``: v5.1 ``BUILD_DIR``; v6.0 also ``3rdparty``).
