@@ -4,12 +4,17 @@ Called by the interpreter (:mod:`workload.mlperf.interpreter`) for :class:`~work
 and :class:`~workload.mlperf.ops.BuildImage`; returns the image tag the container runs. The recipe
 hash (label ``workload.recipe``) covers the build context, every named build context, the user
 Dockerfile, BASE_IMAGE and the uid:gid, so a changed recipe builds again and an unchanged one never.
+A context is hashed by what ``docker build`` makes of it (:func:`context_digest`: names, types, modes,
+link targets, contents), not by its tarball's bytes: a checkout cloned again holds the same recipe with
+new modification times, and Docker's own build cache does not rebuild for those either.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import posixpath
+import tarfile
 from typing import Any
 
 from workload.commands import cmd
@@ -52,9 +57,12 @@ def build(step: Step, ctx: StepContext, client: Any, op: BuildImage, user: UserF
             )
         contexts[name] = path
     context = _tar(ctx, release)
-    context_hash = hashlib.sha256(context)
-    for name, path in sorted(contexts.items()):
-        context_hash.update(name.encode() + _tar(ctx, path))
+    try:
+        context_hash = hashlib.sha256(context_digest(context))
+        for name, path in sorted(contexts.items()):
+            context_hash.update(name.encode() + context_digest(_tar(ctx, path)))
+    except tarfile.TarError as exc:  # our own tar's output: unreadable only when the host's tar misbehaves
+        raise step.fail(f"the build context of {release} is not a readable tarball ({exc})", ctx) from None
     user_recipe = host.read_text(user_file) if host.exists(user_file) else ""
     context_hash.update(user_recipe.encode() + (op.base_image or "").encode() + f"{user.uid}:{user.gid}".encode())
     recipe = context_hash.hexdigest()[:16]
@@ -105,6 +113,31 @@ def build(step: Step, ctx: StepContext, client: Any, op: BuildImage, user: UserF
             on_line=ctx.line_sink(echo=False),
         )
     return tag
+
+
+def context_digest(context: bytes) -> bytes:
+    """SHA-256 of a build context tarball as ``docker build`` sees it, whatever the order of its members.
+
+    Covered per member: its name (normalized: ``./a`` is ``a``), type, permission bits, link target, device
+    numbers and content.
+    Left out: modification times, owners and tar's own layout. ``COPY`` gives files root's ownership
+    (without ``--chown``), and Docker's build cache compares contents, not times; a checkout cloned
+    again must not rebuild an image that takes an hour.
+    """
+    entries: list[bytes] = []
+    with tarfile.open(fileobj=io.BytesIO(context), mode="r:") as tar:
+        for member in tar:
+            content = hashlib.sha256()
+            stream = tar.extractfile(member) if member.isfile() else None
+            while stream is not None and (chunk := stream.read(1 << 20)):
+                content.update(chunk)
+            fields = (posixpath.normpath(member.name).encode(), member.type, b"%o" % (member.mode & 0o7777))
+            device = b"%d,%d" % (member.devmajor, member.devminor) if member.isdev() else b""
+            entries.append(b"\0".join((*fields, member.linkname.encode(), device, content.digest())))
+    digest = hashlib.sha256()
+    for entry in sorted(entries):
+        digest.update(hashlib.sha256(entry).digest())
+    return digest.digest()
 
 
 def _tar(ctx: StepContext, folder: str) -> bytes:
