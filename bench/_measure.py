@@ -374,6 +374,7 @@ def run_process(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     stdout: IO[Any] | int | None = subprocess.DEVNULL,
+    stdin: IO[Any] | int | None = None,
     marks: Mapping[str, Callable[[], bool]] | None = None,
     poll_s: float = 0.01,
     check: bool = True,
@@ -385,10 +386,10 @@ def run_process(
     test) can be told from start-up (interpreter, imports, model load) and teardown. A mark is seen
     up to ``poll_s`` late; a mark the child passes in its last poll interval is missed (absent from
     ``cpu_at``). Polling costs this process well under 1 % of a core. ``check``: a non-zero exit
-    raises ``RuntimeError``.
+    raises ``RuntimeError``. ``stdin``: what the child reads (None: this process's own).
     """
     started = time.perf_counter()
-    proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=stdout, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=subprocess.STDOUT)
     peak_kib, cpu_at, pending = 0, {}, dict(marks or {})
     clock = _ThreadClock(proc.pid)
     while True:

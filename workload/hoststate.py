@@ -7,7 +7,7 @@ file earlier versions kept for the whole home, ``~/.local/state/workload/state.j
 Two runs may work on one host at once (a fleet run and a ``doctor``, two profiles side by side),
 so a change is never "write back what was read at the start": every change is one
 read-modify-write on the host, under an exclusive ``flock`` of the state file's folder (no lock
-file), written to a temporary made with ``O_EXCL``, flushed and renamed over the file
+file), written to a temporary made with ``O_EXCL`` (never through a planted link), flushed and renamed over the file
 (:data:`UPDATE_SCRIPT`, run by the host's Python). A change that finds the file unreadable (not
 JSON, not an object) says so with the file's name and starts from empty.
 
@@ -27,11 +27,15 @@ from workload.commands import cmd
 from workload.errors import StepError
 from workload.hosts.base import Host
 
+#: How the host's Python runs :data:`UPDATE_SCRIPT`: isolated (``-I -S``), so the host's ``PYTHON*``
+#: variables, user site and ``site`` hooks can neither break nor slow it. It needs only the standard
+#: library, and a run makes hundreds of these (``bench/bench_state_update.py``).
+UPDATE_FLAGS = ("-I", "-S")
 #: One change to the state file, made on the host by its Python: argv[1] is the file, stdin is
 #: ``{"op": "set" | "merge", "key": ..., "value": ...}`` (set with null deletes the key; merge
 #: updates a mapping's entries). It prints ``{"data": <the state after>, "problem": <text or "">}``.
 UPDATE_SCRIPT = r"""
-import fcntl, json, os, sys, tempfile
+import fcntl, json, os, sys
 path = sys.argv[1]
 change = json.loads(sys.stdin.read())
 folder = os.path.dirname(path) or "."
@@ -61,7 +65,15 @@ elif value is None:
     data.pop(key, None)
 else:
     data[key] = value
-fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=folder)
+for _ in range(100):  # tempfile.mkstemp's way, without its imports (random, shutil): a third of the start-up
+    tmp = os.path.join(folder, ".state.%d.%s.tmp" % (os.getpid(), os.urandom(6).hex()))
+    try:
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        break
+    except FileExistsError:
+        continue
+else:
+    raise FileExistsError("no free temporary name in " + folder)
 try:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
@@ -152,7 +164,9 @@ class HostState:
         change = json.dumps({"op": op, "key": key, "value": value})
         with self._lock:
             # scope: it changes no fact a step reads, so the facts read so far stay remembered
-            update = cmd(python, "-c", UPDATE_SCRIPT, self.path, input=change, timeout=120, scope="workload-state")
+            update = cmd(
+                python, *UPDATE_FLAGS, "-c", UPDATE_SCRIPT, self.path, input=change, timeout=120, scope="workload-state"
+            )
             result = self._host.run(update)
             if result.returncode == 127:  # no Python on the host: the same change, without the lock
                 self._change_unlocked(op, key, value)
