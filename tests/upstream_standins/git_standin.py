@@ -1,11 +1,11 @@
-#!/usr/bin/env python3
 """Stand-in of ``git`` in the harness container (no network there, no git in the test bed's Debian image): the
 clones NVIDIA's trees make (v5.1 ``Makefile.build`` ``clone_loadgen``: ``git clone URL DIR``, then ``git fetch``,
 ``git checkout HASH``, ``git submodule update``; v6.0 README and workload's pinned clone: ``git clone --depth 1``,
 ``git init``, ``git -C DIR fetch --depth 1 URL COMMIT``, ``git -C DIR checkout``) make DIR a folder with ``.git/``,
 the URL (and commit) recorded in ``.git/standin-origin``; a clone of MLCommons' inference repository gets the round's
 checker (``$STANDIN_CHECKER_STUB``, tests/upstream_standins/pinned_checker.py) at ``$STANDIN_CHECKER_REL`` (where
-NVIDIA's code imports it from). ``git version`` answers as Debian's git does (GitPython asks at import)."""
+NVIDIA's code imports it from). ``git version`` is answered by ``bin/git``, the shell front that runs this file."""
+
 import os
 import shutil
 import sys
@@ -16,7 +16,7 @@ if len(args) >= 2 and args[0] == "-C":
     where, args = os.path.join(where, args[1]), args[2:]
 command = args[0] if args else ""
 rest = [a for a in args[1:] if not a.startswith("-")]
-if command in ("version", "--version"):
+if command in ("version", "--version"):  # bin/git answers these itself; here for a direct call
     print("git version 2.39.5")
     sys.exit(0)
 
