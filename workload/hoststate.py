@@ -65,7 +65,7 @@ elif value is None:
     data.pop(key, None)
 else:
     data[key] = value
-for _ in range(100):  # tempfile.mkstemp's way, without its imports (random, shutil): a third of the start-up
+for _ in range(100):  # mkstemp's way (O_EXCL, a random name, 0600) without importing tempfile at every change
     tmp = os.path.join(folder, ".state.%d.%s.tmp" % (os.getpid(), os.urandom(6).hex()))
     try:
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
