@@ -82,30 +82,34 @@ def test_permission_bits_are_the_recipe() -> None:
 
 
 @pytest.fixture
-def own_tag(docker_engine: Any) -> Iterator[str]:
+def own_tag(docker_engine: Any) -> Iterator[tuple[str, list[str]]]:
+    """A tag of this test's own, and a list the test adds its image ids to: all are removed afterwards."""
     tag = f"workload-test/recipe-{uuid.uuid4().hex[:12]}:x"
-    yield tag
-    for name in (tag, f"{tag}-latest"):
-        with contextlib.suppress(Exception):  # absent already: nothing to clean
+    built: list[str] = []
+    yield tag, built
+    for name in (tag, f"{tag}-latest", *built):
+        with contextlib.suppress(Exception):  # absent already
             docker_engine.client.images.remove(name, force=True)
 
 
 @pytest.mark.slow
 def test_a_checkout_cloned_again_does_not_build_again_and_a_changed_recipe_does(
-    tmp_path: Path, docker_engine: Any, freshvm_image: str, own_tag: str
+    tmp_path: Path, docker_engine: Any, freshvm_image: str, own_tag: tuple[str, list[str]]
 ) -> None:
+    tag, built_ids = own_tag
     nvidia = tmp_path / "closed" / "NVIDIA"
     shutil.copytree(FIXTURE_DOCKER, nvidia / "docker")
     host = LocalHost("local")
     ctx = step_context(host, tmp_path)
     step = EchoStep(EchoParameters(), location="Actions[0]", kind="action")
-    op = BuildImage(tag=own_tag, nvidia_dir=str(nvidia), base_image=freshvm_image, build=True)
+    op = BuildImage(tag=tag, nvidia_dir=str(nvidia), base_image=freshvm_image, build=True)
     user = UserFacts(name="root", uid=0, gid=0, group="root", home="/root")
     client = docker_engine.client
 
     def built() -> str:
-        assert build(step, ctx, client, op, user) == own_tag
-        return str(client.images.get(own_tag).id)
+        assert build(step, ctx, client, op, user) == tag
+        built_ids.extend(str(client.images.get(name).id) for name in (tag, f"{tag}-latest"))
+        return built_ids[-2]
 
     first = built()
     assert "building " in ctx.log_path.read_text()
