@@ -169,7 +169,7 @@ def test_mlperf_executor_runs_on_slurm_nodes_over_job_steps_and_merges_their_res
             assert box.attrs["Config"]["Labels"] is not None
         metrics = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
         assert {m["host"] for m in metrics} == set(cluster.node_names)
-        assert cluster.queue() == []
+        assert cluster.queue_once_completed() == []
         print(f"\n{NODES} Slurm nodes: cluster up in {cluster_s:.0f}s, MLPerfExecutor run in {run_s:.0f}s")
     finally:
         for node in cluster.node_names:

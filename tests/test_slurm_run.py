@@ -133,7 +133,7 @@ def test_cpu_profile_on_four_nodes_merges_every_nodes_results(
     assert "RUNNING on 4 node(s)" in err
     # The job was given back: nothing of ours is left in the queue.
     assert "cancelled (scancel)" in err
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
 
 
 #: Long enough that a node can be set DOWN (or the run interrupted) while the benchmark runs.
@@ -189,7 +189,7 @@ def test_a_node_set_down_mid_run_is_reported_for_that_node_while_the_others_fini
         if node != down:
             assert outcomes[node]["status"] == "ok", outcomes[node]
             assert outcomes[node]["results"]
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
     assert cluster.node_states()[down].startswith("down")
     # Back in service, --only-failed asks for that node again and runs its work alone.
     cluster.scontrol("update", f"nodename={down}", "state=resume")
@@ -197,7 +197,7 @@ def test_a_node_set_down_mid_run_is_reported_for_that_node_while_the_others_fini
     argv = ["run", "--profile", str(cpu_profile), "-p", SMALL, "--output-dir", str(again), "--allow-invalid"]
     assert invoke([*argv, "--only-failed", str(folder), *target(cluster)]) == 0
     assert [(o["host"], o["status"]) for o in run_json(again)["outcomes"]] == [(down, "ok")]
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
 
 
 def test_ctrl_c_cancels_the_job_and_nothing_is_left_running(
@@ -211,7 +211,7 @@ def test_ctrl_c_cancels_the_job_and_nothing_is_left_running(
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output
     assert "cancelled (scancel)" in output
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
     deadline = time.monotonic() + 20  # slurmd kills the steps' processes (KillWait) after the job ends
     while runners_left(cluster) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -238,7 +238,7 @@ def test_with_requeue_a_lost_nodes_work_runs_again_on_another_node(
     assert replacement["host"] not in first_two and replacement["results"]
     # The lost node's own log says what happened to it.
     assert "failed in slurm job" in (folder / down / "host.log").read_text()
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
 
 
 def test_cpu_profile_on_three_nodes_sharing_one_home_gives_three_result_sets(

@@ -129,7 +129,7 @@ def test_a_pending_allocation_shows_its_reason_then_runs_when_nodes_free_up(clus
     # The nodes have no Docker, and are the admins' to change: the fix says what to ask them for.
     docker = [c for h in report["hosts"] for c in h["checks"] if c["name"] == "Docker works"]
     assert len(docker) == 4 and all(not c["ok"] and c["fix"].startswith("ask the cluster's admins") for c in docker)
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
 
 
 def test_dependencies_are_verify_only_on_slurm_nodes(
@@ -162,7 +162,7 @@ def test_dependencies_are_verify_only_on_slurm_nodes(
     for vm in cluster.computes.values():
         code, _ = vm.exec(["dpkg", "-s", "docker-ce"])
         assert code != 0
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
 
 
 def test_an_unknown_partition_is_the_schedulers_own_message(
@@ -190,7 +190,7 @@ def test_a_test_longer_than_the_jobs_time_left_is_not_started(
     wanted = r"LoadGen Offline PerformanceOnly needs about 6\d\ds, the job has 1?\d?\ds left: not started"
     assert re.search(wanted, outcome["error"]), outcome["error"]
     assert "longer --time" in capsys.readouterr().out
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
 
 
 def test_plan_reads_each_node_through_job_steps(
@@ -204,7 +204,7 @@ def test_plan_reads_each_node_through_job_steps(
     assert "LoadGen Offline PerformanceOnly" in out  # planned on the node: its Python has LoadGen
     hosts = [line.split("== host ")[1].split(" ==")[0] for line in out.splitlines() if "== host " in line]
     assert len(hosts) == 2 and set(hosts) <= set(cluster.node_names)
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
 
 
 def python_profile(tmp_path: Path) -> Path:
@@ -241,4 +241,4 @@ def test_a_step_killed_at_its_timeout_leaves_nothing_running_on_the_node(cluster
     finally:
         allocation.release()
         login.close()
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []

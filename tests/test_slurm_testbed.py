@@ -21,7 +21,7 @@ def test_cluster_has_four_idle_nodes_and_runs_a_step_on_each(slurm_cluster: Call
     assert code == 0, out
     # Every compute container answered with its own host name: four real slurmd daemons ran the step.
     assert sorted(out.split()) == sorted(cluster.node_names)
-    assert cluster.queue() == []
+    assert cluster.queue_once_completed() == []
 
 
 def test_gpus_are_generic_resources_backed_by_device_files(slurm_cluster: Callable[..., SlurmCluster]) -> None:

@@ -309,6 +309,21 @@ class SlurmCluster:
             raise TestbedError(f"SlurmCluster: squeue failed: {out}")
         return [line for line in out.splitlines() if line.strip()]
 
+    def queue_once_completed(self, timeout_s: float = 30.0) -> list[str]:
+        """:meth:`queue` once no job is left COMPLETING, waiting at most ``timeout_s`` (0.25 s between looks).
+
+        A job whose steps have all ended is COMPLETING until every node has reported its cleanup (``KillWait`` is 5
+        s here); beside a busy core that report comes after ``srun`` or ``scancel`` has returned (seen once:
+        ``1 COMPLETING hostname``). The job has been given back then, which is what a test asserts, so only that
+        state is waited out: a job RUNNING or PENDING is returned at once.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = self.queue()
+            if not left or any(line.split()[1:2] != ["COMPLETING"] for line in left) or time.monotonic() > deadline:
+                return left
+            time.sleep(0.25)
+
     def scontrol(self, *args: str) -> str:
         code, out = self.login_exec("scontrol", *args)
         if code != 0:
