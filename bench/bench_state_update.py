@@ -2,7 +2,7 @@
 
 A run makes hundreds of these (every step's done-marker and setup key, on every host; about 600 in the
 test suite), each a fresh interpreter. Interleaved in one run (``--rounds`` of: this checkout's command,
-then the base's, then a bare ``python -I -S -c pass``), each measured by ``_measure.run_process`` (CPU
+then the base's, then ``python -c pass`` with this checkout's flags), each measured by ``_measure.run_process`` (CPU
 of the process: user + system). The base is ``--base REF``: its ``workload/hoststate.py`` read with
 ``git show``, run as that version ran it (its ``UPDATE_FLAGS``, none before they existed). Printed with
 the interval of each median (``_measure.py``): CPU per change of each, the paired ratio this/base, and
@@ -78,18 +78,19 @@ def main() -> int:
             with request.open("rb") as stdin:
                 return run_process([args.python, *flags, "-c", script, state], stdin=stdin)
 
-        def bare(r: int) -> ProcessRun:
-            return run_process([args.python, "-I", "-S", "-c", "pass"])
+        def bare(r: int) -> ProcessRun:  # the interpreter started as this checkout starts it, doing nothing
+            return run_process([args.python, *this[0], "-c", "pass"])
 
         mine, theirs, bares = interleave(args.rounds, [lambda r: update(this), lambda r: update(base), bare])
     ms = 1000.0
     cpu_this, cpu_base = [r.cpu_s * ms for r in mine], [r.cpu_s * ms for r in theirs]
     cpu_bare = [r.cpu_s * ms for r in bares]
-    report.add(figure(f"this checkout, {' '.join(this[0]) or 'no flags'}: CPU per change", cpu_this, "ms", digits=1))
-    report.add(figure(f"base {args.base}, {' '.join(base[0]) or 'no flags'}: CPU per change", cpu_base, "ms", digits=1))
+    this_flags, base_flags = (" ".join(version[0]) or "no flags" for version in (this, base))
+    report.add(figure(f"this checkout, {this_flags}: CPU per change", cpu_this, "ms", digits=1))
+    report.add(figure(f"base {args.base}, {base_flags}: CPU per change", cpu_base, "ms", digits=1))
     report.add(figure("ratio this/base CPU", paired_ratios(cpu_this, cpu_base), digits=2))
     over_bare = paired_differences(cpu_this, cpu_bare)
-    report.add(figure("this checkout's script over a bare -I -S start", over_bare, unit="ms", digits=1))
+    report.add(figure(f"this checkout's script over a bare start ({this_flags})", over_bare, unit="ms", digits=1))
     return report.finish(args.json)
 
 

@@ -34,7 +34,13 @@ FIXTURE_DOCKER = Path(__file__).parent / "fixtures" / "harness" / "tree" / "clos
 
 
 def tarball(
-    files: dict[str, bytes], *, mtime: int = 0, prefix: str = "./", owner: int = 0, reverse: bool = False
+    files: dict[str, bytes],
+    *,
+    mtime: int = 0,
+    prefix: str = "./",
+    owner: int = 0,
+    reverse: bool = False,
+    executable: frozenset[str] = frozenset(),
 ) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -44,7 +50,8 @@ def tarball(
                 info.type, info.linkname = tarfile.SYMTYPE, files[name].decode()
             else:
                 info.size = len(files[name])
-            info.mode, info.mtime, info.uid, info.gid = 0o644, mtime, owner, owner
+            info.mode = 0o755 if name in executable else 0o644
+            info.mtime, info.uid, info.gid = mtime, owner, owner
             tar.addfile(info, None if info.issym() else io.BytesIO(files[name]))
     return buffer.getvalue()
 
@@ -71,14 +78,7 @@ def test_what_copy_would_put_in_the_image_is_the_recipe(changed: dict[str, bytes
 
 
 def test_permission_bits_are_the_recipe() -> None:
-    plain = tarball(FILES)
-    executable = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(plain)) as source, tarfile.open(fileobj=executable, mode="w") as tar:
-        for member in source:
-            if member.name == "./a/b.txt":
-                member.mode = 0o755
-            tar.addfile(member, source.extractfile(member) if member.isfile() else None)
-    assert context_digest(executable.getvalue()) != context_digest(plain)
+    assert context_digest(tarball(FILES, executable=frozenset({"a/b.txt"}))) != context_digest(tarball(FILES))
 
 
 @pytest.fixture

@@ -16,9 +16,6 @@ if len(args) >= 2 and args[0] == "-C":
     where, args = os.path.join(where, args[1]), args[2:]
 command = args[0] if args else ""
 rest = [a for a in args[1:] if not a.startswith("-")]
-if command in ("version", "--version"):  # bin/git answers these itself; here for a direct call
-    print("git version 2.39.5")
-    sys.exit(0)
 
 
 def cloned(folder, url, *extra):
