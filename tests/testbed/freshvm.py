@@ -117,6 +117,18 @@ def ssh_banner(port: int, timeout: float = 2.0) -> bytes:
         return b""
 
 
+def port_refuses(port: int, timeout: float = 2.0) -> bool:
+    """True when a connection to 127.0.0.1:port is refused (nothing listens); False when one is
+    accepted, or the connect did not finish in ``timeout`` (a full backlog is a listener too)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
 def user_key() -> Path:
     """The test bed's SSH user key (ed25519, no passphrase), made once per machine."""
     keys = state_dir() / "keys"
@@ -182,6 +194,9 @@ class FreshVM:
         self.known_hosts_path = self.config_dir / "known_hosts"
         self._initial_gpus = (gpu_name, gpus, nvswitch)
         self.container: docker.models.containers.Container | None = None
+        #: When :meth:`create` began and when its sshd first answered (monotonic; 0.0: not yet).
+        self.create_began = 0.0
+        self.answered_at = 0.0
 
     # ----------------------------------------------------------------- identity
     @property
@@ -199,6 +214,7 @@ class FreshVM:
     # ----------------------------------------------------------------- lifecycle
     def create(self) -> FreshVM:
         """Write the VM's config (keys, identity overlay, hardware), start it, wait for sshd."""
+        self.create_began = time.monotonic()
         shutil.rmtree(self.config_dir, ignore_errors=True)
         self.config_dir.mkdir(parents=True)
         _keygen(self.config_dir / "ssh_host_ed25519_key", f"root@{self.name}")
@@ -240,6 +256,7 @@ class FreshVM:
             )
             try:
                 self.wait_ssh()
+                self.answered_at = time.monotonic()
                 return self
             except TestbedError as exc:  # most likely the port was taken meanwhile: try another
                 last_error = str(exc)
@@ -291,13 +308,17 @@ class FreshVM:
         raise TestbedError(f"FreshVM {self.name}: sshd on 127.0.0.1:{self.port} did not answer in {timeout:.0f}s")
 
     def wait_down(self, timeout: float = 30.0) -> None:
-        """Block until sshd stops answering (e.g. after a reboot was requested inside the VM)."""
+        """Block until nothing listens on the VM's port any more (a connection is refused).
+
+        A slow banner is not "down": a loaded machine's sshd may take longer than any short read
+        timeout to answer, and taking that for a stopped sshd ended a wait while sshd still ran.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not ssh_banner(self.port, timeout=0.5):
+            if port_refuses(self.port):
                 return
             time.sleep(0.1)
-        raise TestbedError(f"FreshVM {self.name}: still answering on port {self.port} after {timeout:.0f}s")
+        raise TestbedError(f"FreshVM {self.name}: still listening on port {self.port} after {timeout:.0f}s")
 
     def boot_count(self) -> int:
         """How many times this VM has booted (the boot script counts on disk)."""
@@ -337,10 +358,29 @@ class FreshVM:
         self.container.start()
         self.wait_ssh()
 
-    def stop_sshd(self) -> None:
-        """Kill sshd but keep the machine running (an unreachable host)."""
-        self.exec(["pkill", "-TERM", "-x", "sshd"])
-        self.wait_down()
+    def stop_sshd(self, timeout: float = 30.0) -> None:
+        """Kill sshd and every session it serves, but keep the machine running (an unreachable host).
+
+        Returns once no sshd process is left in the VM and its port refuses connections, so every
+        SSH connection to the VM is cut when this returns, however slowly a loaded machine lets the
+        signalled processes end. TERM is sent again while any is left: a session forked while
+        pkill read the process table is not in its list.
+        """
+        code, out = self.exec(["pkill", "-TERM", "-x", "sshd"])
+        if code != 0:  # 1: no sshd ran; anything else: pkill itself failed
+            raise TestbedError(f"FreshVM {self.name}: pkill -x sshd exited {code}: {out}")
+        deadline = time.monotonic() + timeout
+        while self.live_processes("sshd"):
+            if time.monotonic() >= deadline:
+                raise TestbedError(f"FreshVM {self.name}: sshd processes were still running {timeout:.0f}s after TERM")
+            time.sleep(0.1)
+            self.exec(["pkill", "-TERM", "-x", "sshd"])
+        self.wait_down(max(2.0, deadline - time.monotonic()))
+
+    def live_processes(self, name: str) -> int:
+        """How many processes named ``name`` run in the VM; zombies (dead, not yet reaped) are not counted."""
+        _, out = self.exec(["ps", "-C", name, "-o", "stat="])  # exit 1 when there is none
+        return sum(1 for state in out.split() if not state.startswith("Z"))
 
     def start_sshd(self) -> None:
         """Start sshd again after :meth:`stop_sshd`."""
