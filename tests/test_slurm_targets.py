@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.output_lines import TimedLines
 from tests.test_slurm_run import shared_paths, target
 from tests.testbed.dockerd import DockerEngine
 from tests.testbed.slurm import SlurmCluster
@@ -113,13 +114,18 @@ def test_a_pending_allocation_shows_its_reason_then_runs_when_nodes_free_up(clus
     assert code == 0, out
     argv = [sys.executable, "-m", "workload", "doctor", "--json", *target(cluster, "--nodes", "4")]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any("PENDING" in line for line in cluster.queue()):
-        time.sleep(0.5)
-    time.sleep(3)  # a poll or two of ours sees the reason
-    cluster.login_exec("scancel", "--name=someone-else")
-    out, err = proc.communicate(timeout=240)
-    assert "PENDING (Resources)" in err, err
+    report_lines, progress = TimedLines(proc.stdout), TimedLines(proc.stderr)
+    try:
+        # The other job holds its node until ours has said why it waits, however long a loaded machine takes.
+        shown = progress.wait_for("PENDING (Resources)", 120)
+        cluster.login_exec("scancel", "--name=someone-else")
+        proc.wait(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out, err = report_lines.text(), progress.text()
+    assert shown, err
     assert "RUNNING on 4 node(s)" in err
     # doctor ran on every node through job steps: its checks, per node.
     report = json.loads(out)
