@@ -307,7 +307,8 @@ def test_a_rank_that_never_answers_times_out_naming_it_and_what_answered(tmp_pat
     began = time.monotonic()
     with pytest.raises(BenchmarkFailed) as info, llm_server.serving(_exec(tmp_path), spec):
         pytest.fail("the body must not run")
-    assert time.monotonic() - began < 20  # one deadline for all servers, not one per server
+    # Bounded by the 3 s readiness timeout, not the default 1800 s (the margin is a loaded machine's, as above).
+    assert time.monotonic() - began < 60
     text = str(info.value)
     assert f"did not answer on http://127.0.0.1:{stuck}/health within 3s (answered: 127.0.0.1:{up})" in text, text
     assert not (tmp_path / "server.pgid").exists()

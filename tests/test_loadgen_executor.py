@@ -8,7 +8,7 @@ remote hosts. About 20 s on 2 cores.
 from __future__ import annotations
 
 import json
-import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -148,8 +148,10 @@ def test_plan_names_a_missing_model_file(tmp_path: Path) -> None:
 
 
 def test_plan_says_what_to_install_when_loadgen_is_missing(tmp_path: Path) -> None:
-    python = shutil.which("python3") or "/usr/bin/python3"  # the system Python, without the cpu extra
-    step = make_step(Python=python)
+    # A Python without the cpu extra for certain: a bare venv sees none of this environment's packages
+    # (the python3 first on PATH is this venv's own when it is activated).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    step = make_step(Python=str(tmp_path / "bare" / "bin" / "python"))
     with pytest.raises(StepError) as err:
         step.plan(make_ctx(LocalHost(), tmp_path))
     assert "cannot import mlperf_loadgen" in str(err.value)

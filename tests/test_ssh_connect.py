@@ -93,12 +93,11 @@ def test_wrong_key_fails_once_without_retry(sshd: SshServer, tmp_path: Path) -> 
     stranger = tmp_path / "stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
     host = ssh_host(sshd, key_filename=str(stranger), connect_attempts=5)
-    started = time.monotonic()
     with pytest.raises(ConnectError) as info:
         host.run(cmd("true"))
     assert not isinstance(info.value, TransientConnectError)
     assert "authentication failed for root@127.0.0.1" in str(info.value) and str(stranger) in str(info.value)
-    assert host.connect_attempts == 1 and time.monotonic() - started < 5
+    assert host.connect_attempts == 1  # no retry: a wrong key stays wrong
 
 
 def test_encrypted_key_without_passphrase_says_so(sshd: SshServer, tmp_path: Path) -> None:  # noqa: F811
@@ -333,19 +332,30 @@ def test_sshd_dropping_at_max_startups_is_retried_as_transient() -> None:
 # -- losing the connection -----------------------------------------------------------------------
 
 
-def test_sshd_killed_mid_command_then_next_command_reconnects(fresh_sshd: SshServer) -> None:  # noqa: F811
+def test_sshd_killed_mid_command_then_next_command_reconnects(
+    fresh_sshd: SshServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     host = ssh_host(fresh_sshd, connect_attempts=10, connect_budget_s=30)
     assert host.check(cmd("true")).ok
     generation = host.connection_generation
-    killer = threading.Timer(0.5, fresh_sshd.kill)
+    running = tmp_path / "running"
+
+    def kill_once_running() -> None:  # mid-command however late a loaded machine starts it
+        deadline = time.monotonic() + 30
+        while not running.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        fresh_sshd.kill()
+
+    killer = threading.Thread(target=kill_once_running)
     killer.start()
     started = time.monotonic()
     with pytest.raises(ConnectError) as info:
-        host.run(cmd("sleep", "4"))
+        host.run(cmd("sh", "-c", 'touch "$1" && exec sleep 44', "mid-command", str(running)))
     killer.join()
     assert isinstance(info.value, ConnectionLost)
-    assert "connection was lost while running: sleep 4" in str(info.value)
-    assert time.monotonic() - started < 4  # noticed at the loss, not when the command would have ended
+    assert "connection was lost while running: sh -c" in str(info.value)
+    assert time.monotonic() - started < 44  # noticed at the loss, not when the command would have ended
     # sshd comes back a little later: the next command reconnects (with retries) and works.
     restarter = threading.Timer(1.5, fresh_sshd.start)
     restarter.start()
