@@ -337,15 +337,20 @@ class FreshVM:
     def wait_rebooted(self, boots_before: int, timeout: float = SSH_WAIT_S) -> None:
         """After a reboot asked for inside the VM: wait until it has booted again and sshd answers."""
         deadline = time.monotonic() + timeout
+        last_error = ""
         while time.monotonic() < deadline:
             if self.status() == "running" and ssh_banner(self.port).startswith(b"SSH-2.0-"):
                 try:
                     if self.boot_count() > boots_before:
                         return
-                except docker.errors.APIError:
-                    pass
+                # The old boot's sshd may still answer while the reboot is under way: the VM then stops
+                # under the exec that reads the count (Docker's API fails, or the exec is killed, 137,
+                # before its output is whole). The next look is after the reboot.
+                except (docker.errors.APIError, TestbedError) as exc:
+                    last_error = str(exc)
             time.sleep(0.2)
-        raise TestbedError(f"FreshVM {self.name}: did not come back from a reboot in {timeout:.0f}s")
+        last = f" (the last look: {last_error})" if last_error else ""
+        raise TestbedError(f"FreshVM {self.name}: did not come back from a reboot in {timeout:.0f}s{last}")
 
     def stop(self) -> None:
         """Power off (the disk is kept)."""
