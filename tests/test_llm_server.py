@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -263,35 +264,57 @@ def _multi_spec(tmp_path: Path, argv: tuple[str, ...], ports: list[int], **kw: f
     )
 
 
-def _ranks(tmp_path: Path, ports: list[int], *, load_s: Sequence[float] = ()) -> tuple[str, ...]:
+def _ranks(tmp_path: Path, ports: list[int], *, loaded_when: Sequence[Path] = ()) -> tuple[str, ...]:
     """NVIDIA's run_llm_server as it starts a multi-rank config: one parent, one stand-in trtllm-serve per port
-    spawned at once (launch_server.py ``RunTrtllmServeOp.run``), server ``i`` loading ``load_s[i]`` (0.2 s by
-    default) before it answers."""
+    spawned at once (launch_server.py ``RunTrtllmServeOp.run``), each loading 0.2 s before it answers or, given
+    ``loaded_when``, until the path ``loaded_when[i]`` exists."""
     model = tmp_path / "model"
     model.mkdir(exist_ok=True)
     servers = []
     for index, port in enumerate(ports):
         scratch = tmp_path / f"rank{index}"
         scratch.mkdir(exist_ok=True)
-        (scratch / "standin_server_load_s").write_text(str(load_s[index] if load_s else 0.2))
+        (scratch / "standin_server_load_s").write_text("0.2")
+        if loaded_when:
+            (scratch / "standin_server_load_until").write_text(str(loaded_when[index]))
         servers.append(f"MLPERF_SCRATCH_PATH={scratch} python3 {STANDIN_SERVE} {model} --host 0.0.0.0 --port {port}")
     return ("bash", "-c", " & ".join(servers) + " & wait")
 
 
 def test_every_server_of_the_command_is_waited_for_then_all_are_stopped(tmp_path: Path) -> None:
     ports = _free_ports(3)
-    # The first rank answers at once, the last after 3 s: the wait is over only when the last one answers.
-    spec = _multi_spec(tmp_path, _ranks(tmp_path, ports, load_s=(0.2, 1.5, 3.0)), ports)
+    # The ranks answer one after another, each once the wait has said how many answer so far (however long a
+    # loaded machine's probes take): the wait is over only when the last one answers.
+    loaded = [tmp_path / f"loaded{i}" for i in range(3)]
+    spec = _multi_spec(tmp_path, _ranks(tmp_path, ports, loaded_when=loaded), ports)
     assert spec.probe_argv()[-3:] == tuple(f"127.0.0.1:{p}" for p in ports)
     assert spec.where() == f"127.0.0.1:{ports[0]}-{ports[-1]} (3 servers)"
     lines: list[str] = []
-    with llm_server.serving(_exec(tmp_path), spec, log=lines.append) as took:
+    missed: list[str] = []
+
+    def load_one_by_one() -> None:
+        for count, path in enumerate(loaded):
+            said = f"LLM server: {count} of 3 answer (127.0.0.1:"
+            deadline = time.monotonic() + 60
+            while count and not any(line.startswith(said) for line in list(lines)):
+                if time.monotonic() > deadline:
+                    missed.append(said)
+                    break
+                time.sleep(0.05)
+            path.touch()
+
+    loader = threading.Thread(target=load_one_by_one, daemon=True)
+    loader.start()
+    with llm_server.serving(_exec(tmp_path), spec, log=lines.append):
         pgid = int((tmp_path / "server.pgid").read_text())
-        assert took >= 3.0  # not when the first answered
+        assert loaded[2].exists()  # not when the first answered
         for port in ports:  # every one answers once the wait is over
             with socket.create_connection(("127.0.0.1", port), timeout=2):
                 pass
-    assert any(line.startswith("LLM server: 1 of 3 answer (127.0.0.1:") for line in lines), lines
+    loader.join(5)
+    assert missed == [], lines  # each change of how many answer was said while the wait went on
+    progress = [line.split(" answer ")[0] for line in lines if " of 3 answer (" in line]
+    assert progress == ["LLM server: 1 of 3", "LLM server: 2 of 3"], lines
     assert not _group_alive(pgid)  # the stop reached every server of the group
     for port in ports:
         with socket.socket() as s:
