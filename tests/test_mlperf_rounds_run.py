@@ -21,10 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 
 from tests.fixtures.harness.make_harness import git
 from tests.fixtures.harness.rounds.make_round import make_round_tree
+from tests.testbed.dockerexec import exec_output, is_exec_wrapper
 from tests.testbed.ports import free_port as _free_port
 from workload.engine import Engine, RunOptions
 from workload.hosts.base import Host, HostSpec
@@ -150,9 +152,14 @@ def calls(bed: dict[str, Any]) -> list[str]:
 
 
 def processes(bed: dict[str, Any]) -> list[str]:
+    """The container's processes but PID 1, the ps and its exec's shell; read back whole (``exec_output``: a plain
+    exec's output is sometimes lost, moby#27289, and an empty list then read as "nothing runs")."""
     container = bed["engine"].client.containers.get(bed["container"])
-    out: str = container.exec_run(["ps", "-eo", "pid=,args="], user="0:0").output.decode()
-    return [r.strip() for r in out.splitlines() if r.strip() and not r.strip().startswith("1 ") and "ps -eo" not in r]
+    if container.status != "running":  # stopped: nothing runs in it
+        return []
+    _code, out = exec_output(container, ["ps", "-eo", "pid=,args="], user="0:0")
+    rows = [r.strip() for r in out.splitlines() if r.strip()]
+    return [r for r in rows if not r.startswith("1 ") and "ps -eo" not in r and not is_exec_wrapper(r)]
 
 
 def test_v51_run_custom_b200_behind_a_server(bed51: dict[str, Any]) -> None:
@@ -293,7 +300,7 @@ def test_interrupt_during_a_served_v51_run_stops_harness_and_server(bed51: dict[
 def _ps(bed: dict[str, Any]) -> list[str]:
     try:
         return processes(bed)
-    except Exception:  # the container is not there yet
+    except docker.errors.NotFound:  # the container is not there (yet, or any more)
         return []
 
 

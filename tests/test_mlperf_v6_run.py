@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.harness.make_round import make_round_bare_repo
+from tests.testbed.dockerexec import exec_output
 from tests.testbed.image import ensure_derived_image
 from tests.testbed.ports import free_port
 from workload.engine import Engine, RunOptions
@@ -165,12 +166,8 @@ def calls(bed: dict[str, Any]) -> list[str]:
 def leftovers(bed: dict[str, Any]) -> list[str]:
     container = bed["engine"].client.containers.get(bed["name"])
     assert container.status == "running"  # kept for the next run: its process list is what is left
-    _code, out = container.exec_run(["ps", "-eo", "args="], user="0:0")
-    return [
-        line
-        for line in out.decode().splitlines()
-        if "trtllm-serve" in line or "nv_mlpinf" in line or "code.main" in line
-    ]
+    _code, out = exec_output(container, ["ps", "-eo", "args="], user="0:0")  # whole, or it raises (moby#27289)
+    return [line for line in out.splitlines() if "trtllm-serve" in line or "nv_mlpinf" in line or "code.main" in line]
 
 
 @pytest.mark.parametrize("bed", ["v6.0"], indirect=True)
@@ -516,9 +513,9 @@ def test_ctrl_c_during_a_served_v61_run_stops_harness_and_server(bed: dict[str, 
             proc.wait()
     assert proc.returncode == 130, out
     container = bed["engine"].client.containers.get(bed["name"])
-    _code, listing = (
-        container.exec_run(["ps", "-eo", "args="], user="0:0") if container.status == "running" else (0, b"")
+    _code, listing = (  # whole, or it raises: a lost exec output (moby#27289) would read as "nothing left"
+        exec_output(container, ["ps", "-eo", "args="], user="0:0") if container.status == "running" else (0, "")
     )
-    left = [p for p in listing.decode().splitlines() if "sleep 297.5" in p or "trtllm-serve" in p or "nv_mlpinf" in p]
+    left = [p for p in listing.splitlines() if "sleep 297.5" in p or "trtllm-serve" in p or "nv_mlpinf" in p]
     assert not left, left
     assert not list((bed["nvidia"] / "build/logs").glob("*.server.pgid"))  # the server's process group is gone
