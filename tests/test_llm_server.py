@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_mlperf_exec_guard import wait_for
 from tests.testbed.ports import free_port as _free_port
 from workload.errors import BenchmarkFailed
 from workload.mlperf import llm_server
@@ -295,12 +296,8 @@ def test_every_server_of_the_command_is_waited_for_then_all_are_stopped(tmp_path
     def load_one_by_one() -> None:
         for count, path in enumerate(loaded):
             said = f"LLM server: {count} of 3 answer (127.0.0.1:"
-            deadline = time.monotonic() + 60
-            while count and not any(line.startswith(said) for line in list(lines)):
-                if time.monotonic() > deadline:
-                    missed.append(said)
-                    break
-                time.sleep(0.05)
+            if count and not wait_for(lambda said=said: any(line.startswith(said) for line in list(lines)), 60):
+                missed.append(said)
             path.touch()
 
     loader = threading.Thread(target=load_one_by_one, daemon=True)

@@ -21,6 +21,7 @@ import pytest
 
 from tests.output_lines import TimedLines
 from tests.test_fleet_steps import FLEET_TYPES
+from tests.test_mlperf_exec_guard import wait_for
 from tests.test_monitors import DRIVER, gpu
 from tests.testbed.aptrepo import standin
 from tests.testbed.freshvm import FreshVM
@@ -137,10 +138,9 @@ def test_stop_kills_a_hung_nvidia_smi_and_returns_promptly(
     took = time.monotonic() - started
     assert took < (CANCELLED_GRACE_S if cancelled else STOP_GRACE_S) + STOP_KILL_WAIT_S, took
     # The kill reaches the VM as signals; the processes end when a loaded machine gets to them.
-    deadline = time.monotonic() + 30
-    while "sleep 297" in vm.check(["ps", "-eo", "args"]):
-        assert time.monotonic() < deadline, "the hung nvidia-smi survived the stop"
-        time.sleep(0.2)
+    assert wait_for(lambda: "sleep 297" not in vm.check(["ps", "-eo", "args"]), 30), (
+        "the hung nvidia-smi survived the stop"
+    )
     assert "nvidia-smi had not answered when sampling stopped: killed" in summary["errors"]
     assert summary["devices"]["host"]["metrics"]["load_1m"]["samples"] >= 1  # the host part was sampled
 
@@ -300,10 +300,8 @@ def test_a_lost_connection_costs_samples_and_sampling_resumes(tmp_path: Path, fr
     vm.stop_sshd()  # every session dies with sshd: the sampler's connection is cut
     # The host stays unreachable until the sampler has recorded a lost sample, however long a loaded
     # machine takes to get there: the test judges what the sampler decides, not how soon.
-    deadline = time.monotonic() + 60
-    while sampler.stats.summary()["failed_samples"] < 1:
-        assert time.monotonic() < deadline, f"no failed sample while sshd was down: {sampler.stats.summary()}"
-        time.sleep(0.1)
+    failed = wait_for(lambda: sampler.stats.summary()["failed_samples"] >= 1, 60)
+    assert failed, f"no failed sample while sshd was down: {sampler.stats.summary()}"
     during = sampler.stats.count("gpu0", "gpu_utilization")
     vm.start_sshd()
     deadline = time.monotonic() + 60

@@ -19,6 +19,7 @@ from typing import Any
 import paramiko
 import pytest
 
+from tests.test_mlperf_exec_guard import wait_for
 from tests.testbed.sshd import (  # noqa: F401  (fixtures)
     SshServer,
     free_port,
@@ -342,9 +343,7 @@ def test_sshd_killed_mid_command_then_next_command_reconnects(
     running = tmp_path / "running"
 
     def kill_once_running() -> None:  # mid-command however late a loaded machine starts it
-        deadline = time.monotonic() + 30
-        while not running.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(running.exists, 30)
         fresh_sshd.kill()
 
     killer = threading.Thread(target=kill_once_running)
